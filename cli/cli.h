@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The trace-cmd-xen command line: one function per subcommand, a thin front
+ * over the libraries. Exit codes follow trace-cmd: 0 ok, 1 failure, 2 usage.
+ */
+#ifndef TCX_CLI_H
+#define TCX_CLI_H
+
+#define TCX_EXIT_OK	0
+#define TCX_EXIT_FAIL	1
+#define TCX_EXIT_USAGE	2
+
+/* Each takes argv with argv[0] = the subcommand name. */
+int cmd_convert(int argc, char **argv);
+
+/* Print "trace-cmd-xen <cmd>: <message>" on stderr. */
+void tcx_err(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif /* TCX_CLI_H */

@@ -1,0 +1,50 @@
+#!/bin/bash
+# Run every test of a configured build directory through meson (TAP, so each
+# test case counts) and print one closing line "N passed, N failed, N skipped".
+# Exit status is non-zero if anything failed.
+#
+#   scripts/run-tests.sh BUILDDIR [meson test args...]
+set -uo pipefail
+builddir=${1:?usage: run-tests.sh BUILDDIR [meson test args]}
+shift
+
+# tracefs must be mounted for the tests that read this machine's ftrace.
+if [ ! -e /sys/kernel/tracing/events ]; then
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+fi
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+meson test -C "$builddir" --print-errorlogs "$@"
+rc=$?
+
+# Count TAP results over the whole run from meson's JSON log.
+python3 - "$builddir/meson-logs/testlog.json" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    res = t.get("result")
+    # meson records one entry per test; TAP subtests are in its stdout
+    sub = [l for l in t.get("stdout", "").splitlines()
+           if l.startswith(("ok ", "not ok "))]
+    if sub:
+        for l in sub:
+            if l.startswith("not ok"):
+                failed += 1
+            elif "# SKIP" in l or "# skip" in l:
+                skipped += 1
+            else:
+                passed += 1
+        if res not in ("OK", "SKIP") and not any(l.startswith("not ok") for l in sub):
+            failed += 1   # crashed or timed out after its last subtest
+    elif res == "OK":
+        passed += 1
+    elif res == "SKIP":
+        skipped += 1
+    else:
+        failed += 1
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+PY
+exit $rc

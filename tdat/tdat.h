@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tdat: a streaming writer of trace-cmd's trace.dat files (versions 6 and 7,
+ * uncompressed), for data that does not come from the local tracefs.
+ *
+ * Usage:
+ *	w = tdat_create(path, &params);
+ *	tdat_add_event_format(w, "xen", fmt);	   ... metadata
+ *	tdat_add_cmdline(w, pid, comm);
+ *	tdat_set_traceid(w, id);
+ *	tdat_start_data(w);			   metadata is now on disk
+ *	tdat_write_event(w, cpu, ts, payload, len); ... any order across CPUs,
+ *						   ts non-decreasing per CPU
+ *	tdat_close(w);				   final sizes, compacted file
+ *
+ * Pages are written to the file as they fill, each CPU into its own region of
+ * the file; the table of per-CPU sizes is patched on disk after every batch
+ * of pages, so the file is a valid trace.dat at all times after
+ * tdat_start_data(): a crash or a kill leaves every flushed page readable.
+ * Memory per CPU is one page plus a small write batch.
+ *
+ * All functions return 0 (or a positive count) on success and a negative
+ * errno value on failure; tdat_error() then holds a message that names the
+ * offending value.
+ */
+#ifndef TDAT_H
+#define TDAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bits of a ring-buffer page's commit word. */
+#define TDAT_COMMIT_MASK	((1u << 27) - 1)
+#define TDAT_MISSED_EVENTS	(1u << 31)
+#define TDAT_MISSED_STORED	(1u << 30)
+
+/* Event header type_len values (kernel ring buffer). */
+#define TDAT_TYPE_PADDING	29
+#define TDAT_TYPE_TIME_EXTEND	30
+#define TDAT_TYPE_TIME_STAMP	31
+
+/* trace.dat option ids (trace-cmd's enum order). */
+enum tdat_option_id {
+	TDAT_OPT_DONE		= 0,
+	TDAT_OPT_DATE		= 1,
+	TDAT_OPT_CPUSTAT	= 2,
+	TDAT_OPT_BUFFER		= 3,
+	TDAT_OPT_TRACECLOCK	= 4,
+	TDAT_OPT_UNAME		= 5,
+	TDAT_OPT_HOOK		= 6,
+	TDAT_OPT_OFFSET		= 7,
+	TDAT_OPT_CPUCOUNT	= 8,
+	TDAT_OPT_VERSION	= 9,
+	TDAT_OPT_PROCMAPS	= 10,
+	TDAT_OPT_TRACEID	= 11,
+	TDAT_OPT_TIME_SHIFT	= 12,
+	TDAT_OPT_GUEST		= 13,
+	TDAT_OPT_TSC2NSEC	= 14,
+};
+
+/* TIME_SHIFT flags. */
+#define TDAT_TSHIFT_INTERPOLATE	0x1
+
+struct tdat_writer;
+
+/**
+ * struct tdat_params - what must be known before any metadata is written
+ * @version:	file version, 6 or 7 (0 means 7)
+ * @page_size:	ring-buffer page size in bytes (0 means 4096); a power of two
+ *		between 4096 and 1 MiB
+ * @max_cpus:	the highest CPU count the data may need (1..TDAT_MAX_CPUS);
+ *		the count written is the highest CPU that got data plus one,
+ *		or @cpus if larger
+ * @cpus:	the CPU count to declare even when some CPUs stay empty (the
+ *		pCPU count of a host); 0 to derive it from the data
+ * @clock:	the trace clock name, e.g. "x86-tsc" or "local" (NULL: "local")
+ * @region_size: bytes reserved per CPU in the file before it must grow
+ *		(0: a default); regions grow as needed, this is only a hint
+ */
+struct tdat_params {
+	int		version;
+	uint32_t	page_size;
+	int		max_cpus;
+	int		cpus;
+	const char	*clock;
+	uint64_t	region_size;
+};
+
+#define TDAT_MAX_CPUS	4096
+
+/**
+ * struct tdat_time_shift_cpu - TIME_SHIFT samples of one guest CPU
+ * @count:	number of samples (at least 1; trace-cmd readers crash on 0)
+ * @ts:		guest timestamps
+ * @offset:	host = ((guest * scaling) >> frac) + offset
+ * @scaling:	multiplier (1 for none)
+ * @frac:	fraction bits (0 for none)
+ */
+struct tdat_time_shift_cpu {
+	uint32_t	count;
+	const uint64_t	*ts;
+	const int64_t	*offset;
+	const int64_t	*scaling;
+	const int64_t	*frac;
+};
+
+/* Writer statistics, per CPU or summed. */
+struct tdat_stats {
+	uint64_t	events;		/* events encoded */
+	uint64_t	pages;		/* pages written */
+	uint64_t	bytes;		/* data bytes in pages, headers included */
+	uint64_t	missed;		/* missed events marked (counted ones) */
+	uint64_t	bad_pages;	/* raw pages rejected */
+};
+
+/**
+ * tdat_create - start a new trace.dat file
+ * @path:	output path; "-" is not supported (the file is patched in place)
+ * @params:	the parameters above
+ *
+ * Returns a writer, or NULL with errno set; the reason is printed by
+ * tdat_last_error().
+ */
+struct tdat_writer *tdat_create(const char *path, const struct tdat_params *params);
+
+/**
+ * tdat_error - the message of the last failure on @w ("" if none)
+ */
+const char *tdat_error(const struct tdat_writer *w);
+
+/**
+ * tdat_last_error - the message of the last tdat_create() failure in this
+ * thread ("" if none)
+ */
+const char *tdat_last_error(void);
+
+/* ---- metadata, before tdat_start_data() ---- */
+
+/**
+ * tdat_set_header_page - use a kernel's events/header_page text
+ *
+ * Without it the writer synthesises the layout of a 64-bit kernel (8-byte
+ * commit, data at offset 16). The commit field size sets where data starts.
+ */
+int tdat_set_header_page(struct tdat_writer *w, const char *text, size_t len);
+
+/**
+ * tdat_add_event_format - add the format text of one event of @system
+ * @text:	the whole format file text ("name:", "ID:", "format:", fields,
+ *		"print fmt:"); the ID in it is the payload's common_type
+ *
+ * Systems are written in the order first seen. Returns -EEXIST for an ID
+ * given twice.
+ */
+int tdat_add_event_format(struct tdat_writer *w, const char *system, const char *text);
+
+/** tdat_add_ftrace_format - add a format of the "ftrace" system (e.g. print) */
+int tdat_add_ftrace_format(struct tdat_writer *w, const char *text);
+
+/** tdat_set_kallsyms - /proc/kallsyms text to store (default: empty) */
+int tdat_set_kallsyms(struct tdat_writer *w, const char *text, size_t len);
+
+/** tdat_set_printk - printk_formats text to store (default: empty) */
+int tdat_set_printk(struct tdat_writer *w, const char *text, size_t len);
+
+/** tdat_add_cmdline - name task @pid @comm (comm truncated to 15 chars) */
+int tdat_add_cmdline(struct tdat_writer *w, int pid, const char *comm);
+
+/** tdat_set_traceid - the TRACEID option (non-zero to be matched by GUEST) */
+int tdat_set_traceid(struct tdat_writer *w, uint64_t id);
+
+/** tdat_set_uname - the UNAME option text ("sysname node release machine") */
+int tdat_set_uname(struct tdat_writer *w, const char *uname);
+
+/** tdat_set_version - the VERSION option text (default: this tool's) */
+int tdat_set_version(struct tdat_writer *w, const char *version);
+
+/**
+ * tdat_set_tsc2nsec - the TSC2NSEC option: ns = (ts * mult) >> shift
+ *
+ * Also makes the file's clock "x86-tsc" shown in ns by readers.
+ */
+int tdat_set_tsc2nsec(struct tdat_writer *w, uint32_t mult, uint32_t shift, uint64_t offset);
+
+/**
+ * tdat_add_guest - one GUEST option: @name's vCPU i ran as host task pids[i]
+ * @traceid:	the guest file's TRACEID
+ */
+int tdat_add_guest(struct tdat_writer *w, const char *name, uint64_t traceid,
+		   uint32_t nvcpu, const uint32_t *pids);
+
+/**
+ * tdat_set_time_shift - the TIME_SHIFT option of a guest file
+ * @peer_id:	the host file's TRACEID
+ * @flags:	TDAT_TSHIFT_INTERPOLATE or 0
+ * @ncpu:	number of entries in @cpus; every entry needs count >= 1 and all
+ *		counts must be equal (trace-cmd's reader assumes so)
+ */
+int tdat_set_time_shift(struct tdat_writer *w, uint64_t peer_id, uint32_t flags,
+			uint32_t ncpu, const struct tdat_time_shift_cpu *cpus);
+
+/** tdat_add_cpustat - CPUSTAT text of @cpu (per_cpu/cpuN/stats format) */
+int tdat_add_cpustat(struct tdat_writer *w, int cpu, const char *text);
+
+/** tdat_add_option - any other option, raw payload in file endianness */
+int tdat_add_option(struct tdat_writer *w, uint16_t id, const void *data, uint32_t size);
+
+/**
+ * tdat_start_data - write all metadata and open the per-CPU data regions
+ *
+ * After this, metadata calls fail with -EBUSY; options can still be added
+ * to a version 7 file and are written by tdat_close() as a chained options
+ * section.
+ */
+int tdat_start_data(struct tdat_writer *w);
+
+/* ---- data ---- */
+
+/**
+ * tdat_write_event - encode one event on @cpu
+ * @ts:		absolute timestamp in the file's clock; must not go backwards on
+ *		one CPU (-ERANGE)
+ * @payload:	the event record, starting with common_type (u16),
+ *		common_flags (u8), common_preempt_count (u8), common_pid (s32)
+ * @len:	payload bytes, at least 8, at most what fits in one page
+ *		(-EMSGSIZE)
+ *
+ * Deltas of 2^27 and more get a TIME_EXTEND; gaps of 2^59 and more an
+ * absolute TIME_STAMP or a new page; payloads over 112 bytes the long form.
+ */
+int tdat_write_event(struct tdat_writer *w, int cpu, uint64_t ts,
+		     const void *payload, size_t len);
+
+/**
+ * tdat_reserve - room for a @len-byte payload on @cpu at @ts, to be filled
+ * by the caller before the next call on that CPU (zero-copy tdat_write_event)
+ *
+ * Returns a pointer into the page, or NULL (see tdat_error()).
+ */
+void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len);
+
+/**
+ * tdat_mark_missed - events were lost on @cpu before the next event
+ * @count:	how many, or 0 when unknown
+ *
+ * Closes the current page; the next one carries MISSED_EVENTS (and the
+ * count, MISSED_STORED, when known), which readers report as lost events.
+ */
+int tdat_mark_missed(struct tdat_writer *w, int cpu, uint64_t count);
+
+/**
+ * tdat_write_page - store one raw ring-buffer page from a kernel as it is
+ *
+ * The page must be page_size bytes with a commit within it; a bad page is
+ * counted in stats.bad_pages, not written, and -EBADMSG returned. An empty
+ * page (commit 0) is skipped and returns 0.
+ */
+int tdat_write_page(struct tdat_writer *w, int cpu, const void *page);
+
+/** tdat_flush - write out every partly filled page and patch the sizes */
+int tdat_flush(struct tdat_writer *w);
+
+/** tdat_get_stats - counters for @cpu, or summed over all CPUs if @cpu < 0 */
+int tdat_get_stats(const struct tdat_writer *w, int cpu, struct tdat_stats *st);
+
+/**
+ * tdat_close - finish the file and free @w
+ *
+ * Flushes, writes the final sizes and any options added after
+ * tdat_start_data(), and compacts the CPU regions. Safe on NULL. Returns
+ * the first error met while finishing; the file is valid either way.
+ */
+int tdat_close(struct tdat_writer *w);
+
+/* ---- appending to a finished file ---- */
+
+struct tdat_appender;
+
+/**
+ * tdat_append_open - reopen a finished version 7 file to add options
+ *
+ * As trace-cmd does for TIME_SHIFT: the options go into a new options
+ * section at the end of the file, chained from the last one. Version 6
+ * files cannot take options after their data (-EOPNOTSUPP).
+ */
+struct tdat_appender *tdat_append_open(const char *path);
+
+/** tdat_append_option - queue one option (raw payload, file endianness) */
+int tdat_append_option(struct tdat_appender *a, uint16_t id, const void *data, uint32_t size);
+
+/** tdat_append_time_shift - queue a TIME_SHIFT option, as tdat_set_time_shift() */
+int tdat_append_time_shift(struct tdat_appender *a, uint64_t peer_id, uint32_t flags,
+			   uint32_t ncpu, const struct tdat_time_shift_cpu *cpus);
+
+/** tdat_append_close - write the queued options, chain them, free @a */
+int tdat_append_close(struct tdat_appender *a);
+
+/** tdat_append_error - the message of the last failure on @a */
+const char *tdat_append_error(const struct tdat_appender *a);
+
+#endif /* TDAT_H */
