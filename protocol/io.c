@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Moving messages over a transport: whole reads and writes with timeouts,
+ * send/receive, waiting for one command, the SEND_DATA stream and the
+ * `listen` V3 handshake.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+
+#include "priv.h"
+
+void tmsg_close(struct tmsg_transport *t)
+{
+	if (t)
+		t->ops->close(t);
+}
+
+/* Wait for @events; a timeout becomes -ETIMEDOUT with a message. */
+static int wait_io(struct tmsg_transport *t, short events, int timeout_ms,
+		   const char *what)
+{
+	int ret = t->ops->wait(t, events, timeout_ms);
+
+	if (ret == 0)
+		return tmsg_fail(-ETIMEDOUT, "%s: %s timed out after %d ms",
+				 t->name, what, timeout_ms);
+	if (ret < 0)
+		return tmsg_fail(ret, "%s: %s: %s", t->name, what,
+				 strerror(-ret));
+	return 0;
+}
+
+int tmsg_read_full(struct tmsg_transport *t, void *buf, size_t len,
+		   int timeout_ms)
+{
+	uint8_t *p = buf;
+	size_t done = 0;
+	int wait_ms = timeout_ms;
+
+	while (done < len) {
+		ssize_t n = t->ops->read(t, p + done, len - done);
+
+		if (n > 0) {
+			done += n;
+			wait_ms = t->io_timeout_ms;
+			continue;
+		}
+		if (n == 0)
+			return tmsg_fail(-ECONNRESET,
+					 "%s: connection closed by the peer%s",
+					 t->name, done ? " mid-message" : "");
+		if (n == -EINTR)
+			continue;
+		if (n != -EAGAIN)
+			return tmsg_fail((int)n, "%s: read: %s", t->name,
+					 strerror((int)-n));
+		n = wait_io(t, POLLIN, wait_ms, "read");
+		if (n)
+			return (int)n;
+	}
+	return 0;
+}
+
+int tmsg_write_full(struct tmsg_transport *t, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = t->ops->write(t, p + done, len - done);
+
+		if (n > 0) {
+			done += n;
+			continue;
+		}
+		if (n == -EINTR)
+			continue;
+		if (n == 0)
+			n = -EAGAIN;
+		if (n != -EAGAIN)
+			return tmsg_fail((int)n, "%s: write: %s", t->name,
+					 strerror((int)-n));
+		n = wait_io(t, POLLOUT, t->io_timeout_ms,
+			    "write (the peer stopped reading)");
+		if (n)
+			return (int)n;
+	}
+	return 0;
+}
+
+int tmsg_send(struct tmsg_transport *t, const struct tmsg *m)
+{
+	uint8_t buf[TMSG_MAX_LEN];
+	size_t n = tmsg_encode(m, buf);
+
+	return tmsg_write_full(t, buf, n);
+}
+
+int tmsg_send_cmd(struct tmsg_transport *t, uint32_t cmd)
+{
+	uint8_t buf[TMSG_HDR_SIZE + TMSG_FIXED_MAX] = { 0 };
+	uint32_t fixed;
+
+	if (cmd >= TMSG_NR_CMDS)
+		return tmsg_fail(-EINVAL, "unknown command %u", cmd);
+	fixed = tmsg_fixed_size(cmd);
+	put_be32(buf, TMSG_HDR_SIZE + fixed);
+	put_be32(buf + 4, cmd);
+	put_be32(buf + 8, fixed);
+	return tmsg_write_full(t, buf, TMSG_HDR_SIZE + fixed);
+}
+
+int tmsg_recv(struct tmsg_transport *t, struct tmsg *m, int timeout_ms)
+{
+	uint8_t buf[TMSG_MAX_LEN];
+	uint32_t size;
+	ssize_t n;
+	int ret;
+
+	ret = tmsg_read_full(t, buf, TMSG_HDR_SIZE, timeout_ms);
+	if (ret)
+		return ret;
+	ret = tmsg_check_header(buf, &size);
+	if (ret)
+		return tmsg_fail(ret, "%s: invalid message: %s", t->name,
+				 tmsg_error());
+	ret = tmsg_read_full(t, buf + TMSG_HDR_SIZE, size - TMSG_HDR_SIZE,
+			     t->io_timeout_ms);
+	if (ret)
+		return ret;
+	n = tmsg_decode(m, buf, size);
+	if (n < 0)
+		return tmsg_fail((int)n, "%s: invalid message: %s", t->name,
+				 tmsg_error());
+	return 0;
+}
+
+/* Enough to tolerate a confused peer, few enough not to loop for ever. */
+#define MAX_UNEXPECTED	8
+
+/*
+ * A message that is not the one awaited: NOT_SUPP back as trace-cmd does
+ * (never to a NOT_SUPP), but a CLOSE ends the wait, and so does a peer that
+ * keeps sending the wrong thing.
+ */
+static int unexpected_msg(struct tmsg_transport *t, const struct tmsg *m,
+			  int *count, const char *want)
+{
+	if (m->cmd == TMSG_CLOSE)
+		return tmsg_fail(-ECONNABORTED,
+				 "%s: the peer closed the session while we waited for %s",
+				 t->name, want);
+	if (++*count > MAX_UNEXPECTED)
+		return tmsg_fail(-EPROTO,
+				 "%s: %d unexpected messages (last %s) while waiting for %s",
+				 t->name, *count, tmsg_cmd_name(m->cmd), want);
+	if (m->cmd == TMSG_NOT_SUPP)
+		return 0;
+	return tmsg_send_cmd(t, TMSG_NOT_SUPP);
+}
+
+int tmsg_wait_for(struct tmsg_transport *t, uint32_t cmd, struct tmsg *m,
+		  int timeout_ms)
+{
+	int unexpected = 0;
+
+	for (;;) {
+		int ret = tmsg_recv(t, m, timeout_ms);
+
+		if (ret)
+			return ret;
+		if (m->cmd == cmd)
+			return 0;
+		ret = unexpected_msg(t, m, &unexpected, tmsg_cmd_name(cmd));
+		if (ret)
+			return ret;
+	}
+}
+
+int tmsg_send_data(struct tmsg_transport *t, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint8_t hdr[TMSG_HDR_SIZE];
+	int ret;
+
+	/* Header then payload, straight from the caller's buffer. */
+	while (len) {
+		size_t n = len > TMSG_MAX_DATA ? TMSG_MAX_DATA : len;
+
+		put_be32(hdr, TMSG_HDR_SIZE + n);
+		put_be32(hdr + 4, TMSG_SEND_DATA);
+		put_be32(hdr + 8, 0);
+		ret = tmsg_write_full(t, hdr, sizeof(hdr));
+		if (!ret)
+			ret = tmsg_write_full(t, p, n);
+		if (ret)
+			return ret;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+ssize_t tmsg_recv_data(struct tmsg_transport *t, tmsg_data_sink sink,
+		       void *arg, int timeout_ms, uint64_t max_bytes)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	uint64_t total = 0;
+	int unexpected = 0;
+	int ret;
+
+	if (!m)
+		return tmsg_fail(-ENOMEM, "out of memory");
+	for (;;) {
+		ret = tmsg_recv(t, m, timeout_ms);
+		if (ret || m->cmd == TMSG_FIN_DATA)
+			break;
+		if (m->cmd != TMSG_SEND_DATA) {
+			ret = unexpected_msg(t, m, &unexpected, "SEND_DATA");
+			if (ret)
+				break;
+			continue;
+		}
+		total += m->len;
+		if (max_bytes && total > max_bytes) {
+			ret = tmsg_fail(-EFBIG, "%s: more than %llu bytes of data",
+					t->name, (unsigned long long)max_bytes);
+			break;
+		}
+		ret = sink(arg, m->payload, m->len);
+		if (ret) {
+			tmsg_fail(ret, "%s: storing data: %s", t->name,
+				  strerror(-ret));
+			break;
+		}
+	}
+	free(m);
+	return ret ? ret : (ssize_t)total;
+}
+
+/* Read a NUL-terminated reply of at most @max bytes (NUL included). */
+static int read_cstr(struct tmsg_transport *t, char *buf, size_t max,
+		     int timeout_ms)
+{
+	for (size_t i = 0; i < max; i++) {
+		int ret = tmsg_read_full(t, buf + i, 1, timeout_ms);
+
+		if (ret)
+			return ret;
+		if (!buf[i])
+			return 0;
+	}
+	return tmsg_fail(-EBADMSG, "%s: handshake reply too long", t->name);
+}
+
+int tmsg_v3_client_handshake(struct tmsg_transport *t, int timeout_ms)
+{
+	char buf[16];
+	int ret;
+
+	ret = tmsg_read_full(t, buf, 8, timeout_ms);
+	if (ret)
+		return ret;
+	if (memcmp(buf, "tracecmd", 8))
+		return tmsg_fail(-EPROTO, "%s: not a trace-cmd listener", t->name);
+	ret = tmsg_write_full(t, "-1V3", 5);
+	if (!ret)
+		ret = read_cstr(t, buf, 8, timeout_ms);
+	if (ret)
+		return ret;
+	if (strcmp(buf, "V3"))
+		return tmsg_fail(-EPROTO, "%s: listener speaks \"%.8s\", not V3",
+				 t->name, buf);
+	/* The listener takes the magic in one read(): one write, 7 bytes. */
+	ret = tmsg_write_full(t, "766679", 7);
+	if (!ret)
+		ret = tmsg_read_full(t, buf, 2, timeout_ms);
+	if (ret)
+		return ret;
+	if (memcmp(buf, "OK", 2))
+		return tmsg_fail(-EPROTO, "%s: listener refused the V3 magic",
+				 t->name);
+	return 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Helpers shared by the protocol/ sources; not installed. */
+#ifndef TCX_TMSG_PRIV_H
+#define TCX_TMSG_PRIV_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "tmsg.h"
+
+/* Set tmsg_error() and return @err (a negative errno). */
+int tmsg_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static inline uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static inline void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, v >> 32);
+	put_be32(p + 4, (uint32_t)v);
+}
+
+/* Known fixed-part size of a command; cmd must be < TMSG_NR_CMDS. */
+uint32_t tmsg_fixed_size(uint32_t cmd);
+
+/* Append @len bytes to the payload, or -EMSGSIZE. */
+int tmsg_append(struct tmsg *m, const void *data, size_t len);
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t tmsg_now_ms(void);
+
+#endif /* TCX_TMSG_PRIV_H */

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The agent's advertisement in xenstore, under its own guest-writable
+ * /local/domain/<id>/data/trace-cmd-xen/: version, caps and port, then
+ * state=ready written last so that a reader seeing "ready" sees the rest.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <xenstore.h>
+
+#include "priv.h"
+
+#define XS_NODE_MAX	96
+
+static int node_path(char *buf, unsigned int domid, const char *node)
+{
+	int n = snprintf(buf, XS_NODE_MAX, "/local/domain/%u/" TMSG_XS_DIR "/%s",
+			 domid, node);
+
+	return n > 0 && n < XS_NODE_MAX ? 0 : -ENAMETOOLONG;
+}
+
+static int xs_put(struct xs_handle *xs, unsigned int domid, const char *node,
+		  const char *val)
+{
+	char path[XS_NODE_MAX];
+
+	if (node_path(path, domid, node))
+		return tmsg_fail(-ENAMETOOLONG, "xenstore path too long");
+	if (!xs_write(xs, XBT_NULL, path, val, strlen(val)))
+		return tmsg_fail(errno ? -errno : -EIO, "xenstore write %s: %s",
+				 path, strerror(errno ? errno : EIO));
+	return 0;
+}
+
+/* Read a node into @buf (NUL-terminated, truncated to @len). */
+static int xs_get(struct xs_handle *xs, unsigned int domid, const char *node,
+		  char *buf, size_t len)
+{
+	char path[XS_NODE_MAX];
+	unsigned int n;
+	char *v;
+
+	if (node_path(path, domid, node))
+		return -ENAMETOOLONG;
+	v = xs_read(xs, XBT_NULL, path, &n);
+	if (!v)
+		return -ENOENT;
+	snprintf(buf, len, "%.*s", (int)n, v);
+	free(v);
+	return 0;
+}
+
+static struct xs_handle *open_xs(void)
+{
+	struct xs_handle *xs = xs_open(0);
+
+	if (!xs)
+		tmsg_fail(errno ? -errno : -EIO, "xenstore: %s",
+			  strerror(errno ? errno : EIO));
+	return xs;
+}
+
+int tmsg_xs_advertise(unsigned int domid, const char *caps,
+		      unsigned int port)
+{
+	struct xs_handle *xs = open_xs();
+	char pstr[16];
+	int ret;
+
+	if (!xs)
+		return -EIO;
+	snprintf(pstr, sizeof(pstr), "%u", port);
+	ret = xs_put(xs, domid, "state", "starting");
+	if (!ret)
+		ret = xs_put(xs, domid, "version", TMSG_XS_VERSION);
+	if (!ret)
+		ret = xs_put(xs, domid, "caps", caps ? caps : "");
+	if (!ret)
+		ret = xs_put(xs, domid, "port", pstr);
+	if (!ret)
+		ret = xs_put(xs, domid, "state", "ready");
+	xs_close(xs);
+	return ret;
+}
+
+int tmsg_xs_withdraw(unsigned int domid)
+{
+	struct xs_handle *xs = open_xs();
+	int ret;
+
+	if (!xs)
+		return -EIO;
+	ret = xs_put(xs, domid, "state", "stopped");
+	xs_close(xs);
+	return ret;
+}
+
+int tmsg_xs_lookup(unsigned int domid, struct tmsg_xs_agent *out)
+{
+	struct xs_handle *xs = open_xs();
+	char state[16], port[16];
+	uint64_t p = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!xs)
+		return -EIO;
+	if (xs_get(xs, domid, "state", state, sizeof(state))) {
+		xs_close(xs);
+		return tmsg_fail(-ENOENT, "domain %u runs no trace-cmd-xen agent",
+				 domid);
+	}
+	out->ready = !strcmp(state, "ready");
+	xs_get(xs, domid, "version", out->version, sizeof(out->version));
+	xs_get(xs, domid, "caps", out->caps, sizeof(out->caps));
+	if (!xs_get(xs, domid, "port", port, sizeof(port))) {
+		/* Guest-written: accept plain decimal only. */
+		for (char *c = port; *c && p <= UINT32_MAX; c++)
+			p = *c >= '0' && *c <= '9' ? p * 10 + (uint64_t)(*c - '0') :
+			    UINT64_MAX;
+		out->port = p <= UINT32_MAX ? (unsigned int)p : 0;
+	}
+	xs_close(xs);
+	return 0;
+}
