@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Appending options to a finished version 7 file, as trace-cmd does for
+ * TIME_SHIFT: a new options section at the end of the file, linked from
+ * the DONE option of the last section in the chain.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "tdat-internal.h"
+
+struct tdat_appender {
+	int			fd;
+	uint64_t		done_off;	/* next-offset of the last DONE */
+	struct tdat_optlist	opts;
+	char			err[256];
+};
+
+static __thread char append_open_error[256];
+
+const char *tdat_append_error(const struct tdat_appender *a)
+{
+	return a ? a->err : append_open_error;
+}
+
+static int pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread(fd, buf, len, off);
+
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EBADMSG;
+}
+
+/* Walk the header and the options chain to the last DONE. */
+static int find_last_done(int fd, uint64_t *done_off, char *err, size_t errlen)
+{
+	uint8_t head[64];
+	uint64_t off, size, next;
+	uint16_t id, sec;
+	uint32_t osize;
+	size_t p;
+	int ret, hops = 0;
+
+	ret = pread_all(fd, head, sizeof(head), 0);
+	if (ret || memcmp(head, "\x17\x08\x44tracing", 10)) {
+		snprintf(err, errlen, "not a trace.dat file");
+		return -EBADMSG;
+	}
+	if (strcmp((char *)head + 10, "7")) {
+		snprintf(err, errlen, "file version %.4s: only version 7 takes options after its data",
+			 (char *)head + 10);
+		return -EOPNOTSUPP;
+	}
+	if (head[12] != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)) {
+		snprintf(err, errlen, "file of the other endianness");
+		return -EOPNOTSUPP;
+	}
+	p = 18;		/* magic, "7\0", endian, long size, page size */
+	p += strnlen((char *)head + p, sizeof(head) - p) + 1;	/* compression */
+	p += strnlen((char *)head + p, sizeof(head) - p) + 1;	/* its version */
+	if (p + 8 > sizeof(head)) {
+		snprintf(err, errlen, "bad compression field");
+		return -EBADMSG;
+	}
+	memcpy(&off, head + p, 8);
+	for (;;) {
+		uint8_t sh[16];
+
+		if (++hops > 10000 || pread_all(fd, sh, 16, off)) {
+			snprintf(err, errlen, "options section at %llu unreadable", (unsigned long long)off);
+			return -EBADMSG;
+		}
+		memcpy(&sec, sh, 2);
+		memcpy(&size, sh + 8, 8);
+		if (sec != 0 || (sh[2] & 1) || size < 14) {
+			snprintf(err, errlen, "options section at %llu: id %u size %llu%s",
+				 (unsigned long long)off, sec, (unsigned long long)size,
+				 (sh[2] & 1) ? " (compressed: not supported)" : "");
+			return -EOPNOTSUPP;
+		}
+		/* DONE is the section's last option: u16 0, u32 8, u64 next */
+		if (pread_all(fd, sh, 14, off + 16 + size - 14)) {
+			snprintf(err, errlen, "options section at %llu truncated", (unsigned long long)off);
+			return -EBADMSG;
+		}
+		memcpy(&id, sh, 2);
+		memcpy(&osize, sh + 2, 4);
+		memcpy(&next, sh + 6, 8);
+		if (id != 0 || osize != 8) {
+			snprintf(err, errlen, "options section at %llu does not end in DONE",
+				 (unsigned long long)off);
+			return -EBADMSG;
+		}
+		if (!next) {
+			*done_off = off + 16 + size - 8;
+			return 0;
+		}
+		off = next;
+	}
+}
+
+struct tdat_appender *tdat_append_open(const char *path)
+{
+	struct tdat_appender *a = calloc(1, sizeof(*a));
+	int ret;
+
+	if (!a) {
+		snprintf(append_open_error, sizeof(append_open_error), "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	a->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (a->fd < 0) {
+		ret = -errno;
+		snprintf(append_open_error, sizeof(append_open_error), "cannot open %s: %s",
+			 path, strerror(-ret));
+		goto fail;
+	}
+	ret = find_last_done(a->fd, &a->done_off, a->err, sizeof(a->err));
+	if (ret) {
+		snprintf(append_open_error, sizeof(append_open_error), "%.100s: %.150s", path, a->err);
+		goto fail;
+	}
+	append_open_error[0] = 0;
+	return a;
+fail:
+	if (a->fd >= 0)
+		close(a->fd);
+	free(a);
+	errno = -ret;
+	return NULL;
+}
+
+int tdat_append_option(struct tdat_appender *a, uint16_t id, const void *data, uint32_t size)
+{
+	if (id == TDAT_OPT_DONE || (id >= 15 && id <= 22)) {
+		snprintf(a->err, sizeof(a->err), "option id %u cannot be appended", id);
+		return -EINVAL;
+	}
+	if (size && !data) {
+		snprintf(a->err, sizeof(a->err), "option %u: %u bytes from NULL", id, size);
+		return -EINVAL;
+	}
+	if (tdat_optlist_add(&a->opts, id, data, size)) {
+		snprintf(a->err, sizeof(a->err), "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int tdat_append_time_shift(struct tdat_appender *a, uint64_t peer_id, uint32_t flags,
+			   uint32_t ncpu, const struct tdat_time_shift_cpu *cpus)
+{
+	struct tdat_buf b = {0};
+	int ret;
+
+	ret = tdat_time_shift_build(&b, peer_id, flags, ncpu, cpus, a->err, sizeof(a->err));
+	if (!ret)
+		ret = tdat_append_option(a, TDAT_OPT_TIME_SHIFT, b.data, b.len);
+	tdat_buf_free(&b);
+	return ret;
+}
+
+int tdat_append_close(struct tdat_appender *a)
+{
+	int ret = 0;
+
+	if (!a)
+		return 0;
+	if (a->opts.n) {
+		ret = tdat_append_options_section(a->fd, a->done_off, &a->opts, NULL);
+		if (ret)
+			snprintf(a->err, sizeof(a->err), "appending options: %s", strerror(-ret));
+	}
+	if (close(a->fd) && !ret)
+		ret = -errno;
+	tdat_optlist_free(&a->opts);
+	free(a);
+	return ret;
+}

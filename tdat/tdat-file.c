@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The file: metadata layout (v6 sequence or v7 sections), per-CPU regions,
+ * the on-disk size table patched after every batch, region growth and the
+ * final compaction.
+ *
+ * Crash safety rests on one order: page bytes are written first, the size
+ * that makes them visible second. Between the two a kill loses the batch,
+ * never shows garbage.
+ */
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "tdat-internal.h"
+
+#define SEC_OPTIONS		0
+#define SEC_FLYRECORD		3
+#define SEC_HEADER_INFO		16
+#define SEC_FTRACE_EVENTS	17
+#define SEC_EVENT_FORMATS	18
+#define SEC_KALLSYMS		19
+#define SEC_PRINTK		20
+#define SEC_CMDLINES		21
+#define NO_DESC			0xffffffffu
+
+static const uint8_t magic[10] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
+
+int tdat_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = pwrite(fd, p, len, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!n)
+			return -EIO;
+		p += n;
+		len -= n;
+		off += n;
+	}
+	return 0;
+}
+
+static int io_fail(struct tdat_writer *w, int ret, const char *what)
+{
+	w->failed = true;
+	return tdat_err(w, ret, "%s: %s: %s", w->path, what, strerror(-ret));
+}
+
+static int patch(struct tdat_writer *w, const void *p, size_t len, uint64_t off)
+{
+	int ret = tdat_pwrite_all(w->fd, p, len, off);
+
+	return ret ? io_fail(w, ret, "patching the size table") : 0;
+}
+
+/* ---- metadata ---- */
+
+static int put_section(struct tdat_buf *m, uint16_t id, const struct tdat_buf *body,
+		       uint64_t *offset)
+{
+	uint16_t flags = 0;
+	uint32_t desc = NO_DESC;
+
+	*offset = m->len;
+	if (tdat_buf_u16(m, id) || tdat_buf_u16(m, flags) || tdat_buf_u32(m, desc) ||
+	    tdat_buf_u64(m, body->len) || tdat_buf_put(m, body->data, body->len))
+		return -ENOMEM;
+	return 0;
+}
+
+static int put_opt(struct tdat_buf *b, uint16_t id, const void *data, uint32_t size)
+{
+	if (tdat_buf_u16(b, id) || tdat_buf_u32(b, size) || tdat_buf_put(b, data, size))
+		return -ENOMEM;
+	return 0;
+}
+
+/* The pieces both versions share, each into its own buffer. */
+static int build_parts(struct tdat_writer *w, struct tdat_buf part[6])
+{
+	int ret = 0, i;
+
+	ret |= tdat_buf_str(&part[0], "header_page");
+	ret |= tdat_buf_u64(&part[0], w->header_page_len);
+	ret |= tdat_buf_put(&part[0], w->header_page, w->header_page_len);
+	ret |= tdat_buf_str(&part[0], "header_event");
+	{
+		extern const char *tdat_header_event_text(void);
+		const char *he = tdat_header_event_text();
+
+		ret |= tdat_buf_u64(&part[0], strlen(he));
+		ret |= tdat_buf_put(&part[0], he, strlen(he));
+	}
+	ret |= tdat_buf_u32(&part[1], w->nftrace);
+	ret |= tdat_buf_put(&part[1], w->ftrace.data, w->ftrace.len);
+	ret |= tdat_buf_u32(&part[2], w->nsys);
+	for (i = 0; i < w->nsys; i++) {
+		ret |= tdat_buf_str(&part[2], w->sys[i].name);
+		ret |= tdat_buf_u32(&part[2], w->sys[i].count);
+		ret |= tdat_buf_put(&part[2], w->sys[i].formats.data, w->sys[i].formats.len);
+	}
+	ret |= tdat_buf_u32(&part[3], w->kallsyms_len);
+	ret |= tdat_buf_put(&part[3], w->kallsyms, w->kallsyms_len);
+	ret |= tdat_buf_u32(&part[4], w->printk_len);
+	ret |= tdat_buf_put(&part[4], w->printk, w->printk_len);
+	ret |= tdat_buf_u64(&part[5], w->cmdlines.len);
+	ret |= tdat_buf_put(&part[5], w->cmdlines.data, w->cmdlines.len);
+	return ret ? -ENOMEM : 0;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static int clock_opt(struct tdat_writer *w, struct tdat_buf *b)
+{
+	char s[128];
+	int n = snprintf(s, sizeof(s), "[%s]", w->clock);
+
+	return put_opt(b, TDAT_OPT_TRACECLOCK, s, n + 1);
+}
+
+static int user_opts(struct tdat_writer *w, struct tdat_buf *b)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < w->opts.n; i++)
+		ret |= put_opt(b, w->opts.v[i].id, w->opts.v[i].data, w->opts.v[i].size);
+	return ret;
+}
+
+static int meta_v7(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf part[6])
+{
+	struct tdat_buf o = {0};
+	uint64_t secoff[6], optoff, pos, zero = 0, sz, bufpos;
+	uint32_t n0 = 0, cpus = w->want_cpus;
+	int ret = 0, i;
+
+	ret |= tdat_buf_put(m, magic, 10) | tdat_buf_put(m, "7", 2);
+	ret |= tdat_buf_put(m, "\0", 1);	/* little endian is 0 */
+	m->data[m->len - 1] = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
+	ret |= tdat_buf_put(m, &(uint8_t){ w->long_size }, 1);
+	ret |= tdat_buf_u32(m, w->page_size);
+	ret |= tdat_buf_put(m, "none\0", 6);
+	pos = m->len;
+	ret |= tdat_buf_u64(m, 0);	/* first options section, set below */
+	for (i = 0; i < 6 && !ret; i++)
+		ret |= put_section(m, SEC_HEADER_INFO + i, &part[i], &secoff[i]);
+
+	/* the options section: offsets of the sections above first */
+	for (i = 0; i < 6; i++)
+		ret |= put_opt(&o, SEC_HEADER_INFO + i, &secoff[i], 8);
+	ret |= clock_opt(w, &o);
+	ret |= user_opts(w, &o);
+	optoff = m->len;
+	/* patchable: CPUCOUNT and the BUFFER entries, found by their offsets */
+	ret |= put_opt(&o, TDAT_OPT_CPUCOUNT, &cpus, 4);
+	w->cpus_field_off = optoff + 16 + o.len - 4;
+	sz = 8 + 1 + strlen(w->clock) + 1 + 4 + 4 + 20ull * w->max_cpus;
+	ret |= tdat_buf_u16(&o, TDAT_OPT_BUFFER) | tdat_buf_u32(&o, sz);
+	bufpos = o.len;
+	ret |= tdat_buf_u64(&o, 0);	/* the flyrecord section, set below */
+	ret |= tdat_buf_str(&o, "");
+	ret |= tdat_buf_str(&o, w->clock);
+	ret |= tdat_buf_u32(&o, w->page_size);
+	w->table_off = optoff + 16 + o.len;
+	ret |= tdat_buf_u32(&o, n0);
+	ret |= tdat_buf_zero(&o, 20ull * w->max_cpus);
+	ret |= tdat_buf_u16(&o, TDAT_OPT_DONE) | tdat_buf_u32(&o, 8);
+	w->done_off = optoff + 16 + o.len;
+	ret |= tdat_buf_u64(&o, zero);
+	if (!ret) {
+		uint64_t tmp;
+
+		ret = put_section(m, SEC_OPTIONS, &o, &tmp);
+		memcpy(m->data + pos, &optoff, 8);
+		w->flyrec_off = m->len;
+		memcpy(m->data + optoff + 16 + bufpos, &w->flyrec_off, 8);
+		ret |= tdat_buf_u16(m, SEC_FLYRECORD) | tdat_buf_u16(m, 0);
+		ret |= tdat_buf_u32(m, NO_DESC) | tdat_buf_u64(m, 0);
+	}
+	tdat_buf_free(&o);
+	w->data_start = align_up(m->len, w->page_size);
+	return ret ? -ENOMEM : 0;
+}
+
+static int meta_v6(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf part[6])
+{
+	uint32_t cpus = w->want_cpus;
+	int ret = 0, i;
+
+	ret |= tdat_buf_put(m, magic, 10) | tdat_buf_put(m, "6", 2);
+	ret |= tdat_buf_put(m, "\0", 1);
+	m->data[m->len - 1] = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
+	ret |= tdat_buf_put(m, &(uint8_t){ w->long_size }, 1);
+	ret |= tdat_buf_u32(m, w->page_size);
+	for (i = 0; i < 6; i++)
+		ret |= tdat_buf_put(m, part[i].data, part[i].len);
+	w->cpus_field_off = m->len;
+	ret |= tdat_buf_u32(m, cpus);
+	ret |= tdat_buf_put(m, "options  ", 10);
+	ret |= clock_opt(w, m);
+	ret |= user_opts(w, m);
+	ret |= tdat_buf_u16(m, TDAT_OPT_DONE);
+	ret |= tdat_buf_put(m, "flyrecord", 10);
+	w->table_off = m->len;
+	/* the table and the clock line after it; rewritten as CPUs appear */
+	w->table_room = 16ull * w->max_cpus + 8 + strlen(w->clock) + 3;
+	w->data_start = align_up(m->len + w->table_room, w->page_size);
+	return ret ? -ENOMEM : 0;
+}
+
+int tdat_write_metadata(struct tdat_writer *w)
+{
+	struct tdat_buf part[6] = {0}, m = {0};
+	int ret, i;
+
+	ret = build_parts(w, part);
+	if (!ret)
+		ret = w->version == 7 ? meta_v7(w, &m, part) : meta_v6(w, &m, part);
+	for (i = 0; i < 6; i++)
+		tdat_buf_free(&part[i]);
+	if (ret) {
+		tdat_buf_free(&m);
+		return tdat_err(w, ret, "no memory for the metadata");
+	}
+	ret = tdat_pwrite_all(w->fd, m.data, m.len, 0);
+	tdat_buf_free(&m);
+	if (ret)
+		return io_fail(w, ret, "writing the metadata");
+	w->file_end = w->data_start;
+	if (ftruncate(w->fd, w->file_end))
+		return io_fail(w, -errno, "extending the file");
+	return tdat_file_patch_cpus(w);
+}
+
+/* ---- the size table ---- */
+
+static int flyrec_size(struct tdat_writer *w)
+{
+	uint64_t sz;
+
+	if (w->version != 7)
+		return 0;
+	sz = w->file_end - (w->flyrec_off + 16);
+	return patch(w, &sz, 8, w->flyrec_off + 8);
+}
+
+static int active_index(struct tdat_writer *w, int cpu)
+{
+	int i;
+
+	for (i = 0; i < w->nactive; i++)
+		if (w->active[i] == cpu)
+			return i;
+	return -1;
+}
+
+static void entry(struct tdat_writer *w, int cpu, uint8_t *p)
+{
+	struct tdat_cpu *c = w->cpu[cpu];
+	uint64_t off = c && c->has_region ? c->region_off : 0;
+	uint64_t size = c && c->has_region ? c->size : 0;
+	uint32_t c32 = cpu;
+
+	if (w->version == 7) {
+		memcpy(p, &c32, 4);
+		memcpy(p + 4, &off, 8);
+		memcpy(p + 12, &size, 8);
+	} else {
+		memcpy(p, &off, 8);
+		memcpy(p + 8, &size, 8);
+	}
+}
+
+static int patch_one(struct tdat_writer *w, struct tdat_cpu *c)
+{
+	uint8_t e[20];
+	int i;
+
+	entry(w, c->cpu, e);
+	if (w->version == 6)
+		return patch(w, e, 16, w->table_off + 16ull * c->cpu);
+	i = active_index(w, c->cpu);
+	return patch(w, e, 20, w->table_off + 4 + 20ull * i);
+}
+
+/* Rewrite the CPU count and the whole table: when the CPU set changes. */
+int tdat_file_patch_cpus(struct tdat_writer *w)
+{
+	struct tdat_buf b = {0};
+	uint32_t ncpus = w->want_cpus;
+	uint8_t e[20];
+	int ret = 0, i;
+
+	if (w->nactive && w->active[w->nactive - 1] + 1 > (int)ncpus)
+		ncpus = w->active[w->nactive - 1] + 1;
+	w->ncpus = ncpus;
+	ret = patch(w, &ncpus, 4, w->cpus_field_off);
+	if (ret)
+		return ret;
+	if (w->version == 7) {
+		ret |= tdat_buf_u32(&b, w->nactive);
+		for (i = 0; i < w->nactive; i++) {
+			entry(w, w->active[i], e);
+			ret |= tdat_buf_put(&b, e, 20);
+		}
+	} else {
+		char clk[140];
+		int n = snprintf(clk, sizeof(clk), "[%s]\n", w->clock);
+
+		for (i = 0; i < (int)ncpus; i++) {
+			entry(w, i, e);
+			ret |= tdat_buf_put(&b, e, 16);
+		}
+		ret |= tdat_buf_u64(&b, n);
+		ret |= tdat_buf_put(&b, clk, n);
+		ret |= tdat_buf_zero(&b, w->data_start - w->table_off - b.len);
+	}
+	if (ret) {
+		tdat_buf_free(&b);
+		return tdat_err(w, -ENOMEM, "no memory for the CPU table");
+	}
+	ret = patch(w, b.data, b.len, w->table_off);
+	tdat_buf_free(&b);
+	if (!ret)
+		ret = flyrec_size(w);
+	return ret;
+}
+
+/* ---- regions ---- */
+
+static int extend_to(struct tdat_writer *w, uint64_t end)
+{
+	if (ftruncate(w->fd, end))
+		return io_fail(w, -errno, "extending the file");
+	w->file_end = end;
+	return flyrec_size(w);
+}
+
+static int region_alloc(struct tdat_writer *w, struct tdat_cpu *c)
+{
+	int i;
+
+	c->region_off = w->file_end;
+	c->region_cap = w->region_size;
+	c->size = 0;
+	i = w->nactive++;
+	while (i > 0 && w->active[i - 1] > c->cpu) {
+		w->active[i] = w->active[i - 1];
+		i--;
+	}
+	w->active[i] = c->cpu;
+	c->has_region = true;
+	i = extend_to(w, c->region_off + c->region_cap);
+	return i ? i : tdat_file_patch_cpus(w);
+}
+
+/* Copy @len bytes inside the file, front to back (dst < src or disjoint). */
+static int copy_range(struct tdat_writer *w, uint64_t src, uint64_t dst, uint64_t len)
+{
+	size_t chunk = 1 << 20;
+	char *buf = malloc(chunk);
+	ssize_t n;
+	int ret = 0;
+
+	if (!buf)
+		return tdat_err(w, -ENOMEM, "no memory to move data");
+	while (len && !ret) {
+		size_t want = len < chunk ? len : chunk;
+
+		n = pread(w->fd, buf, want, src);
+		if (n <= 0) {
+			ret = io_fail(w, n < 0 ? -errno : -EIO, "reading data to move");
+			break;
+		}
+		ret = tdat_pwrite_all(w->fd, buf, n, dst);
+		if (ret)
+			ret = io_fail(w, ret, "moving data");
+		src += n;
+		dst += n;
+		len -= n;
+	}
+	free(buf);
+	return ret;
+}
+
+/*
+ * A full region grows in place: FALLOC_FL_INSERT_RANGE opens space after it
+ * and shifts the regions behind it, whose offsets are then patched. Where
+ * the filesystem cannot (tmpfs), the region moves to the end of the file
+ * at twice the size: only this CPU's bytes are copied, and the new offset
+ * is patched after the copy, so a reader never sees a half-moved region.
+ */
+static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
+{
+	uint64_t add = c->region_cap, end = c->region_off + c->region_cap;
+	uint64_t old_off = c->region_off;
+	int ret, i;
+
+	if (end == w->file_end) {
+		c->region_cap += add;
+		return extend_to(w, w->file_end + add);
+	}
+	if (!fallocate(w->fd, FALLOC_FL_INSERT_RANGE, end, add)) {
+		for (i = 0; i < w->nactive; i++) {
+			struct tdat_cpu *o = w->cpu[w->active[i]];
+
+			if (o != c && o->region_off >= end)
+				o->region_off += add;
+		}
+		c->region_cap += add;
+		w->file_end += add;
+		return tdat_file_patch_cpus(w);
+	}
+	ret = extend_to(w, w->file_end + 2 * add);
+	if (ret)
+		return ret;
+	ret = copy_range(w, old_off, w->file_end - 2 * add, c->size);
+	if (ret)
+		return ret;
+	c->region_off = w->file_end - 2 * add;
+	c->region_cap = 2 * add;
+	ret = patch_one(w, c);
+	/* give the old blocks back; a failure only costs disk space */
+	if (!ret && c->size)
+		(void)fallocate(w->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, old_off,
+				align_up(c->size, w->page_size));
+	return ret;
+}
+
+int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c)
+{
+	uint64_t bytes = (uint64_t)c->nbatch * w->page_size;
+	int ret;
+
+	if (w->failed)
+		return w->first_err;
+	if (!c->has_region) {
+		ret = region_alloc(w, c);
+		if (ret)
+			return ret;
+	}
+	while (c->size + bytes > c->region_cap) {
+		ret = region_grow(w, c);
+		if (ret)
+			return ret;
+	}
+	ret = tdat_pwrite_all(w->fd, c->batch, bytes, c->region_off + c->size);
+	if (ret)
+		return io_fail(w, ret, "writing pages");
+	c->size += bytes;
+	c->nbatch = 0;
+	c->page = c->batch;
+	return patch_one(w, c);
+}
+
+/* ---- close ---- */
+
+static int cmp_region(const void *a, const void *b)
+{
+	const struct tdat_cpu *x = *(struct tdat_cpu *const *)a;
+	const struct tdat_cpu *y = *(struct tdat_cpu *const *)b;
+
+	return x->region_off < y->region_off ? -1 : x->region_off > y->region_off;
+}
+
+/*
+ * Remove the holes between regions so that the final file is dense: with
+ * FALLOC_FL_COLLAPSE_RANGE from the last region back, else by copying each
+ * region down. Offsets are patched after each step.
+ */
+static int compact(struct tdat_writer *w)
+{
+	struct tdat_cpu **r;
+	uint64_t cursor;
+	int n = w->nactive, i, j, ret = 0;
+
+	if (!n)
+		return extend_to(w, w->data_start);
+	r = malloc(sizeof(*r) * n);
+	if (!r)
+		return tdat_err(w, -ENOMEM, "no memory to compact");
+	for (i = 0; i < n; i++)
+		r[i] = w->cpu[w->active[i]];
+	qsort(r, n, sizeof(*r), cmp_region);
+
+	ret = extend_to(w, r[n - 1]->region_off + r[n - 1]->size);
+	for (i = n - 2; i >= -1 && !ret; i--) {
+		uint64_t end = i >= 0 ? r[i]->region_off + r[i]->size : w->data_start;
+		uint64_t len = r[i + 1]->region_off - end;
+
+		if (!len)
+			continue;
+		if (fallocate(w->fd, FALLOC_FL_COLLAPSE_RANGE, end, len))
+			break;	/* copy what is left */
+		for (j = i + 1; j < n; j++)
+			r[j]->region_off -= len;
+		w->file_end -= len;
+		ret = tdat_file_patch_cpus(w);
+	}
+	cursor = w->data_start;
+	for (i = 0; i < n && !ret; i++) {
+		if (r[i]->region_off != cursor) {
+			ret = copy_range(w, r[i]->region_off, cursor, r[i]->size);
+			if (ret)
+				break;
+			r[i]->region_off = cursor;
+			ret = patch_one(w, r[i]);
+		}
+		cursor += r[i]->size;
+	}
+	for (i = 0; i < n; i++)
+		r[i]->region_cap = r[i]->size;
+	free(r);
+	if (!ret)
+		ret = extend_to(w, cursor);
+	return ret ? ret : tdat_file_patch_cpus(w);
+}
+
+int tdat_append_options_section(int fd, uint64_t done_off, const struct tdat_optlist *l,
+				uint64_t *new_done_off)
+{
+	struct tdat_buf b = {0};
+	uint64_t off, size, zero = 0;
+	off_t end;
+	int ret = 0, i;
+
+	end = lseek(fd, 0, SEEK_END);
+	if (end < 0)
+		return -errno;
+	off = end;
+	ret |= tdat_buf_u16(&b, SEC_OPTIONS) | tdat_buf_u16(&b, 0) | tdat_buf_u32(&b, NO_DESC);
+	ret |= tdat_buf_u64(&b, 0);
+	for (i = 0; i < l->n; i++)
+		ret |= put_opt(&b, l->v[i].id, l->v[i].data, l->v[i].size);
+	ret |= tdat_buf_u16(&b, TDAT_OPT_DONE) | tdat_buf_u32(&b, 8);
+	ret |= tdat_buf_u64(&b, zero);
+	if (ret) {
+		tdat_buf_free(&b);
+		return -ENOMEM;
+	}
+	size = b.len - 16;
+	memcpy(b.data + 8, &size, 8);
+	/* the new section first, then the link that makes it visible */
+	ret = tdat_pwrite_all(fd, b.data, b.len, off);
+	if (!ret)
+		ret = tdat_pwrite_all(fd, &off, 8, done_off);
+	if (!ret && new_done_off)
+		*new_done_off = off + b.len - 8;
+	tdat_buf_free(&b);
+	return ret;
+}
+
+int tdat_file_finish(struct tdat_writer *w)
+{
+	int ret = 0, r;
+
+	if (w->failed)
+		return w->first_err;
+	ret = tdat_flush(w);
+	if (!ret)
+		ret = compact(w);
+	if (!ret && w->version == 7 && w->late_opts.n) {
+		r = tdat_append_options_section(w->fd, w->done_off, &w->late_opts, &w->done_off);
+		if (r)
+			ret = io_fail(w, r, "appending the late options");
+	}
+	return ret;
+}
+
+void tdat_free(struct tdat_writer *w);
+
+int tdat_close(struct tdat_writer *w)
+{
+	int ret = 0;
+
+	if (!w)
+		return 0;
+	if (w->fd >= 0 && !w->failed) {
+		if (!w->started)
+			ret = tdat_start_data(w);
+		if (!ret)
+			ret = tdat_file_finish(w);
+	} else if (w->failed) {
+		ret = w->first_err ? w->first_err : -EIO;
+	}
+	tdat_free(w);
+	return ret;
+}

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tdat internals shared by the writer's source files. Not installed.
+ */
+#ifndef TDAT_INTERNAL_H
+#define TDAT_INTERNAL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "tdat.h"
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+#define TDAT_DELTA_BITS		27
+#define TDAT_DELTA_MAX		((1ull << TDAT_DELTA_BITS) - 1)
+#define TDAT_EXTEND_LIMIT	(1ull << 59)	/* 27 + 32 bits of TIME_EXTEND */
+#define TDAT_SMALL_MAX		112		/* largest payload with type_len 1..28 */
+#define TDAT_DEF_REGION		(256ull << 20)
+#define TDAT_BATCH_PAGES	32		/* pages per pwrite */
+
+/* A growable byte buffer for metadata. */
+struct tdat_buf {
+	char		*data;
+	size_t		len;
+	size_t		cap;
+};
+
+int tdat_buf_put(struct tdat_buf *b, const void *p, size_t n);
+int tdat_buf_zero(struct tdat_buf *b, size_t n);
+static inline int tdat_buf_u16(struct tdat_buf *b, uint16_t v) { return tdat_buf_put(b, &v, 2); }
+static inline int tdat_buf_u32(struct tdat_buf *b, uint32_t v) { return tdat_buf_put(b, &v, 4); }
+static inline int tdat_buf_u64(struct tdat_buf *b, uint64_t v) { return tdat_buf_put(b, &v, 8); }
+static inline int tdat_buf_str(struct tdat_buf *b, const char *s) { return tdat_buf_put(b, s, strlen(s) + 1); }
+void tdat_buf_free(struct tdat_buf *b);
+
+/* One queued option: id and payload (file endianness). */
+struct tdat_opt {
+	uint16_t	id;
+	uint32_t	size;
+	char		*data;
+};
+
+struct tdat_optlist {
+	struct tdat_opt	*v;
+	int		n;
+};
+
+int tdat_optlist_add(struct tdat_optlist *l, uint16_t id, const void *data, uint32_t size);
+void tdat_optlist_free(struct tdat_optlist *l);
+/* Serialise a TIME_SHIFT payload after checking it; err gets the reason. */
+int tdat_time_shift_build(struct tdat_buf *out, uint64_t peer_id, uint32_t flags,
+			  uint32_t ncpu, const struct tdat_time_shift_cpu *cpus,
+			  char *err, size_t errlen);
+
+struct tdat_system {
+	char		*name;
+	struct tdat_buf	formats;	/* {u64 size, text} ... */
+	uint32_t	count;
+};
+
+/* Per-CPU encoder state; the first members are the hot path's. */
+struct tdat_cpu {
+	uint8_t		*page;		/* current page inside batch */
+	uint32_t	used;		/* data bytes used in the page */
+	uint32_t	cap;		/* data bytes usable in the page */
+	uint64_t	ts;		/* timestamp of the last event */
+	bool		open;		/* page has a base timestamp */
+	bool		missed;		/* next page carries MISSED_EVENTS */
+	bool		missed_known;	/* ... and a stored count */
+	uint64_t	missed_count;
+	uint8_t		*batch;		/* TDAT_BATCH_PAGES pages */
+	uint32_t	nbatch;		/* finished pages in batch */
+	int		cpu;
+	bool		has_region;
+	uint64_t	region_off;	/* absolute file offset */
+	uint64_t	region_cap;	/* bytes reserved */
+	uint64_t	size;		/* bytes of pages on disk */
+	struct tdat_stats st;
+};
+
+struct tdat_writer {
+	/* hot */
+	struct tdat_cpu	**cpu;		/* max_cpus slots, after start */
+	int		live;		/* max_cpus once started, else 0 */
+	uint32_t	page_size;
+	uint32_t	hdr;		/* page header bytes: 8 + long size */
+
+	int		fd;
+	int		version;
+	int		long_size;
+	int		max_cpus;
+	int		want_cpus;	/* params.cpus */
+	int		ncpus;		/* CPU count declared on disk */
+	uint64_t	region_size;
+	char		*path;
+	char		*clock;
+	bool		started;
+	bool		failed;		/* an I/O error: stop writing */
+	int		first_err;
+	char		err[256];
+
+	/* metadata */
+	char		*header_page;
+	size_t		header_page_len;
+	struct tdat_buf	ftrace;		/* {u64 size, text} ... */
+	uint32_t	nftrace;
+	struct tdat_system *sys;
+	int		nsys;
+	int		*ids;
+	int		nids;
+	char		*kallsyms;
+	size_t		kallsyms_len;
+	char		*printk;
+	size_t		printk_len;
+	struct tdat_buf	cmdlines;
+	uint64_t	traceid;
+	bool		has_traceid;
+	char		*uname;
+	char		*version_str;
+	bool		has_tsc2nsec;
+	uint32_t	tsc_mult, tsc_shift;
+	uint64_t	tsc_offset;
+	struct tdat_optlist opts;	/* GUEST, TIME_SHIFT, CPUSTAT, others */
+	struct tdat_optlist late_opts;	/* added after start (v7) */
+
+	/* file layout */
+	uint64_t	cpus_field_off;	/* v6 u32 cpus / v7 CPUCOUNT payload */
+	uint64_t	table_off;	/* v6 table / v7 BUFFER entries (the n) */
+	uint64_t	table_room;	/* v6 bytes reserved for table + clock */
+	uint64_t	flyrec_off;	/* v7 flyrecord section header */
+	uint64_t	done_off;	/* v7 DONE payload of the last options */
+	uint64_t	data_start;	/* first region */
+	uint64_t	file_end;	/* logical end: regions included */
+	int		nactive;	/* CPUs with a region */
+	int		*active;	/* their numbers, sorted */
+	bool		compacting;
+};
+
+int tdat_err(struct tdat_writer *w, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void *tdat_reserve_slow(struct tdat_writer *w, int cpu, uint64_t ts, size_t len);
+
+/* tdat-file.c */
+int tdat_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c);
+int tdat_file_patch_cpus(struct tdat_writer *w);
+int tdat_file_finish(struct tdat_writer *w);
+int tdat_write_metadata(struct tdat_writer *w);
+int tdat_append_options_section(int fd, uint64_t done_off, const struct tdat_optlist *l,
+				uint64_t *new_done_off);
+
+/* tdat-page.c */
+void tdat_page_finish(struct tdat_writer *w, struct tdat_cpu *c);
+int tdat_cpu_flush_all(struct tdat_writer *w, struct tdat_cpu *c);
+
+static inline void tdat_put_long(const struct tdat_writer *w, uint8_t *p, uint64_t v)
+{
+	if (w->long_size == 8) {
+		memcpy(p, &v, 8);
+	} else {
+		uint32_t v32 = v;
+
+		memcpy(p, &v32, 4);
+	}
+}
+
+/* The event header word: type_len and delta, as the kernel's bitfield. */
+static inline uint32_t tdat_evhdr(uint32_t type_len, uint32_t delta)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (type_len << 27) | delta;
+#else
+	return type_len | (delta << 5);
+#endif
+}
+
+#endif /* TDAT_INTERNAL_H */

@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The ring-buffer page encoder: events into kernel-format sub-buffers, one
+ * open page per CPU, finished pages collected in a per-CPU batch that
+ * tdat-file.c writes out.
+ */
+#include <stdlib.h>
+
+#include "tdat-internal.h"
+
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+/*
+ * The fast path: a small event with a small delta on an open page. Anything
+ * else (new page, TIME_EXTEND, long form, errors) goes to the slow path.
+ */
+void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
+{
+	struct tdat_cpu *c;
+	uint64_t delta;
+	uint32_t rlen;
+	uint8_t *e;
+
+	if (likely((unsigned int)cpu < (unsigned int)w->live)) {
+		c = w->cpu[cpu];
+		if (likely(c && c->open)) {
+			/* ts < c->ts wraps to a huge delta: also slow path */
+			delta = ts - c->ts;
+			rlen = (len + 3) & ~3u;
+			if (likely(delta <= TDAT_DELTA_MAX && len - 8 <= TDAT_SMALL_MAX - 8 &&
+				   c->used + 4 + rlen <= c->cap)) {
+				e = c->page + w->hdr + c->used;
+				put32(e, tdat_evhdr(rlen >> 2, delta));
+				/* zero the rounding bytes; the caller fills len */
+				put32(e + rlen, 0);
+				c->used += 4 + rlen;
+				c->ts = ts;
+				c->st.events++;
+				return e + 4;
+			}
+		}
+	}
+	return tdat_reserve_slow(w, cpu, ts, len);
+}
+
+int tdat_write_event(struct tdat_writer *w, int cpu, uint64_t ts,
+		     const void *payload, size_t len)
+{
+	void *p = tdat_reserve(w, cpu, ts, len);
+
+	if (unlikely(!p))
+		return w->first_err ? w->first_err : -EINVAL;
+	memcpy(p, payload, len);
+	return 0;
+}
+
+static struct tdat_cpu *cpu_get(struct tdat_writer *w, int cpu)
+{
+	struct tdat_cpu *c = w->cpu[cpu];
+
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		goto nomem;
+	c->batch = aligned_alloc(4096, (size_t)w->page_size * TDAT_BATCH_PAGES);
+	if (!c->batch) {
+		free(c);
+		goto nomem;
+	}
+	c->page = c->batch;
+	c->cpu = cpu;
+	w->cpu[cpu] = c;
+	return c;
+nomem:
+	tdat_err(w, -ENOMEM, "no memory for CPU %d's page batch", cpu);
+	return NULL;
+}
+
+static void page_start(struct tdat_writer *w, struct tdat_cpu *c, uint64_t ts)
+{
+	memcpy(c->page, &ts, 8);
+	c->used = 0;
+	c->cap = w->page_size - w->hdr;
+	/* leave room after the data for the count, as the kernel must */
+	if (c->missed && c->missed_known)
+		c->cap -= w->long_size;
+	c->open = true;
+	c->ts = ts;
+}
+
+/*
+ * Close the open page: pad the tail as the kernel does, set the commit word
+ * and the missed-events marks, and move to the next batch slot.
+ */
+void tdat_page_finish(struct tdat_writer *w, struct tdat_cpu *c)
+{
+	uint32_t dsize = w->page_size - w->hdr;
+	uint8_t *d = c->page + w->hdr;
+	uint64_t commit = c->used;
+	uint32_t rem = c->cap - c->used;
+	uint32_t tail;
+
+	/* A padding event needs its length word: under 8 bytes stay out */
+	if (rem >= 8) {
+		put32(d + c->used, tdat_evhdr(TDAT_TYPE_PADDING, 0));
+		put32(d + c->used + 4, rem - 4);
+		commit = c->cap;
+	}
+	tail = commit;
+	if (c->missed) {
+		if (c->missed_known) {
+			tdat_put_long(w, d + commit, c->missed_count);
+			tail += w->long_size;
+			commit |= TDAT_MISSED_STORED;
+		}
+		commit |= TDAT_MISSED_EVENTS;
+		c->missed = false;
+		c->missed_known = false;
+		c->missed_count = 0;
+	}
+	memset(d + tail, 0, dsize - tail);
+	tdat_put_long(w, c->page + 8, commit);
+	c->st.pages++;
+	c->st.bytes += w->hdr + (commit & TDAT_COMMIT_MASK);
+	c->open = false;
+	c->nbatch++;
+	c->page += w->page_size;
+}
+
+/* Finish the page and write the batch out when it is full. */
+static int page_finish_flush(struct tdat_writer *w, struct tdat_cpu *c)
+{
+	tdat_page_finish(w, c);
+	if (c->nbatch == TDAT_BATCH_PAGES)
+		return tdat_file_flush_cpu(w, c);
+	return 0;
+}
+
+int tdat_cpu_flush_all(struct tdat_writer *w, struct tdat_cpu *c)
+{
+	if (c->open)
+		tdat_page_finish(w, c);
+	if (c->nbatch)
+		return tdat_file_flush_cpu(w, c);
+	return 0;
+}
+
+/* Common checks of the data calls; returns the CPU state or NULL. */
+static struct tdat_cpu *data_cpu(struct tdat_writer *w, int cpu, const char *what)
+{
+	if (!w->started) {
+		tdat_err(w, -EINVAL, "%s on CPU %d before tdat_start_data()", what, cpu);
+		return NULL;
+	}
+	if (w->failed) {
+		/* keep the first message: it names the cause */
+		return NULL;
+	}
+	if (cpu < 0 || cpu >= w->max_cpus) {
+		tdat_err(w, -EINVAL, "%s: CPU %d is beyond max_cpus %d", what, cpu, w->max_cpus);
+		return NULL;
+	}
+	return cpu_get(w, cpu);
+}
+
+void *tdat_reserve_slow(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
+{
+	uint32_t dsize = w->page_size - w->hdr;
+	struct tdat_cpu *c;
+	uint32_t rlen, evsize, ext = 0;
+	uint64_t delta;
+	uint8_t *e;
+
+	c = data_cpu(w, cpu, "event");
+	if (!c)
+		return NULL;
+	if (len < 8) {
+		tdat_err(w, -EINVAL, "event of %zu bytes on CPU %d is shorter than the 8-byte common header",
+			 len, cpu);
+		return NULL;
+	}
+	/* a page may have to keep room for a missed-events count */
+	if (len > dsize - w->long_size - 8) {
+		tdat_err(w, -EMSGSIZE, "event of %zu bytes on CPU %d does not fit in a %u-byte page (at most %u)",
+			 len, cpu, w->page_size, dsize - w->long_size - 8);
+		return NULL;
+	}
+	if (ts < c->ts) {
+		tdat_err(w, -ERANGE, "timestamp %llu on CPU %d goes back from %llu",
+			 (unsigned long long)ts, cpu, (unsigned long long)c->ts);
+		return NULL;
+	}
+	rlen = (len + 3) & ~3u;
+	evsize = (len > TDAT_SMALL_MAX ? 8 : 4) + rlen;
+	delta = ts - c->ts;
+	if (c->open && delta > TDAT_DELTA_MAX)
+		ext = 8;
+	/* gaps beyond TIME_EXTEND's 59 bits start a page: its base is 64-bit */
+	if (!c->open || delta >= TDAT_EXTEND_LIMIT || c->used + ext + evsize > c->cap) {
+		if (c->open && page_finish_flush(w, c))
+			return NULL;
+		page_start(w, c, ts);
+		delta = 0;
+		ext = 0;
+	}
+	e = c->page + w->hdr + c->used;
+	if (ext) {
+		put32(e, tdat_evhdr(TDAT_TYPE_TIME_EXTEND, delta & TDAT_DELTA_MAX));
+		put32(e + 4, delta >> TDAT_DELTA_BITS);
+		e += 8;
+		c->used += 8;
+		delta = 0;
+	}
+	if (len <= TDAT_SMALL_MAX) {
+		put32(e, tdat_evhdr(rlen >> 2, delta));
+		e += 4;
+	} else {
+		/* long form: the length word counts itself, as the kernel's */
+		put32(e, tdat_evhdr(0, delta));
+		put32(e + 4, rlen + 4);
+		e += 8;
+	}
+	put32(e + rlen - 4, 0);
+	c->used += evsize;
+	c->ts = ts;
+	c->st.events++;
+	return e;
+}
+
+int tdat_mark_missed(struct tdat_writer *w, int cpu, uint64_t count)
+{
+	struct tdat_cpu *c = data_cpu(w, cpu, "missed events");
+	int ret;
+
+	if (!c)
+		return w->first_err;
+	if (c->open) {
+		ret = page_finish_flush(w, c);
+		if (ret)
+			return ret;
+	}
+	/* one unknown count makes the total unknown */
+	c->missed_known = c->missed ? (c->missed_known && count) : count != 0;
+	c->missed = true;
+	c->missed_count += count;
+	c->st.missed += count;
+	return 0;
+}
+
+/*
+ * Check a raw page: commit inside the page (with room for a stored count)
+ * and every event header walking to exactly the commit.
+ */
+static int page_check(struct tdat_writer *w, int cpu, const uint8_t *page,
+		      uint64_t *events, uint64_t *last_ts)
+{
+	uint32_t dsize = w->page_size - w->hdr;
+	const uint8_t *d = page + w->hdr;
+	uint64_t flags, ts;
+	uint32_t commit, pos = 0, h, type, len;
+
+	memcpy(&ts, page, 8);
+	if (w->long_size == 8) {
+		memcpy(&flags, page + 8, 8);
+	} else {
+		uint32_t f32;
+
+		memcpy(&f32, page + 8, 4);
+		flags = f32;
+	}
+	commit = flags & TDAT_COMMIT_MASK;
+	if (flags & ~(uint64_t)(TDAT_COMMIT_MASK | TDAT_MISSED_EVENTS | TDAT_MISSED_STORED))
+		return tdat_err(w, -EBADMSG, "raw page on CPU %d: unknown commit bits 0x%llx",
+				cpu, (unsigned long long)flags);
+	if (commit > dsize || ((flags & TDAT_MISSED_STORED) && commit + w->long_size > dsize))
+		return tdat_err(w, -EBADMSG, "raw page on CPU %d: commit %u beyond the %u data bytes",
+				cpu, commit, dsize);
+	*events = 0;
+	while (pos < commit) {
+		if (commit - pos < 4)
+			goto bad;
+		memcpy(&h, d + pos, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		type = h >> 27;
+		len = h & TDAT_DELTA_MAX;
+#else
+		type = h & 31;
+		len = h >> 5;
+#endif
+		ts += len;	/* the delta */
+		switch (type) {
+		case TDAT_TYPE_PADDING:
+		case TDAT_TYPE_TIME_EXTEND:
+		case TDAT_TYPE_TIME_STAMP:
+		case 0:
+			if (commit - pos < 8)
+				goto bad;
+			memcpy(&len, d + pos + 4, 4);
+			if (type == TDAT_TYPE_PADDING) {
+				len += 4;
+			} else if (type == 0) {
+				if (len < 4)
+					goto bad;
+				len = 4 + ((len + 3) & ~3u);
+				(*events)++;
+			} else {
+				uint64_t ext = ((uint64_t)len << TDAT_DELTA_BITS);
+
+				if (type == TDAT_TYPE_TIME_EXTEND)
+					ts += ext;
+				else
+					ts = (ext + (h >> 5)) | (ts & ~((1ull << 59) - 1));
+				len = 8;
+			}
+			break;
+		default:
+			len = 4 + type * 4;
+			(*events)++;
+			break;
+		}
+		if (len > commit - pos)
+			goto bad;
+		pos += len;
+	}
+	*last_ts = ts;
+	return 0;
+bad:
+	return tdat_err(w, -EBADMSG, "raw page on CPU %d: event at data offset %u runs past commit %u",
+			cpu, pos, commit);
+}
+
+int tdat_write_page(struct tdat_writer *w, int cpu, const void *page)
+{
+	struct tdat_cpu *c = data_cpu(w, cpu, "raw page");
+	uint64_t events, last_ts, first_ts, commit = 0;
+	int ret;
+
+	if (!c)
+		return w->first_err;
+	memcpy(&commit, (const uint8_t *)page + 8, w->long_size);
+	if (!(commit & TDAT_COMMIT_MASK))
+		return 0;
+	ret = page_check(w, cpu, page, &events, &last_ts);
+	if (ret) {
+		c->st.bad_pages++;
+		return ret;
+	}
+	memcpy(&first_ts, page, 8);
+	if (first_ts < c->ts)
+		return tdat_err(w, -ERANGE, "raw page on CPU %d starts at %llu, before %llu",
+				cpu, (unsigned long long)first_ts, (unsigned long long)c->ts);
+	if (c->open) {
+		ret = page_finish_flush(w, c);
+		if (ret)
+			return ret;
+	}
+	memcpy(c->page, page, w->page_size);
+	if (c->missed) {
+		/* the page is the kernel's: mark the loss, store no count */
+		commit |= TDAT_MISSED_EVENTS;
+		tdat_put_long(w, c->page + 8, commit);
+		c->missed = false;
+		c->missed_known = false;
+		c->missed_count = 0;
+	}
+	c->ts = last_ts;
+	c->st.events += events;
+	c->st.pages++;
+	c->st.bytes += w->hdr + (commit & TDAT_COMMIT_MASK);
+	if (commit & TDAT_MISSED_STORED) {
+		uint64_t n = 0;
+
+		memcpy(&n, c->page + w->hdr + (commit & TDAT_COMMIT_MASK), w->long_size);
+		c->st.missed += n;
+	}
+	c->nbatch++;
+	c->page += w->page_size;
+	if (c->nbatch == TDAT_BATCH_PAGES)
+		return tdat_file_flush_cpu(w, c);
+	return 0;
+}
+
+int tdat_flush(struct tdat_writer *w)
+{
+	int ret = 0, r, i;
+
+	if (!w->started)
+		return 0;
+	for (i = 0; i < w->max_cpus; i++) {
+		if (!w->cpu[i])
+			continue;
+		r = tdat_cpu_flush_all(w, w->cpu[i]);
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+int tdat_get_stats(const struct tdat_writer *w, int cpu, struct tdat_stats *st)
+{
+	int i;
+
+	memset(st, 0, sizeof(*st));
+	if (!w->started)
+		return 0;
+	if (cpu >= w->max_cpus)
+		return -EINVAL;
+	for (i = 0; i < w->max_cpus; i++) {
+		const struct tdat_cpu *c = w->cpu[i];
+
+		if (!c || (cpu >= 0 && i != cpu))
+			continue;
+		st->events += c->st.events;
+		st->pages += c->st.pages;
+		st->bytes += c->st.bytes;
+		st->missed += c->st.missed;
+		st->bad_pages += c->st.bad_pages;
+	}
+	return 0;
+}
