@@ -14,11 +14,14 @@ static __thread char last_error[256];
 
 int tmsg_fail(int err, const char *fmt, ...)
 {
+	char buf[sizeof(last_error)];
 	va_list ap;
 
+	/* Through a copy: callers may pass tmsg_error() as an argument. */
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	memcpy(last_error, buf, sizeof(buf));
 	return err;
 }
 
