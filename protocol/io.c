@@ -91,9 +91,12 @@ int tmsg_write_full(struct tmsg_transport *t, const void *buf, size_t len)
 
 int tmsg_send(struct tmsg_transport *t, const struct tmsg *m)
 {
-	uint8_t buf[TMSG_MAX_LEN];
+	uint8_t buf[TMSG_WIRE_MAX];
 	size_t n = tmsg_encode(m, buf);
 
+	if (n > TMSG_MAX_LEN)
+		return tmsg_fail(-EMSGSIZE, "%s: %s of %zu bytes is too long",
+				 t->name, tmsg_cmd_name(m->cmd), n);
 	return tmsg_write_full(t, buf, n);
 }
 

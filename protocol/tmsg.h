@@ -28,6 +28,9 @@
 #define TMSG_MAX_LEN		8192			/* header included */
 #define TMSG_MAX_DATA		(TMSG_MAX_LEN - TMSG_HDR_SIZE)	/* 8180 */
 #define TMSG_FIXED_MAX		40	/* largest fixed struct: TRACE_RESP */
+/* A decoded message whose peer sent a shorter fixed part re-encodes longer
+ * than it came: buffers for tmsg_encode() need this much. */
+#define TMSG_WIRE_MAX		(TMSG_MAX_LEN + TMSG_FIXED_MAX)
 #define TMSG_WAIT_MS		5000	/* trace-cmd's MSG_WAIT_MSEC */
 #define TMSG_PROTO_NAME_LEN	16	/* tsync protocol name, NUL included */
 #define TMSG_MAX_CPUS		4096
@@ -133,9 +136,10 @@ ssize_t tmsg_decode(struct tmsg *m, const uint8_t *buf, size_t len);
 /**
  * tmsg_encode - the wire bytes of a message
  * @m:   the message
- * @buf: at least TMSG_MAX_LEN bytes
+ * @buf: at least TMSG_WIRE_MAX bytes
  *
- * Returns the number of bytes written (12 + fixed + payload).
+ * Returns the number of bytes written (12 + fixed + payload). Built
+ * messages never exceed TMSG_MAX_LEN; tmsg_send() refuses ones that do.
  */
 size_t tmsg_encode(const struct tmsg *m, uint8_t *buf);
 

@@ -22,12 +22,12 @@
 
 #include "tmsg.h"
 
-static uint8_t wire[TMSG_MAX_LEN];
+static uint8_t wire[TMSG_WIRE_MAX];
 
 /* Encode, decode and encode again: the bytes must be identical. */
 static size_t roundtrip(const struct tmsg *m, struct tmsg *out)
 {
-	uint8_t again[TMSG_MAX_LEN];
+	uint8_t again[TMSG_WIRE_MAX];
 	size_t n = tmsg_encode(m, wire);
 	ssize_t used = tmsg_decode(out, wire, n);
 
@@ -604,7 +604,7 @@ static void test_recv_oversized_unknown(void **state)
 static void test_out_of_order(void **state)
 {
 	struct tmsg *m = malloc(sizeof(*m)), *o = malloc(sizeof(*o));
-	uint8_t b[TMSG_MAX_LEN];
+	uint8_t b[TMSG_WIRE_MAX];
 	struct pair p;
 	size_t n;
 
@@ -720,7 +720,7 @@ static void test_data_stream(void **state)
 static void test_data_interleaved(void **state)
 {
 	struct tmsg *o = malloc(sizeof(*o));
-	uint8_t b[TMSG_MAX_LEN];
+	uint8_t b[TMSG_WIRE_MAX];
 	struct pair p;
 	size_t n;
 
