@@ -1,0 +1,756 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the tdat writer: every encoder edge and error, both file
+ * versions. Files are read back with an independent parser (tfile.c) and
+ * pages decoded with libtraceevent's kbuffer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "tdat.h"
+#include "tfile.h"
+
+#define MAXEV 200000
+
+static char tmpdir[128];
+static struct tf_ev *evs;
+
+static const char fmt_xen[] =
+	"name: xen_test\nID: 5001\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:u64 val;\toffset:8;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"val=%llu\", REC->val\n";
+
+static void payload(uint8_t *p, size_t len, uint64_t val)
+{
+	uint16_t type = 5001;
+	int32_t pid = 1;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 7 + val);
+	memcpy(p, &type, 2);
+	p[2] = p[3] = 0;
+	memcpy(p + 4, &pid, 4);
+	if (len >= 16)
+		memcpy(p + 8, &val, 8);
+}
+
+static char *path_in(const char *dir, const char *name)
+{
+	static char buf[4][256];
+	static int n;
+	char *p = buf[n++ & 3];
+
+	snprintf(p, 256, "%s/%s", dir, name);
+	return p;
+}
+
+static struct tdat_writer *mk(int version, const char *path, uint64_t region, int max_cpus)
+{
+	struct tdat_params p = { .version = version, .max_cpus = max_cpus ? max_cpus : 8,
+				 .region_size = region };
+	struct tdat_writer *w = tdat_create(path, &p);
+
+	assert_non_null(w);
+	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), 0);
+	assert_int_equal(tdat_add_cmdline(w, 1, "init"), 0);
+	return w;
+}
+
+static void ev(struct tdat_writer *w, int cpu, uint64_t ts, size_t len, uint64_t val)
+{
+	uint8_t p[4096];
+
+	payload(p, len, val);
+	if (tdat_write_event(w, cpu, ts, p, len))
+		fail_msg("write_event cpu %d ts %llu len %zu: %s", cpu, (unsigned long long)ts,
+			 len, tdat_error(w));
+}
+
+static void load(const char *path, struct tf *f)
+{
+	if (tf_load(path, f))
+		fail_msg("parse %s: %s", path, f->err);
+	if (f->version == 7)
+		assert_true(f->walk_end_ok);
+}
+
+static int count_type(const struct tf *f, int cpu, int page, int type)
+{
+	int t[2048], n, i, c = 0;
+
+	n = tf_raw_types(f, cpu, page, t, 2048);
+	for (i = 0; i < n; i++)
+		c += t[i] == type;
+	return c;
+}
+
+#define VERSIONED(fn) \
+	static void fn##_v6(void **s) { (void)s; fn(6); } \
+	static void fn##_v7(void **s) { (void)s; fn(7); }
+
+/* ---- deltas ---- */
+
+static void delta_edges(int v)
+{
+	const uint64_t T = 1000;
+	const uint64_t d[] = { (1ull << 27) - 1, 1ull << 27, (1ull << 58) + 5 };
+	const int ext[] = { 0, 1, 1 };
+	char *path = path_in(tmpdir, "delta.dat");
+	struct tf f;
+	int i, n;
+
+	for (i = 0; i < 3; i++) {
+		struct tdat_writer *w = mk(v, path, 0, 0);
+
+		assert_int_equal(tdat_start_data(w), 0);
+		ev(w, 0, T, 16, 1);
+		ev(w, 0, T + d[i], 16, 2);
+		ev(w, 0, T + d[i] + 1, 16, 3);
+		assert_int_equal(tdat_close(w), 0);
+		load(path, &f);
+		n = tf_events(&f, 0, evs, MAXEV);
+		assert_int_equal(n, 3);
+		assert_int_equal(evs[0].ts, T);
+		assert_int_equal(evs[1].ts, T + d[i]);
+		assert_int_equal(evs[2].ts, T + d[i] + 1);
+		assert_int_equal(evs[1].page, 0);
+		assert_int_equal(count_type(&f, 0, 0, 30), ext[i]);
+		assert_int_equal(memcmp(evs[1].data + 8, &(uint64_t){ 2 }, 8), 0);
+		tf_free(&f);
+	}
+}
+VERSIONED(delta_edges)
+
+static void gap_over_2_59(int v)
+{
+	const uint64_t T = 77, G = (1ull << 59) + 3;
+	char *path = path_in(tmpdir, "gap.dat");
+	struct tdat_writer *w = mk(v, path, 0, 0);
+	struct tf f;
+
+	assert_int_equal(tdat_start_data(w), 0);
+	ev(w, 0, T, 16, 1);
+	ev(w, 0, T + G, 16, 2);
+	ev(w, 0, T + 2 * G, 16, 3);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 3);
+	assert_int_equal(evs[1].ts, T + G);
+	assert_int_equal(evs[2].ts, T + 2 * G);
+	/* each such gap starts a page, whose base timestamp is 64-bit */
+	assert_int_equal(evs[1].page, 1);
+	assert_int_equal(evs[2].page, 2);
+	tf_free(&f);
+}
+VERSIONED(gap_over_2_59)
+
+/* ---- page filling ---- */
+
+static void exact_full_page(int v)
+{
+	char *path = path_in(tmpdir, "full.dat");
+	struct tdat_writer *w = mk(v, path, 0, 0);
+	int per = (4096 - 16) / 20, i;		/* 204 events of 4 + 16 bytes */
+	struct tf f;
+
+	assert_int_equal(tdat_start_data(w), 0);
+	for (i = 0; i < per + 1; i++)
+		ev(w, 0, 100 + i, 16, i);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), per + 1);
+	assert_int_equal(tf_commit(&f, 0, 0), 4080);
+	assert_int_equal(count_type(&f, 0, 0, 29), 0);
+	assert_int_equal(count_type(&f, 0, 0, 4), per);
+	assert_int_equal(evs[per - 1].page, 0);
+	assert_int_equal(evs[per].page, 1);
+	assert_int_equal(evs[per].ts, 100 + per);
+	tf_free(&f);
+}
+VERSIONED(exact_full_page)
+
+static void padding_at_end(int v)
+{
+	char *path = path_in(tmpdir, "pad.dat");
+	struct tdat_writer *w = mk(v, path, 0, 0);
+	int per = 4080 / 104, i;		/* 39 events, 24 bytes left */
+	struct tf f;
+
+	assert_int_equal(tdat_start_data(w), 0);
+	for (i = 0; i < per + 1; i++)
+		ev(w, 0, 100 + i, 100, i);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), per + 1);
+	/* the kernel pads the tail with a type 29 event the commit covers */
+	assert_int_equal(tf_commit(&f, 0, 0), 4080);
+	assert_int_equal(count_type(&f, 0, 0, 29), 1);
+	assert_int_equal(evs[per].page, 1);
+	for (i = 0; i < per + 1; i++)
+		assert_int_equal(evs[i].size, 100);
+	tf_free(&f);
+}
+VERSIONED(padding_at_end)
+
+static void payload_112_116(int v)
+{
+	const size_t len[] = { 112, 116, 13, 4000 };
+	const int type[] = { 28, 0, 4, 0 };
+	char *path = path_in(tmpdir, "long.dat");
+	uint8_t want[4096];
+	struct tf f;
+	int i, t[8];
+
+	for (i = 0; i < 4; i++) {
+		struct tdat_writer *w = mk(v, path, 0, 0);
+
+		assert_int_equal(tdat_start_data(w), 0);
+		ev(w, 0, 500, len[i], 9);
+		assert_int_equal(tdat_close(w), 0);
+		load(path, &f);
+		assert_int_equal(tf_events(&f, 0, evs, MAXEV), 1);
+		assert_int_equal(evs[0].size, (len[i] + 3) & ~3u);
+		payload(want, len[i], 9);
+		assert_memory_equal(evs[0].data, want, len[i]);
+		/* rounding bytes are zero, not stale memory */
+		if (len[i] & 3)
+			assert_int_equal(evs[0].data[len[i]], 0);
+		assert_true(tf_raw_types(&f, 0, 0, t, 8) >= 1);
+		assert_int_equal(t[0], type[i]);
+		tf_free(&f);
+	}
+}
+VERSIONED(payload_112_116)
+
+/* ---- missed events ---- */
+
+static void missed(int v, uint64_t count)
+{
+	char *path = path_in(tmpdir, "missed.dat");
+	struct tdat_writer *w = mk(v, path, 0, 0);
+	struct tdat_stats st;
+	uint64_t commit, stored;
+	struct tf f;
+	int i, n;
+
+	assert_int_equal(tdat_start_data(w), 0);
+	ev(w, 1, 10, 16, 0);
+	assert_int_equal(tdat_mark_missed(w, 1, count), 0);
+	/* fill the marked page to the brim: the count still needs its room */
+	for (i = 0; i < 300; i++)
+		ev(w, 1, 20 + i, 16, i + 1);
+	assert_int_equal(tdat_get_stats(w, 1, &st), 0);
+	assert_int_equal(st.missed, count);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	n = tf_events(&f, 1, evs, MAXEV);
+	assert_int_equal(n, 301);
+	assert_int_equal(evs[0].missed, 0);
+	assert_int_equal(evs[1].page, 1);
+	assert_int_equal(evs[1].missed, count ? (int)count : -1);
+	commit = tf_commit(&f, 1, 1);
+	assert_true(commit & TDAT_MISSED_EVENTS);
+	assert_int_equal(!!(commit & TDAT_MISSED_STORED), !!count);
+	if (count) {
+		assert_true((commit & TDAT_COMMIT_MASK) <= 4080 - 8);
+		memcpy(&stored, f.buf + tf_cpu(&f, 1)->off + 4096 + 16 + (commit & TDAT_COMMIT_MASK), 8);
+		assert_int_equal(stored, count);
+	}
+	/* the page after carries no mark */
+	assert_int_equal(tf_commit(&f, 1, 2) & ~(uint64_t)TDAT_COMMIT_MASK, 0);
+	tf_free(&f);
+}
+static void missed_count_v6(void **s) { (void)s; missed(6, 7); }
+static void missed_count_v7(void **s) { (void)s; missed(7, 123456); }
+static void missed_unknown_v6(void **s) { (void)s; missed(6, 0); }
+static void missed_unknown_v7(void **s) { (void)s; missed(7, 0); }
+
+/* ---- layout: CPU counts, tables ---- */
+
+static void sparse_cpus(int v)
+{
+	char *path = path_in(tmpdir, "sparse.dat");
+	struct tdat_params p = { .version = v, .max_cpus = 16, .cpus = 4 };
+	struct tdat_writer *w = tdat_create(path, &p);
+	struct tf f;
+
+	assert_non_null(w);
+	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	ev(w, 2, 5, 16, 1);
+	ev(w, 6, 6, 16, 2);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	/* highest CPU with data + 1 beats the declared 4 */
+	assert_int_equal(f.cpus, 7);
+	assert_non_null(tf_cpu(&f, 2));
+	assert_non_null(tf_cpu(&f, 6));
+	assert_null(tf_cpu(&f, 0));
+	assert_int_equal(f.nent, v == 6 ? 7 : 2);
+	assert_int_equal(tf_events(&f, 6, evs, MAXEV), 1);
+	tf_free(&f);
+}
+VERSIONED(sparse_cpus)
+
+static void header_long4(int v)
+{
+	static const char hp[] =
+		"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+		"\tfield: local_t commit;\toffset:8;\tsize:4;\tsigned:1;\n"
+		"\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+		"\tfield: char data;\toffset:12;\tsize:4084;\tsigned:0;\n";
+	char *path = path_in(tmpdir, "l4.dat");
+	struct tdat_writer *w = mk(v, path, 0, 0);
+	struct tf f;
+	int i;
+
+	assert_int_equal(tdat_set_header_page(w, hp, sizeof(hp) - 1), 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	for (i = 0; i < 300; i++)
+		ev(w, 0, 1 + i, 16, i);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	assert_int_equal(f.long_size, 4);
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 300);
+	assert_int_equal(evs[299].ts, 300);
+	tf_free(&f);
+}
+VERSIONED(header_long4)
+
+/* ---- options ---- */
+
+static void late_and_appended_options(void **s)
+{
+	char *path = path_in(tmpdir, "append.dat");
+	struct tdat_writer *w = mk(7, path, 0, 0);
+	uint64_t ts[2] = { 100, 2000 }, ts1[2] = { 150, 2500 };
+	int64_t off[2] = { 5000, 6000 }, sc[2] = { 3, 3 }, fr[2] = { 1, 1 };
+	struct tdat_time_shift_cpu cpus[2] = {
+		{ 2, ts, off, sc, fr }, { 2, ts1, off, sc, fr },
+	};
+	uint32_t pids[2] = { 11, 12 }, u32;
+	const struct tf_opt *o;
+	struct tdat_appender *a;
+	struct tf f;
+	uint64_t u64;
+
+	(void)s;
+	assert_int_equal(tdat_start_data(w), 0);
+	ev(w, 0, 10, 16, 1);
+	/* after start: kept for a chained section written at close */
+	assert_int_equal(tdat_add_guest(w, "g1", 0xabc, 2, pids), 0);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	assert_int_equal(f.noptsec, 2);
+	o = tf_opt(&f, TDAT_OPT_GUEST, 0);
+	assert_non_null(o);
+	assert_int_equal(o->section, 1);
+	assert_string_equal((const char *)o->data, "g1");
+	tf_free(&f);
+
+	a = tdat_append_open(path);
+	assert_non_null(a);
+	assert_int_equal(tdat_append_time_shift(a, 0x77, TDAT_TSHIFT_INTERPOLATE, 2, cpus), 0);
+	assert_int_equal(tdat_append_option(a, TDAT_OPT_UNAME, "x y z w", 8), 0);
+	assert_int_equal(tdat_append_close(a), 0);
+	load(path, &f);
+	assert_int_equal(f.noptsec, 3);
+	o = tf_opt(&f, TDAT_OPT_TIME_SHIFT, 0);
+	assert_non_null(o);
+	assert_int_equal(o->section, 2);
+	/* peer, flags, ncpu, 2 x {count, ts[2], off[2], scaling[2]}, frac 2 x 2 */
+	assert_int_equal(o->size, 8 + 4 + 4 + 2 * (4 + 6 * 8) + 4 * 8);
+	memcpy(&u64, o->data, 8);
+	assert_int_equal(u64, 0x77);
+	memcpy(&u32, o->data + 12, 4);
+	assert_int_equal(u32, 2);
+	memcpy(&u64, o->data + 16 + 4 + 8, 8);
+	assert_int_equal(u64, 2000);
+	memcpy(&u64, o->data + o->size - 8, 8);
+	assert_int_equal(u64, 1);
+	assert_non_null(tf_opt(&f, TDAT_OPT_UNAME, 1));
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 1);
+	tf_free(&f);
+}
+
+static void v6_options_refused_late(void **s)
+{
+	char *path = path_in(tmpdir, "late6.dat");
+	struct tdat_writer *w = mk(6, path, 0, 0);
+
+	(void)s;
+	assert_int_equal(tdat_start_data(w), 0);
+	assert_int_equal(tdat_set_traceid(w, 5), -EBUSY);
+	assert_non_null(strstr(tdat_error(w), "version 6"));
+	assert_int_equal(tdat_close(w), 0);
+	errno = 0;
+	assert_null(tdat_append_open(path));
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_non_null(strstr(tdat_append_error(NULL), "version"));
+}
+
+static void options_in_file(int v)
+{
+	char *path = path_in(tmpdir, "opts.dat");
+	struct tdat_writer *w = mk(v, path, 0, 0);
+	uint32_t pids[3] = { 65537, 65538, 65539 };
+	const struct tf_opt *o;
+	struct tf f;
+	uint64_t id;
+
+	assert_int_equal(tdat_set_traceid(w, 0x1122334455667788ull), 0);
+	assert_int_equal(tdat_add_guest(w, "d1", 42, 3, pids), 0);
+	assert_int_equal(tdat_set_tsc2nsec(w, 1000, 10, 0), 0);
+	assert_int_equal(tdat_add_cpustat(w, 0, "entries: 1\n"), 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	ev(w, 0, 10, 16, 1);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	o = tf_opt(&f, TDAT_OPT_TRACEID, 0);
+	assert_non_null(o);
+	memcpy(&id, o->data, 8);
+	assert_int_equal(id, 0x1122334455667788ull);
+	o = tf_opt(&f, TDAT_OPT_GUEST, 0);
+	assert_non_null(o);
+	assert_int_equal(o->size, 3 + 8 + 4 + 3 * 8);
+	assert_non_null(tf_opt(&f, TDAT_OPT_TSC2NSEC, 0));
+	assert_non_null(tf_opt(&f, TDAT_OPT_CPUSTAT, 0));
+	o = tf_opt(&f, TDAT_OPT_TRACECLOCK, 0);
+	assert_non_null(o);
+	/* TSC2NSEC without a clock: the file's clock is the TSC */
+	assert_string_equal((const char *)o->data, "[x86-tsc]");
+	tf_free(&f);
+}
+VERSIONED(options_in_file)
+
+static void time_shift_checks(void **s)
+{
+	char *path = path_in(tmpdir, "ts.dat");
+	struct tdat_writer *w = mk(7, path, 0, 0);
+	uint64_t ts[2] = { 100, 200 }, dup[2] = { 100, 100 };
+	int64_t off[2] = { 0, 7 }, sc[2] = { 1, 1 }, sc0[2] = { 1, 0 }, sc3[1] = { 3 };
+	struct tdat_time_shift_cpu c[2];
+
+	(void)s;
+	c[0] = (struct tdat_time_shift_cpu){ 2, ts, off, sc, NULL };
+	c[1] = (struct tdat_time_shift_cpu){ 0, ts, off, sc, NULL };
+	assert_int_equal(tdat_set_time_shift(w, 1, 0, 2, c), -EINVAL);
+	assert_non_null(strstr(tdat_error(w), "CPU 1 has 0 samples"));
+	c[1].count = 1;
+	assert_int_equal(tdat_set_time_shift(w, 1, 0, 2, c), -EINVAL);
+	assert_non_null(strstr(tdat_error(w), "must be equal"));
+	c[1] = (struct tdat_time_shift_cpu){ 2, ts, off, sc0, NULL };
+	assert_int_equal(tdat_set_time_shift(w, 1, 0, 2, c), -EINVAL);
+	assert_non_null(strstr(tdat_error(w), "scaling 0"));
+	c[1] = (struct tdat_time_shift_cpu){ 2, dup, off, sc, NULL };
+	assert_int_equal(tdat_set_time_shift(w, 1, 0, 2, c), -EINVAL);
+	assert_non_null(strstr(tdat_error(w), "share ts 100"));
+	c[0] = (struct tdat_time_shift_cpu){ 1, ts, off, sc3, NULL };
+	assert_int_equal(tdat_set_time_shift(w, 1, 0, 1, c), -EINVAL);
+	assert_non_null(strstr(tdat_error(w), "one sample with scaling 3"));
+	/* an offset of 0 is kept by readers: accepted */
+	c[0] = (struct tdat_time_shift_cpu){ 2, ts, off, sc, NULL };
+	c[1] = (struct tdat_time_shift_cpu){ 2, ts, off, sc, NULL };
+	assert_int_equal(tdat_set_time_shift(w, 1, 0, 2, c), 0);
+	assert_int_equal(tdat_close(w), 0);
+}
+
+/* ---- regions: growth and compaction ---- */
+
+static void grow_and_compact(const char *dir)
+{
+	char *path = path_in(dir, "grow.dat");
+	struct tdat_writer *w = mk(7, path, 4096, 4);
+	const int per = 12000, ncpu = 3;
+	uint64_t end = 0, total = 0;
+	struct stat st;
+	struct tf f;
+	int i, c, n, fd;
+
+	assert_int_equal(tdat_start_data(w), 0);
+	for (i = 0; i < per; i++)
+		for (c = 0; c < ncpu; c++)
+			ev(w, c, 1000 + i * 10 + c, 16, i);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	for (c = 0; c < ncpu; c++) {
+		n = tf_events(&f, c, evs, MAXEV);
+		assert_int_equal(n, per);
+		for (i = 0; i < per; i++) {
+			uint64_t val;
+
+			memcpy(&val, evs[i].data + 8, 8);
+			if (val != (uint64_t)i || evs[i].ts != (uint64_t)(1000 + i * 10 + c))
+				fail_msg("cpu %d event %d: val %llu ts %llu", c, i,
+					 (unsigned long long)val, (unsigned long long)evs[i].ts);
+		}
+	}
+	/* compact: regions back to back, ending at EOF, no holes */
+	for (c = 0; c < f.nent; c++) {
+		total += f.ent[c].size;
+		if (f.ent[c].off + f.ent[c].size > end)
+			end = f.ent[c].off + f.ent[c].size;
+	}
+	assert_int_equal(end, f.len);
+	assert_int_equal(total, end - (f.ent[0].off < f.ent[1].off ?
+				      (f.ent[0].off < f.ent[2].off ? f.ent[0].off : f.ent[2].off) :
+				      (f.ent[1].off < f.ent[2].off ? f.ent[1].off : f.ent[2].off)));
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(lseek(fd, 0, SEEK_HOLE), (off_t)f.len);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true((uint64_t)st.st_blocks * 512 >= f.len);
+	close(fd);
+	tf_free(&f);
+}
+
+static void grow_ext4(void **s) { (void)s; grow_and_compact(tmpdir); }
+
+static void grow_tmpfs(void **s)
+{
+	char dir[] = "/dev/shm/tdat-unit-XXXXXX";
+
+	(void)s;
+	if (!mkdtemp(dir))
+		skip();
+	grow_and_compact(dir);
+	unlink(path_in(dir, "grow.dat"));
+	rmdir(dir);
+}
+
+static void readable_while_writing(int v)
+{
+	char *path = path_in(tmpdir, "live.dat");
+	struct tdat_writer *w = mk(v, path, 8192, 4);
+	struct tf f;
+	int i;
+
+	assert_int_equal(tdat_start_data(w), 0);
+	for (i = 0; i < 5000; i++)
+		ev(w, i & 1, 100 + i, 16, i);
+	assert_int_equal(tdat_flush(w), 0);
+	/* no close: the sizes on disk already cover what was flushed */
+	load(path, &f);
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 2500);
+	assert_int_equal(tf_events(&f, 1, evs, MAXEV), 2500);
+	tf_free(&f);
+	ev(w, 0, 100000, 16, 1);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 2501);
+	tf_free(&f);
+}
+VERSIONED(readable_while_writing)
+
+/* ---- raw pages ---- */
+
+static void raw_pages(int v)
+{
+	char *src = path_in(tmpdir, "rawsrc.dat"), *path = path_in(tmpdir, "raw.dat");
+	struct tdat_writer *w = mk(v, src, 0, 0);
+	struct tdat_stats st;
+	uint8_t good[4096], bad[4096];
+	uint64_t commit;
+	struct tf f;
+	int i;
+
+	assert_int_equal(tdat_start_data(w), 0);
+	for (i = 0; i < 150; i++)
+		ev(w, 0, 1000 + i, 20, i);
+	assert_int_equal(tdat_close(w), 0);
+	load(src, &f);
+	memcpy(good, f.buf + tf_cpu(&f, 0)->off, 4096);
+	tf_free(&f);
+
+	w = mk(v, path, 0, 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	/* commit beyond the page */
+	memcpy(bad, good, 4096);
+	commit = 4081;
+	memcpy(bad + 8, &commit, 8);
+	assert_int_equal(tdat_write_page(w, 0, bad), -EBADMSG);
+	assert_non_null(strstr(tdat_error(w), "commit 4081"));
+	/* an event running past the commit */
+	memcpy(bad, good, 4096);
+	commit = 40;
+	memcpy(bad + 8, &commit, 8);
+	assert_int_equal(tdat_write_page(w, 0, bad), -EBADMSG);
+	/* unknown flag bits */
+	commit = 100 | (1ull << 40);
+	memcpy(bad + 8, &commit, 8);
+	assert_int_equal(tdat_write_page(w, 0, bad), -EBADMSG);
+	/* an empty page is skipped */
+	commit = 0;
+	memcpy(bad + 8, &commit, 8);
+	assert_int_equal(tdat_write_page(w, 0, bad), 0);
+	assert_int_equal(tdat_write_page(w, 0, good), 0);
+	assert_int_equal(tdat_get_stats(w, 0, &st), 0);
+	assert_int_equal(st.bad_pages, 3);
+	assert_int_equal(st.pages, 1);
+	assert_int_equal(st.events, 150);
+	/* encoded events after the raw page keep the time order */
+	ev(w, 0, 5000, 16, 1);
+	assert_int_equal(tdat_write_event(w, 0, 4999, good + 16 + 4, 20), -ERANGE);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 151);
+	assert_memory_equal(f.buf + tf_cpu(&f, 0)->off, good, 4096);
+	assert_int_equal(evs[149].ts, 1149);
+	assert_int_equal(evs[150].ts, 5000);
+	tf_free(&f);
+}
+VERSIONED(raw_pages)
+
+/* ---- errors ---- */
+
+static void errors(void **s)
+{
+	char *path = path_in(tmpdir, "err.dat");
+	struct tdat_params p = { .page_size = 3000 };
+	struct tdat_writer *w;
+	uint8_t big[8192] = {0};
+
+	(void)s;
+	assert_null(tdat_create(path, &p));
+	assert_non_null(strstr(tdat_last_error(), "3000"));
+	p = (struct tdat_params){ .version = 5 };
+	assert_null(tdat_create(path, &p));
+	assert_non_null(strstr(tdat_last_error(), "version 5"));
+	p = (struct tdat_params){ .cpus = 9, .max_cpus = 4 };
+	assert_null(tdat_create(path, &p));
+	assert_null(tdat_create("/nonexistent-dir/x.dat", NULL));
+	assert_non_null(strstr(tdat_last_error(), "/nonexistent-dir/x.dat"));
+
+	w = mk(7, path, 0, 4);
+	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), -EEXIST);
+	assert_non_null(strstr(tdat_error(w), "ID 5001"));
+	assert_int_equal(tdat_add_event_format(w, "xen", "name: x\nformat:\n"), -EINVAL);
+	assert_int_equal(tdat_set_tsc2nsec(w, 5, 33, 0), -EINVAL);
+	assert_non_null(strstr(tdat_error(w), "shift 33"));
+	assert_int_equal(tdat_add_guest(w, "g", 0, 1, (uint32_t[]){ 1 }), -EINVAL);
+	assert_int_equal(tdat_add_option(w, TDAT_OPT_BUFFER, "x", 1), -EINVAL);
+	assert_int_equal(tdat_write_event(w, 0, 1, big, 16), -EINVAL);
+	assert_non_null(strstr(tdat_error(w), "before tdat_start_data"));
+	assert_int_equal(tdat_start_data(w), 0);
+	assert_int_equal(tdat_start_data(w), -EBUSY);
+	assert_int_equal(tdat_add_cmdline(w, 5, "late"), -EBUSY);
+	assert_non_null(strstr(tdat_error(w), "after tdat_start_data"));
+	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), -EBUSY);
+	assert_int_equal(tdat_write_event(w, 9, 1, big, 16), -EINVAL);
+	assert_non_null(strstr(tdat_error(w), "CPU 9"));
+	assert_int_equal(tdat_write_event(w, -1, 1, big, 16), -EINVAL);
+	assert_int_equal(tdat_write_event(w, 0, 1, big, 5000), -EMSGSIZE);
+	assert_non_null(strstr(tdat_error(w), "5000 bytes"));
+	assert_int_equal(tdat_write_event(w, 0, 1, big, 4), -EINVAL);
+	assert_null(tdat_reserve(w, 0, 1, 4073));
+	assert_int_equal(tdat_write_event(w, 0, 100, big, 16), 0);
+	assert_int_equal(tdat_write_event(w, 0, 99, big, 16), -ERANGE);
+	assert_non_null(strstr(tdat_error(w), "timestamp 99 on CPU 0"));
+	assert_int_equal(tdat_mark_missed(w, 7, 1), -EINVAL);
+	/* the errors wrote nothing: one event in the file */
+	assert_int_equal(tdat_close(w), 0);
+	{
+		struct tf f;
+
+		load(path, &f);
+		assert_int_equal(tf_events(&f, 0, evs, MAXEV), 1);
+		tf_free(&f);
+	}
+	assert_int_equal(tdat_close(NULL), 0);
+}
+
+static void stats_and_reserve(void **s)
+{
+	char *path = path_in(tmpdir, "stats.dat");
+	struct tdat_writer *w = mk(7, path, 0, 4);
+	struct tdat_stats st;
+	uint8_t *p;
+	int i;
+
+	(void)s;
+	assert_int_equal(tdat_start_data(w), 0);
+	for (i = 0; i < 1000; i++) {
+		p = tdat_reserve(w, i & 3, 10 + i, 16);
+		assert_non_null(p);
+		payload(p, 16, i);
+	}
+	assert_int_equal(tdat_flush(w), 0);
+	assert_int_equal(tdat_get_stats(w, -1, &st), 0);
+	assert_int_equal(st.events, 1000);
+	assert_int_equal(st.pages, 8);	/* 250 per CPU: 2 pages each */
+	assert_int_equal(tdat_get_stats(w, 2, &st), 0);
+	assert_int_equal(st.events, 250);
+	assert_int_equal(tdat_close(w), 0);
+}
+
+static int setup(void **s)
+{
+	(void)s;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/tdat-unit-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	evs = calloc(MAXEV, sizeof(*evs));
+	return mkdtemp(tmpdir) && evs ? 0 : -1;
+}
+
+static int teardown(void **s)
+{
+	char cmd[300];
+
+	(void)s;
+	free(evs);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(delta_edges_v6),
+		cmocka_unit_test(delta_edges_v7),
+		cmocka_unit_test(gap_over_2_59_v6),
+		cmocka_unit_test(gap_over_2_59_v7),
+		cmocka_unit_test(exact_full_page_v6),
+		cmocka_unit_test(exact_full_page_v7),
+		cmocka_unit_test(padding_at_end_v6),
+		cmocka_unit_test(padding_at_end_v7),
+		cmocka_unit_test(payload_112_116_v6),
+		cmocka_unit_test(payload_112_116_v7),
+		cmocka_unit_test(missed_count_v6),
+		cmocka_unit_test(missed_count_v7),
+		cmocka_unit_test(missed_unknown_v6),
+		cmocka_unit_test(missed_unknown_v7),
+		cmocka_unit_test(sparse_cpus_v6),
+		cmocka_unit_test(sparse_cpus_v7),
+		cmocka_unit_test(header_long4_v6),
+		cmocka_unit_test(header_long4_v7),
+		cmocka_unit_test(late_and_appended_options),
+		cmocka_unit_test(v6_options_refused_late),
+		cmocka_unit_test(options_in_file_v6),
+		cmocka_unit_test(options_in_file_v7),
+		cmocka_unit_test(time_shift_checks),
+		cmocka_unit_test(grow_ext4),
+		cmocka_unit_test(grow_tmpfs),
+		cmocka_unit_test(readable_while_writing_v6),
+		cmocka_unit_test(readable_while_writing_v7),
+		cmocka_unit_test(raw_pages_v6),
+		cmocka_unit_test(raw_pages_v7),
+		cmocka_unit_test(errors),
+		cmocka_unit_test(stats_and_reserve),
+	};
+
+	return cmocka_run_group_tests_name("tdat", tests, setup, teardown);
+}
