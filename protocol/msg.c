@@ -84,13 +84,13 @@ int tmsg_check_header(const uint8_t *hdr, uint32_t *size)
 	return 0;
 }
 
-/* Commands that carry nothing after their fixed part. */
+/* Commands that carry nothing after their fixed part. (NOT_SUPP may carry
+ * our reason text, which trace-cmd reads and ignores.) */
 static bool no_payload(uint32_t cmd)
 {
 	switch (cmd) {
 	case TMSG_CLOSE:
 	case TMSG_FIN_DATA:
-	case TMSG_NOT_SUPP:
 	case TMSG_CLOSE_RESP:
 	case TMSG_CONT:
 		return true;

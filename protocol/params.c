@@ -530,6 +530,38 @@ int tmsg_parse_time_sync(const struct tmsg *m, struct tmsg_time_sync *out)
 	return 0;
 }
 
+int tmsg_make_not_supp(struct tmsg *m, const char *reason)
+{
+	tmsg_make(m, TMSG_NOT_SUPP);
+	if (!reason || !*reason)
+		return 0;
+	/* Cut rather than fail: the refusal matters more than its text. */
+	size_t len = strnlen(reason, TMSG_MAX_REASON - 1);
+
+	tmsg_append(m, reason, len);
+	return tmsg_append(m, "", 1);
+}
+
+int tmsg_parse_not_supp(const struct tmsg *m, char *reason, size_t len)
+{
+	int ret = check_cmd(m, TMSG_NOT_SUPP);
+
+	if (len)
+		reason[0] = 0;
+	if (ret || !m->len)
+		return ret;
+	if (m->payload[m->len - 1] || memchr(m->payload, 0, m->len) !=
+	    m->payload + m->len - 1)
+		return tmsg_fail(-EBADMSG, "NOT_SUPP: reason is not one string");
+	for (uint32_t i = 0; i + 1 < m->len; i++)
+		if (m->payload[i] < 0x20 || m->payload[i] == 0x7f)
+			return tmsg_fail(-EBADMSG,
+					 "NOT_SUPP: control byte in the reason");
+	if (len)
+		snprintf(reason, len, "%s", (const char *)m->payload);
+	return 0;
+}
+
 bool tmsg_secret_equal(const uint8_t *got, size_t got_len,
 		       const uint8_t *want, size_t want_len)
 {

@@ -35,6 +35,7 @@
 #define TMSG_PROTO_NAME_LEN	16	/* tsync protocol name, NUL included */
 #define TMSG_MAX_CPUS		4096
 #define TMSG_MAX_SECRET		256
+#define TMSG_MAX_REASON		512	/* our NOT_SUPP reason text, NUL included */
 
 #define TMSG_AGENT_PORT		823	/* trace-cmd agent default */
 #define TMSG_DATA_PORT_START	1500	/* TCP data ports searched upward */
@@ -238,6 +239,13 @@ int tmsg_make_trace_resp(struct tmsg *m, const struct tmsg_trace_resp *resp);
 int tmsg_make_time_sync(struct tmsg *m, const char *proto, uint32_t msg_id,
 			const void *payload, size_t len);
 
+/**
+ * tmsg_make_not_supp - NOT_SUPP, with a human-readable @reason (may be
+ * NULL) as our extension: a NUL-terminated payload that stock trace-cmd
+ * reads and ignores. Reasons are cut to TMSG_MAX_REASON - 1 bytes.
+ */
+int tmsg_make_not_supp(struct tmsg *m, const char *reason);
+
 /* ---- reading messages ------------------------------------------------ */
 
 /**
@@ -312,6 +320,12 @@ void tmsg_trace_resp_free(struct tmsg_trace_resp *r);
  * tmsg_parse_time_sync - check and read a TIME_SYNC (no allocation)
  */
 int tmsg_parse_time_sync(const struct tmsg *m, struct tmsg_time_sync *out);
+
+/**
+ * tmsg_parse_not_supp - the reason a NOT_SUPP carries ("" if none), into
+ * @reason of @len bytes; -EBADMSG if it is not one printable string
+ */
+int tmsg_parse_not_supp(const struct tmsg *m, char *reason, size_t len);
 
 /**
  * tmsg_secret_equal - compare a received secret with the expected one in

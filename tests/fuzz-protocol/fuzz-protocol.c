@@ -154,6 +154,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case TMSG_RINIT:
 			check_init(&m);
 			break;
+		case TMSG_NOT_SUPP: {
+			char why[TMSG_MAX_REASON];
+
+			if (!tmsg_parse_not_supp(&m, why, sizeof(why)))
+				CHECK(strlen(why) < TMSG_MAX_REASON);
+			break;
+		}
 		case TMSG_TIME_SYNC:
 			if (!tmsg_parse_time_sync(&m, &ts))
 				CHECK(strlen(ts.proto) < TMSG_PROTO_NAME_LEN);

@@ -92,6 +92,23 @@ static void test_simple_cmds(void **state)
 	assert_string_equal(tmsg_cmd_name(TMSG_TRACE_PROXY), "TRACE_PROXY");
 	assert_string_equal(tmsg_cmd_name(99), "UNKNOWN");
 
+	/* NOT_SUPP with our reason text */
+	char why[64];
+
+	assert_int_equal(tmsg_make_not_supp(m, "option -p is not allowed"), 0);
+	roundtrip(m, d);
+	assert_int_equal(tmsg_parse_not_supp(d, why, sizeof(why)), 0);
+	assert_string_equal(why, "option -p is not allowed");
+	tmsg_make(m, TMSG_NOT_SUPP);
+	assert_int_equal(tmsg_parse_not_supp(m, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	memcpy(m->payload, "a\nb", 4);
+	m->len = 4;
+	assert_int_equal(tmsg_parse_not_supp(m, why, sizeof(why)), -EBADMSG);
+	memcpy(m->payload, "ab\0c\0", 5);
+	m->len = 5;
+	assert_int_equal(tmsg_parse_not_supp(m, why, sizeof(why)), -EBADMSG);
+
 	/* A CLOSE with a payload is malformed. */
 	uint8_t b[16] = { 0 };
 
