@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Host description: an INI-like file, [host] then one [domain NAME] per
+ * domain (format in docs/xensim.md).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "xsim.h"
+
+static void set_err(char *err, size_t len, unsigned int line,
+		    const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!err || !len)
+		return;
+	n = snprintf(err, len, "line %u: ", line);
+	if (n < 0 || (size_t)n >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err + n, len - n, fmt, ap);
+	va_end(ap);
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int parse_u64(const char *v, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(v, &end, 0);
+	return errno || end == v || *trim(end) ? -1 : 0;
+}
+
+static int parse_u32(const char *v, uint32_t *out)
+{
+	uint64_t x;
+
+	if (parse_u64(v, &x) || x > UINT32_MAX)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static int parse_offsets(char *v, struct xsim_dom_conf *d)
+{
+	unsigned int n = 0;
+	char *save = NULL;
+
+	for (char *t = strtok_r(v, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *end;
+
+		if (n >= XSIM_MAX_VCPUS)
+			return -1;
+		errno = 0;
+		d->tsc_offset[n++] = strtoll(trim(t), &end, 0);
+		if (errno || *trim(end))
+			return -1;
+	}
+	if (!n)
+		return -1;
+	/* One value stands for every vCPU. */
+	for (unsigned int i = n; i < XSIM_MAX_VCPUS; i++)
+		d->tsc_offset[i] = d->tsc_offset[n - 1];
+	d->offset_set = true;
+	return 0;
+}
+
+static int host_key(struct xsim_conf *c, const char *k, char *v)
+{
+	uint32_t x;
+
+	if (!strcmp(k, "vendor")) {
+		if (!strcmp(v, "intel"))
+			c->vendor = XSIM_INTEL;
+		else if (!strcmp(v, "amd"))
+			c->vendor = XSIM_AMD;
+		else
+			return -1;
+		return 0;
+	}
+	if (!strcmp(k, "seed"))
+		return parse_u64(v, &c->seed);
+	if (parse_u32(v, &x))
+		return -1;
+	if (!strcmp(k, "pcpus")) {
+		if (!x || x > XSIM_MAX_PCPUS)
+			return -1;
+		c->pcpus = x;
+	} else if (!strcmp(k, "cpu_khz")) {
+		c->cpu_khz = x;
+	} else if (!strcmp(k, "slice_us")) {
+		c->slice_us = x ? x : 1;
+	} else if (!strcmp(k, "tick_us")) {
+		c->tick_us = x ? x : 1;
+	} else if (!strcmp(k, "xwake_pct")) {
+		c->xwake_pct = x > 100 ? 100 : x;
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+static int dom_key(struct xsim_dom_conf *d, const char *k, char *v)
+{
+	uint32_t x;
+
+	if (!strcmp(k, "type")) {
+		if (!strcmp(v, "pv"))
+			d->type = XSIM_PV;
+		else if (!strcmp(v, "pvh"))
+			d->type = XSIM_PVH;
+		else if (!strcmp(v, "hvm"))
+			d->type = XSIM_HVM;
+		else
+			return -1;
+		return 0;
+	}
+	if (!strcmp(k, "profile")) {
+		if (!strcmp(v, "idle"))
+			d->profile = XSIM_IDLE;
+		else if (!strcmp(v, "mixed"))
+			d->profile = XSIM_MIXED;
+		else if (!strcmp(v, "busy"))
+			d->profile = XSIM_BUSY;
+		else
+			return -1;
+		return 0;
+	}
+	if (!strcmp(k, "tsc_offset"))
+		return parse_offsets(v, d);
+	if (parse_u32(v, &x))
+		return -1;
+	if (!strcmp(k, "domid")) {
+		if (x >= 0x7ff0)
+			return -1;
+		d->domid = x;
+	} else if (!strcmp(k, "vcpus")) {
+		if (!x || x > XSIM_MAX_VCPUS)
+			return -1;
+		d->vcpus = x;
+	} else if (!strcmp(k, "tsc_mode")) {
+		if (x > 2)
+			return -1;
+		d->tsc_mode = x;
+	} else if (!strcmp(k, "gtsc_khz")) {
+		d->gtsc_khz = x;
+	} else if (!strcmp(k, "rate")) {
+		d->rate = x;
+	} else if (!strcmp(k, "run_us")) {
+		d->run_us = x ? x : 1;
+	} else if (!strcmp(k, "block_us")) {
+		d->block_us = x ? x : 1;
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+static void defaults(struct xsim_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->pcpus = 2;
+	c->vendor = XSIM_INTEL;
+	c->slice_us = 1000;
+	c->tick_us = 1000;
+	c->xwake_pct = 25;
+	c->seed = 1;
+}
+
+static void dom_defaults(struct xsim_dom_conf *d, const char *name,
+			 unsigned int idx)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	d->domid = idx;
+	d->type = idx ? XSIM_HVM : XSIM_PV;
+	d->vcpus = 1;
+	d->profile = XSIM_MIXED;
+	d->rate = 1000;
+	d->run_us = 500;
+	d->block_us = 2000;
+}
+
+static int check(struct xsim_conf *c, char *err, size_t errlen,
+		 unsigned int line)
+{
+	if (!c->ndoms || c->dom[0].domid != 0) {
+		set_err(err, errlen, line, "the first domain must be domid 0");
+		return -1;
+	}
+	for (unsigned int i = 0; i < c->ndoms; i++)
+		for (unsigned int j = 0; j < i; j++)
+			if (c->dom[i].domid == c->dom[j].domid ||
+			    !strcmp(c->dom[i].name, c->dom[j].name)) {
+				set_err(err, errlen, line,
+					"domain %s: duplicate name or domid",
+					c->dom[i].name);
+				return -1;
+			}
+	if (c->dom[0].type == XSIM_HVM) {
+		set_err(err, errlen, line, "dom0 cannot be HVM");
+		return -1;
+	}
+	return 0;
+}
+
+int xsim_conf_parse(const char *text, struct xsim_conf *c, char *err,
+		    size_t errlen)
+{
+	char *copy = strdup(text), *save = NULL, *raw;
+	struct xsim_dom_conf *d = NULL;
+	unsigned int line = 0;
+	int ret = -1;
+
+	if (!copy) {
+		set_err(err, errlen, 0, "out of memory");
+		return -1;
+	}
+	defaults(c);
+	/* strtok_r would merge blank lines and miscount; split by hand. */
+	for (raw = copy; raw; raw = save) {
+		char *l, *eq, *k, *v;
+
+		save = strchr(raw, '\n');
+		if (save)
+			*save++ = '\0';
+		line++;
+		if ((l = strchr(raw, '#')))
+			*l = '\0';
+		l = trim(raw);
+		if (!*l)
+			continue;
+		if (*l == '[') {
+			char *e = strchr(l, ']'), *name;
+
+			if (!e || *trim(e + 1)) {
+				set_err(err, errlen, line, "bad section");
+				goto out;
+			}
+			*e = '\0';
+			name = trim(l + 1);
+			if (!strcmp(name, "host")) {
+				d = NULL;
+				continue;
+			}
+			if (strncmp(name, "domain", 6) || !isspace((unsigned char)name[6])) {
+				set_err(err, errlen, line, "unknown section %s", name);
+				goto out;
+			}
+			if (c->ndoms >= XSIM_MAX_DOMAINS) {
+				set_err(err, errlen, line, "too many domains");
+				goto out;
+			}
+			d = &c->dom[c->ndoms];
+			dom_defaults(d, trim(name + 6), c->ndoms++);
+			continue;
+		}
+		eq = strchr(l, '=');
+		if (!eq) {
+			set_err(err, errlen, line, "expected key = value");
+			goto out;
+		}
+		*eq = '\0';
+		k = trim(l);
+		v = trim(eq + 1);
+		if (d ? dom_key(d, k, v) : host_key(c, k, v)) {
+			set_err(err, errlen, line, "bad %s = %s", k, v);
+			goto out;
+		}
+	}
+	ret = check(c, err, errlen, line);
+out:
+	free(copy);
+	return ret;
+}
+
+int xsim_conf_load(const char *path, struct xsim_conf *c, char *err,
+		   size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *text = NULL;
+	size_t len = 0;
+	int ret;
+
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	text = calloc(1, 1 << 20);
+	if (text)
+		len = fread(text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	text[len] = '\0';
+	ret = xsim_conf_parse(text, c, err, errlen);
+	free(text);
+	return ret;
+}
+
+unsigned int xsim_frac_bits(enum xsim_vendor v)
+{
+	return v == XSIM_AMD ? 32 : 48;
+}
+
+uint64_t xsim_tsc_ratio(const struct xsim_conf *c, const struct xsim_dom_conf *d)
+{
+	unsigned int frac = xsim_frac_bits(c->vendor);
+	unsigned __int128 r;
+
+	if (d->type == XSIM_PV || !d->gtsc_khz || d->gtsc_khz == c->cpu_khz ||
+	    !c->cpu_khz)
+		return 1ull << frac;
+	r = ((unsigned __int128)d->gtsc_khz << frac) / c->cpu_khz;
+	return (uint64_t)r;
+}
+
+uint64_t xsim_guest_tsc(uint64_t host, uint64_t ratio, unsigned int frac,
+			int64_t offset)
+{
+	unsigned __int128 p = (unsigned __int128)host * ratio;
+
+	return (uint64_t)(p >> frac) + (uint64_t)offset;
+}
+
+uint64_t xsim_rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+static uint64_t raw_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+uint32_t xsim_measure_khz(void)
+{
+	uint64_t n0 = raw_ns(), t0 = xsim_rdtsc(), n1, t1;
+	struct timespec d = { 0, 50 * 1000 * 1000 };
+
+	nanosleep(&d, NULL);
+	n1 = raw_ns();
+	t1 = xsim_rdtsc();
+	return (uint32_t)((t1 - t0) * 1000000ull / (n1 - n0));
+}

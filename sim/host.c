@@ -1,0 +1,660 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The running host: machine memory (a memfd shared with the shim libraries),
+ * Xen's trace buffers in it, the scheduler threads, and a control socket
+ * that plays the hypervisor's part for the calls the shims forward.
+ */
+/* sysctl.h is a tools-only header */
+#define __XEN_TOOLS__ 1
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <stdint.h>
+#include <xen/xen.h>
+#include <xen/sysctl.h>
+#include <xen/trace.h>
+
+#include "host_int.h"
+#include "proto.h"
+
+#define MAX_CLIENTS	128
+#define TBUF_FIRST_PORT	5
+
+struct client {
+	int fd;			/* -1: free slot */
+	uint32_t domid;
+	int kind;
+	int evt_wfd;		/* evtchn handles: ports are written here */
+};
+
+struct server {
+	struct xsim_host *h;
+	struct client cl[MAX_CLIENTS];
+	int virq_owner;		/* client index bound to VIRQ_TBUF, or -1 */
+	int virq_port;
+	bool masked, pending;
+	_Alignas(8) uint8_t buf[sizeof(struct xsim_msg) + XSIM_MSG_MAX];
+};
+
+static void notify_cb(void *arg)
+{
+	struct xsim_host *h = arg;
+	uint64_t one = 1;
+
+	/* Xen defers the VIRQ to a tasklet; the serve loop is ours. */
+	if (write(h->notify_fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+static char *path_in(const char *dir, const char *name)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		return NULL;
+	return p;
+}
+
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char *p = path_in(dir, name);
+	int fd, ret = -1;
+
+	if (!p)
+		return -1;
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		ret = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
+		close(fd);
+	}
+	free(p);
+	return ret;
+}
+
+static int listen_on(const char *dir)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char *p = path_in(dir, "ctl");
+	int fd;
+
+	if (!p)
+		return -1;
+	if (strlen(p) >= sizeof(a.sun_path)) {
+		free(p);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(a.sun_path, p);
+	unlink(p);
+	free(p);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void truth_header(struct xsim_host *h)
+{
+	const struct xsim_conf *c = &h->conf;
+	unsigned int frac = xsim_frac_bits(c->vendor);
+
+	xsim_truth(h, "# xensim ground truth: host TSC ticks\n");
+	xsim_truth(h, "host pcpus=%u cpu_khz=%u vendor=%s frac=%u t0=%lu\n",
+		   c->pcpus, c->cpu_khz, c->vendor == XSIM_AMD ? "amd" : "intel",
+		   frac, (unsigned long)h->t0);
+	for (unsigned int i = 0; i < c->ndoms; i++) {
+		const struct xsim_dom_conf *d = &c->dom[i];
+		static const char *const types[] = { "pv", "pvh", "hvm" };
+
+		xsim_truth(h, "domain domid=%u name=%s type=%s vcpus=%u tsc_mode=%u gtsc_khz=%u ratio=%lu\n",
+			   d->domid, d->name, types[d->type], d->vcpus,
+			   d->tsc_mode, d->gtsc_khz ? d->gtsc_khz : c->cpu_khz,
+			   (unsigned long)xsim_tsc_ratio(c, d));
+	}
+	for (unsigned int i = 0; i < h->nvcpus; i++) {
+		const struct xsim_vcpu *v = &h->vcpu[i];
+		const struct xsim_dom_conf *d = &c->dom[v->dom];
+
+		xsim_truth(h, "vcpu domid=%u vcpu=%u pcpu=%u offset=%ld\n",
+			   v->domid, v->id, v->pcpu,
+			   (long)(d->type == XSIM_PV ? 0 : d->tsc_offset[v->id]));
+	}
+	fflush(h->truth);
+}
+
+/* Guest TSC 0 at host start unless the file says otherwise (Xen: vCPU0). */
+static void default_offsets(struct xsim_host *h)
+{
+	struct xsim_conf *c = &h->conf;
+
+	for (unsigned int i = 0; i < c->ndoms; i++) {
+		struct xsim_dom_conf *d = &c->dom[i];
+		uint64_t g0;
+
+		if (d->offset_set || d->type == XSIM_PV)
+			continue;
+		g0 = xsim_guest_tsc(h->t0, xsim_tsc_ratio(c, d),
+				    xsim_frac_bits(c->vendor), 0);
+		for (unsigned int v = 0; v < XSIM_MAX_VCPUS; v++)
+			d->tsc_offset[v] = -(int64_t)g0;
+	}
+}
+
+struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
+{
+	struct xsim_host *h = calloc(1, sizeof(*h));
+	char *tp = NULL, pid[32];
+
+	if (!h)
+		return NULL;
+	h->conf = *c;
+	h->memfd = h->notify_fd = h->listen_fd = -1;
+	pthread_mutex_init(&h->slock, NULL);
+	if (!h->conf.cpu_khz)
+		h->conf.cpu_khz = xsim_measure_khz();
+	h->dir = strdup(dir);
+	if (!h->dir || (mkdir(dir, 0755) && errno != EEXIST))
+		goto fail;
+	h->mem_pages = xsim_tbuf_mem_pages(c->pcpus);
+	h->memfd = memfd_create("xensim-machine-memory", MFD_CLOEXEC);
+	if (h->memfd < 0 ||
+	    ftruncate(h->memfd, (off_t)h->mem_pages * XSIM_PAGE_SIZE))
+		goto fail;
+	h->mem = mmap(NULL, h->mem_pages * XSIM_PAGE_SIZE,
+		      PROT_READ | PROT_WRITE, MAP_SHARED, h->memfd, 0);
+	if (h->mem == MAP_FAILED) {
+		h->mem = NULL;
+		goto fail;
+	}
+	h->tb = xsim_tbuf_new(c->pcpus, h->mem, notify_cb, h);
+	h->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	h->listen_fd = listen_on(dir);
+	tp = path_in(dir, "truth");
+	if (!h->tb || h->notify_fd < 0 || h->listen_fd < 0 || !tp)
+		goto fail;
+	h->truth = fopen(tp, "we");
+	free(tp);
+	tp = NULL;
+	if (!h->truth)
+		goto fail;
+	h->t0 = xsim_rdtsc();
+	default_offsets(h);
+	if (xsim_sched_start(h))
+		goto fail;
+	truth_header(h);
+	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (write_file(dir, "pid", pid) || write_file(dir, "ready", "1\n")) {
+		xsim_sched_stop(h);
+		goto fail;
+	}
+	return h;
+fail:
+	free(tp);
+	if (h->truth)
+		fclose(h->truth);
+	if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	if (h->notify_fd >= 0)
+		close(h->notify_fd);
+	xsim_tbuf_free(h->tb);
+	if (h->mem)
+		munmap(h->mem, h->mem_pages * XSIM_PAGE_SIZE);
+	if (h->memfd >= 0)
+		close(h->memfd);
+	free(h->dir);
+	free(h);
+	return NULL;
+}
+
+static const struct xsim_dom_conf *find_dom(const struct xsim_host *h,
+					    uint32_t domid)
+{
+	for (unsigned int i = 0; i < h->conf.ndoms; i++)
+		if (h->conf.dom[i].domid == domid)
+			return &h->conf.dom[i];
+	return NULL;
+}
+
+static void deliver_virq(struct server *s)
+{
+	struct client *c;
+	uint32_t port = s->virq_port;
+
+	if (s->virq_owner < 0)
+		return;
+	c = &s->cl[s->virq_owner];
+	if (s->masked) {
+		s->pending = true;
+		return;
+	}
+	/* The kernel driver masks a port when it queues it. */
+	if (write(c->evt_wfd, &port, sizeof(port)) == sizeof(port)) {
+		s->masked = true;
+		s->pending = false;
+	}
+}
+
+static void drop_client(struct server *s, int i)
+{
+	struct client *c = &s->cl[i];
+
+	if (s->virq_owner == i)
+		s->virq_owner = -1;
+	close(c->fd);
+	if (c->evt_wfd >= 0)
+		close(c->evt_wfd);
+	c->fd = c->evt_wfd = -1;
+}
+
+static int reply(int fd, struct xsim_msg *m, const void *data, uint32_t len,
+		 const int *fds, int nfds)
+{
+	struct iovec iov[2] = { { m, sizeof(*m) }, { (void *)data, len } };
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+
+	m->len = len;
+	if (nfds) {
+		struct cmsghdr *cm;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+static int op_hello(struct server *s, int i, struct xsim_msg *m)
+{
+	struct client *c = &s->cl[i];
+	int fds[2] = { s->h->memfd, -1 }, pfd[2], ret;
+
+	if (m->a[0] != XSIM_PROTO_VERSION)
+		return -EPROTO;
+	if (!find_dom(s->h, m->a[1]))
+		return -ESRCH;
+	c->domid = m->a[1];
+	c->kind = m->a[2];
+	m->a[0] = s->h->mem_pages;
+	m->ret = 0;
+	if (c->kind != XSIM_KIND_EVTCHN)
+		return reply(c->fd, m, NULL, 0, fds, 1) ? -EIO : 1;
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	c->evt_wfd = pfd[1];
+	fds[1] = pfd[0];
+	ret = reply(c->fd, m, NULL, 0, fds, 2) ? -EIO : 1;
+	close(pfd[0]);
+	return ret;
+}
+
+static int op_tbuf(struct server *s, struct client *c, struct xsim_msg *m,
+		   const uint8_t *data)
+{
+	struct xsim_host *h = s->h;
+	uint32_t mask, size;
+	uint64_t mfn;
+	int ret = 0;
+
+	if (c->domid != 0)
+		return -EPERM;
+	switch (m->a[0]) {
+	case XEN_SYSCTL_TBUFOP_get_info:
+		break;
+	case XEN_SYSCTL_TBUFOP_set_cpu_mask:
+		if (m->len * 8ull < m->a[1])
+			return -EINVAL;
+		xsim_tbuf_set_cpu_mask(h->tb, data, m->a[1]);
+		break;
+	case XEN_SYSCTL_TBUFOP_set_evt_mask:
+		xsim_tbuf_set_evt_mask(h->tb, m->a[1]);
+		xsim_truth(h, "tbuf evt_mask=%#x at=%lu\n", (unsigned int)m->a[1],
+			   (unsigned long)xsim_rdtsc());
+		break;
+	case XEN_SYSCTL_TBUFOP_set_size:
+		ret = xsim_tbuf_set_size(h->tb, m->a[1]);
+		if (!ret)
+			xsim_truth(h, "tbuf size pages=%u at=%lu\n",
+				   xsim_tbuf_pages(h->tb),
+				   (unsigned long)xsim_rdtsc());
+		break;
+	case XEN_SYSCTL_TBUFOP_enable:
+		ret = xsim_tbuf_enable(h->tb);
+		if (!ret)
+			xsim_truth(h, "tbuf enable at=%lu\n",
+				   (unsigned long)xsim_rdtsc());
+		break;
+	case XEN_SYSCTL_TBUFOP_disable:
+		xsim_tbuf_disable(h->tb);
+		xsim_truth(h, "tbuf disable at=%lu\n",
+			   (unsigned long)xsim_rdtsc());
+		break;
+	default:
+		return -EINVAL;
+	}
+	xsim_tbuf_get_info(h->tb, &mask, &mfn, &size);
+	m->a[0] = mask;
+	m->a[1] = mfn;
+	m->a[2] = size;
+	return ret;
+}
+
+static int op_mapcheck(struct server *s, struct client *c, struct xsim_msg *m)
+{
+	/* Only dom0 maps Xen's pages; t_info is shared read-only. */
+	if (c->domid != 0 || m->a[0] != DOMID_XEN)
+		return -EPERM;
+	for (uint64_t i = 0; i < m->a[2]; i++) {
+		int kind = xsim_tbuf_mfn_kind(s->h->tb, m->a[1] + i);
+
+		if (!kind)
+			return -EINVAL;
+		if (kind == 1 && m->a[3])
+			return -EPERM;
+	}
+	return 0;
+}
+
+static int op_dominfo(struct server *s, struct client *c, struct xsim_msg *m,
+		      struct xsim_wdom *out, uint32_t *len)
+{
+	struct xsim_host *h = s->h;
+	unsigned int n = 0;
+	uint32_t next = m->a[0];
+
+	if (c->domid != 0)
+		return -EPERM;
+	/* ascending domid order, as Xen enumerates */
+	while (n < m->a[1] && n < XSIM_MSG_MAX / sizeof(*out)) {
+		const struct xsim_dom_conf *best = NULL;
+
+		for (unsigned int i = 0; i < h->conf.ndoms; i++) {
+			const struct xsim_dom_conf *d = &h->conf.dom[i];
+
+			if (d->domid >= next && (!best || d->domid < best->domid))
+				best = d;
+		}
+		if (!best)
+			break;
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].domid = best->domid;
+		out[n].type = best->type;
+		out[n].vcpus = best->vcpus;
+		pthread_mutex_lock(&h->slock);
+		for (unsigned int i = 0; i < h->nvcpus; i++) {
+			const struct xsim_vcpu *v = &h->vcpu[i];
+
+			if (v->domid != best->domid)
+				continue;
+			out[n].running += v->state == VS_RUNNING;
+			out[n].cpu_time_ns += v->cpu_time * 1000000ull /
+					      h->conf.cpu_khz;
+		}
+		pthread_mutex_unlock(&h->slock);
+		snprintf(out[n].name, sizeof(out[n].name), "%s", best->name);
+		next = best->domid + 1;
+		n++;
+	}
+	*len = n * sizeof(*out);
+	return n;
+}
+
+static int op_tscinfo(struct server *s, struct client *c, struct xsim_msg *m)
+{
+	const struct xsim_dom_conf *d = find_dom(s->h, m->a[0]);
+
+	if (c->domid != 0 && c->domid != m->a[0])
+		return -EPERM;
+	if (!d)
+		return -ESRCH;
+	m->a[0] = d->tsc_mode;
+	m->a[1] = d->gtsc_khz ? d->gtsc_khz : s->h->conf.cpu_khz;
+	m->a[2] = 0;
+	return 0;
+}
+
+static int op_vcpuinfo(struct server *s, struct client *c, struct xsim_msg *m)
+{
+	struct xsim_host *h = s->h;
+
+	if (c->domid != 0)
+		return -EPERM;
+	for (unsigned int i = 0; i < h->nvcpus; i++) {
+		const struct xsim_vcpu *v = &h->vcpu[i];
+
+		if (v->domid != m->a[0] || v->id != m->a[1])
+			continue;
+		pthread_mutex_lock(&h->slock);
+		m->a[0] = 1;
+		m->a[1] = v->state == VS_BLOCKED;
+		m->a[2] = v->state == VS_RUNNING;
+		m->a[3] = v->cpu_time * 1000000ull / h->conf.cpu_khz;
+		m->a[4] = v->pcpu;
+		pthread_mutex_unlock(&h->slock);
+		return 0;
+	}
+	return -ESRCH;
+}
+
+static int op_bind_virq(struct server *s, int i, struct xsim_msg *m)
+{
+	if (s->cl[i].kind != XSIM_KIND_EVTCHN || m->a[0] != VIRQ_TBUF)
+		return -EINVAL;
+	/* A global VIRQ goes to dom0, and only one port can take it. */
+	if (s->cl[i].domid != 0)
+		return -EPERM;
+	if (s->virq_owner >= 0)
+		return -EEXIST;
+	s->virq_owner = i;
+	s->virq_port = TBUF_FIRST_PORT;
+	s->masked = false;
+	s->pending = false;
+	return s->virq_port;
+}
+
+static int handle(struct server *s, int i)
+{
+	struct client *c = &s->cl[i];
+	struct xsim_msg *m = (struct xsim_msg *)s->buf;
+	uint8_t *data = s->buf + sizeof(*m);
+	uint32_t rlen = 0;
+	ssize_t n;
+	int ret;
+
+	n = recv(c->fd, s->buf, sizeof(s->buf), 0);
+	if (n <= 0)
+		return -1;
+	if ((size_t)n < sizeof(*m) || m->len != n - sizeof(*m)) {
+		m->ret = -EPROTO;
+		return reply(c->fd, m, NULL, 0, NULL, 0);
+	}
+	if (!c->kind && m->op != XSIM_OP_HELLO)
+		return -1;
+	switch (m->op) {
+	case XSIM_OP_HELLO:
+		ret = op_hello(s, i, m);
+		if (ret == 1)
+			return 0;
+		break;
+	case XSIM_OP_PHYSINFO:
+		m->a[0] = s->h->conf.pcpus;
+		m->a[1] = s->h->conf.cpu_khz;
+		m->a[2] = s->h->conf.vendor;
+		ret = 0;
+		break;
+	case XSIM_OP_TBUF:
+		ret = op_tbuf(s, c, m, data);
+		break;
+	case XSIM_OP_MAPCHECK:
+		ret = op_mapcheck(s, c, m);
+		break;
+	case XSIM_OP_DOMINFO:
+		ret = op_dominfo(s, c, m, (struct xsim_wdom *)data, &rlen);
+		break;
+	case XSIM_OP_TSCINFO:
+		ret = op_tscinfo(s, c, m);
+		break;
+	case XSIM_OP_VCPUINFO:
+		ret = op_vcpuinfo(s, c, m);
+		break;
+	case XSIM_OP_BIND_VIRQ:
+		ret = op_bind_virq(s, i, m);
+		break;
+	case XSIM_OP_UNMASK:
+		ret = -EINVAL;
+		if (s->virq_owner == i && m->a[0] == (uint64_t)s->virq_port) {
+			s->masked = false;
+			if (s->pending)
+				deliver_virq(s);
+			ret = 0;
+		}
+		break;
+	case XSIM_OP_UNBIND:
+		ret = -EINVAL;
+		if (s->virq_owner == i && m->a[0] == (uint64_t)s->virq_port) {
+			s->virq_owner = -1;
+			ret = 0;
+		}
+		break;
+	default:
+		ret = -ENOSYS;
+		break;
+	}
+	m->ret = ret;
+	return reply(c->fd, m, data, rlen, NULL, 0);
+}
+
+static void accept_client(struct server *s)
+{
+	int fd = accept4(s->h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		if (s->cl[i].fd < 0) {
+			s->cl[i] = (struct client){ .fd = fd, .evt_wfd = -1 };
+			return;
+		}
+	}
+	close(fd);
+}
+
+int xsim_host_serve(struct xsim_host *h, volatile int *stop)
+{
+	struct server *s = calloc(1, sizeof(*s));
+	struct pollfd pf[MAX_CLIENTS + 2];
+	int idx[MAX_CLIENTS + 2];
+	int ret = 0;
+
+	if (!s)
+		return -1;
+	s->h = h;
+	s->virq_owner = -1;
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		s->cl[i].fd = s->cl[i].evt_wfd = -1;
+	while (!*stop) {
+		int n = 0, r;
+
+		pf[n] = (struct pollfd){ .fd = h->listen_fd, .events = POLLIN };
+		idx[n++] = -1;
+		pf[n] = (struct pollfd){ .fd = h->notify_fd, .events = POLLIN };
+		idx[n++] = -2;
+		for (int i = 0; i < MAX_CLIENTS; i++) {
+			if (s->cl[i].fd < 0)
+				continue;
+			pf[n] = (struct pollfd){ .fd = s->cl[i].fd,
+						 .events = POLLIN };
+			idx[n++] = i;
+		}
+		r = poll(pf, n, 200);
+		if (r < 0 && errno != EINTR) {
+			ret = -1;
+			break;
+		}
+		for (int k = 0; r > 0 && k < n; k++) {
+			if (!pf[k].revents)
+				continue;
+			if (idx[k] == -1) {
+				accept_client(s);
+			} else if (idx[k] == -2) {
+				uint64_t cnt;
+
+				if (read(h->notify_fd, &cnt, sizeof(cnt)) > 0)
+					deliver_virq(s);
+			} else if (handle(s, idx[k])) {
+				drop_client(s, idx[k]);
+			}
+		}
+	}
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (s->cl[i].fd >= 0)
+			drop_client(s, i);
+	free(s);
+	return ret;
+}
+
+void xsim_host_stop(struct xsim_host *h)
+{
+	uint64_t end;
+	char *p;
+
+	if (!h)
+		return;
+	xsim_sched_stop(h);
+	end = xsim_rdtsc();
+	for (unsigned int i = 0; i < h->conf.pcpus; i++) {
+		struct xsim_tbuf_stats st;
+
+		xsim_tbuf_stats(h->tb, i, &st);
+		xsim_truth(h, "stats pcpu=%u written=%lu dropped=%lu lost_reported=%lu lost_cleared=%lu lost_pending=%u lost_recs=%lu fillers=%lu virqs=%lu first_tsc=%lu last_tsc=%lu\n",
+			   i, (unsigned long)st.written,
+			   (unsigned long)st.dropped,
+			   (unsigned long)st.lost_reported,
+			   (unsigned long)st.lost_cleared,
+			   xsim_tbuf_lost_pending(h->tb, i),
+			   (unsigned long)st.lost_recs,
+			   (unsigned long)st.fillers, (unsigned long)st.virqs,
+			   (unsigned long)st.first_tsc,
+			   (unsigned long)st.last_tsc);
+	}
+	xsim_truth(h, "end at=%lu\n", (unsigned long)end);
+	fclose(h->truth);
+	if ((p = path_in(h->dir, "ready"))) {
+		unlink(p);
+		free(p);
+	}
+	if ((p = path_in(h->dir, "ctl"))) {
+		unlink(p);
+		free(p);
+	}
+	close(h->listen_fd);
+	close(h->notify_fd);
+	xsim_tbuf_free(h->tb);
+	munmap(h->mem, h->mem_pages * XSIM_PAGE_SIZE);
+	close(h->memfd);
+	pthread_mutex_destroy(&h->slock);
+	free(h->dir);
+	free(h);
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Internals shared by the daemon (host.c) and the scheduler (sched.c). */
+#ifndef XSIM_HOST_INT_H
+#define XSIM_HOST_INT_H
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include "xsim.h"
+
+enum vstate { VS_RUNNING = 0, VS_RUNNABLE = 1, VS_BLOCKED = 2 };
+
+struct xsim_vcpu {
+	unsigned int dom;	/* index into conf.dom */
+	uint16_t domid, id;
+	unsigned int pcpu;	/* pinned here */
+	/* under host.slock: */
+	enum vstate state;
+	uint64_t state_tsc;	/* entered state (blocked: when; runnable: wake) */
+	uint64_t wake_tsc;	/* blocked: timer; runnable: eligible from */
+	uint64_t cpu_time;	/* ticks run so far */
+	/* home pCPU thread only: */
+	uint64_t run_end;	/* running: end of the current burst */
+	uint64_t next_exit;
+	uint64_t rng;
+};
+
+struct xsim_pcpu {
+	struct xsim_host *h;
+	unsigned int id;
+	pthread_t thread;
+	uint64_t clk;		/* last TSC stamped on this pCPU */
+	struct xsim_vcpu *cur;	/* NULL: idle */
+	uint64_t run_start;	/* stamp of cur's (or idle's) runstate->running */
+	bool run_logged;	/* that record reached the trace buffer */
+	uint64_t slice_end;
+	uint64_t rng;
+	unsigned int nv;
+	struct xsim_vcpu *v[XSIM_MAX_DOMAINS * XSIM_MAX_VCPUS];
+};
+
+struct xsim_host {
+	struct xsim_conf conf;
+	char *dir;
+	int memfd;
+	uint8_t *mem;
+	size_t mem_pages;
+	struct xsim_tbuf *tb;
+	int notify_fd;		/* eventfd: a buffer crossed half full */
+	int listen_fd;
+	uint64_t t0;
+	volatile int stop;
+	pthread_mutex_t slock;	/* vCPU states */
+	FILE *truth;
+	unsigned int nvcpus;
+	struct xsim_vcpu vcpu[XSIM_MAX_DOMAINS * XSIM_MAX_VCPUS];
+	struct xsim_pcpu pcpu[XSIM_MAX_PCPUS];
+};
+
+/* sched.c */
+int xsim_sched_start(struct xsim_host *h);
+void xsim_sched_stop(struct xsim_host *h);
+void xsim_truth(struct xsim_host *h, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif /* XSIM_HOST_INT_H */

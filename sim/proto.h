@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Wire protocol between the shim libraries and the xensim daemon: one
+ * SOCK_SEQPACKET connection per library handle at $XENSIM_HOST/ctl. Each
+ * request gets exactly one reply with the same header. The reply to HELLO
+ * carries the machine-memory fd and, for event-channel handles, the read
+ * end of a pipe on which pending ports arrive as u32 values.
+ */
+#ifndef XSIM_PROTO_H
+#define XSIM_PROTO_H
+
+#include <stdint.h>
+
+#define XSIM_PROTO_VERSION	1
+#define XSIM_MSG_MAX		65536
+
+enum xsim_op {
+	XSIM_OP_HELLO = 1,	/* a0 version, a1 domid, a2 kind -> a0 mem pages */
+	XSIM_OP_PHYSINFO,	/* -> a0 pcpus, a1 cpu_khz, a2 vendor */
+	XSIM_OP_TBUF,		/* a0 sysctl cmd, a1 value, data cpumap -> a0 evt
+				 * mask, a1 t_info mfn, a2 t_info bytes */
+	XSIM_OP_MAPCHECK,	/* a0 domid, a1 mfn, a2 count, a3 writable */
+	XSIM_OP_DOMINFO,	/* a0 first domid, a1 max -> data xsim_wdom[] */
+	XSIM_OP_TSCINFO,	/* a0 domid -> a0 mode, a1 gtsc_khz, a2 incarnation */
+	XSIM_OP_VCPUINFO,	/* a0 domid, a1 vcpu -> a0 online, a1 blocked,
+				 * a2 running, a3 cpu_time ns, a4 cpu */
+	XSIM_OP_BIND_VIRQ,	/* a0 virq -> ret port */
+	XSIM_OP_UNMASK,		/* a0 port */
+	XSIM_OP_UNBIND,		/* a0 port */
+	XSIM_OP_HVM_XENTRACE,	/* a0 vcpu, data xen_hvm_xentrace */
+};
+
+enum xsim_kind { XSIM_KIND_CTRL = 1, XSIM_KIND_FMEM, XSIM_KIND_EVTCHN,
+		 XSIM_KIND_CALL };
+
+struct xsim_msg {
+	uint32_t op;
+	int32_t ret;		/* reply: >= 0, or -errno */
+	uint64_t a[6];
+	uint32_t len;		/* bytes of data that follow */
+	uint32_t pad;
+};
+
+/** Domain as XSIM_OP_DOMINFO returns it. */
+struct xsim_wdom {
+	uint32_t domid;
+	uint32_t type;		/* enum xsim_dtype */
+	uint32_t vcpus;
+	uint32_t running;	/* vCPUs running now */
+	uint64_t cpu_time_ns;
+	char name[64];
+};
+
+#endif /* XSIM_PROTO_H */

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * xensim: run a simulated Xen host.
+ *
+ *   xensim run HOST.conf --dir DIR    serve until SIGINT/SIGTERM
+ *   xensim check HOST.conf            parse and print the description
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xsim.h"
+
+static volatile int stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: xensim run HOST.conf --dir DIR\n"
+			"       xensim check HOST.conf\n");
+	return 2;
+}
+
+static int check(const struct xsim_conf *c)
+{
+	static const char *const types[] = { "pv", "pvh", "hvm" };
+
+	printf("pcpus %u cpu_khz %u vendor %s\n", c->pcpus, c->cpu_khz,
+	       c->vendor == XSIM_AMD ? "amd" : "intel");
+	for (unsigned int i = 0; i < c->ndoms; i++)
+		printf("domain %u %s %s vcpus %u rate %u\n", c->dom[i].domid,
+		       c->dom[i].name, types[c->dom[i].type], c->dom[i].vcpus,
+		       c->dom[i].rate);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct xsim_conf c;
+	struct xsim_host *h;
+	const char *dir = NULL;
+	char err[256];
+	int ret;
+
+	if (argc < 3)
+		return usage();
+	if (xsim_conf_load(argv[2], &c, err, sizeof(err))) {
+		fprintf(stderr, "xensim: %s: %s\n", argv[2], err);
+		return 1;
+	}
+	if (!strcmp(argv[1], "check"))
+		return check(&c);
+	if (strcmp(argv[1], "run"))
+		return usage();
+	for (int i = 3; i < argc; i++)
+		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+			dir = argv[++i];
+	if (!dir)
+		return usage();
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	h = xsim_host_start(&c, dir);
+	if (!h) {
+		perror("xensim: start");
+		return 1;
+	}
+	ret = xsim_host_serve(h, &stop);
+	xsim_host_stop(h);
+	return ret ? 1 : 0;
+}
