@@ -38,7 +38,7 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 static int find_last_done(int fd, uint64_t *done_off, char *err, size_t errlen)
 {
 	uint8_t head[64];
-	uint64_t off, size, next;
+	uint64_t off, size, next, pos;
 	uint16_t id, sec;
 	uint32_t osize;
 	size_t p;
@@ -81,21 +81,27 @@ static int find_last_done(int fd, uint64_t *done_off, char *err, size_t errlen)
 				 (sh[2] & 1) ? " (compressed: not supported)" : "");
 			return -EOPNOTSUPP;
 		}
-		/* DONE is the section's last option: u16 0, u32 8, u64 next */
-		if (pread_all(fd, sh, 14, off + 16 + size - 14)) {
-			snprintf(err, errlen, "options section at %llu truncated", (unsigned long long)off);
-			return -EBADMSG;
+		/* walk to DONE: its size may hold slack after the link */
+		pos = off + 16;
+		for (;;) {
+			if (pos + 6 > off + 16 + size || pread_all(fd, sh, 6, pos)) {
+				snprintf(err, errlen, "options section at %llu has no DONE",
+					 (unsigned long long)off);
+				return -EBADMSG;
+			}
+			memcpy(&id, sh, 2);
+			memcpy(&osize, sh + 2, 4);
+			if (!id)
+				break;
+			pos += 6 + (uint64_t)osize;
 		}
-		memcpy(&id, sh, 2);
-		memcpy(&osize, sh + 2, 4);
-		memcpy(&next, sh + 6, 8);
-		if (id != 0 || osize != 8) {
-			snprintf(err, errlen, "options section at %llu does not end in DONE",
+		if (osize < 8 || pread_all(fd, &next, 8, pos + 6)) {
+			snprintf(err, errlen, "options section at %llu: bad DONE",
 				 (unsigned long long)off);
 			return -EBADMSG;
 		}
 		if (!next) {
-			*done_off = off + 16 + size - 8;
+			*done_off = pos + 6;
 			return 0;
 		}
 		off = next;

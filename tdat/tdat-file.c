@@ -166,7 +166,13 @@ static int meta_v7(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf pa
 	/* patchable: CPUCOUNT and the BUFFER entries, found by their offsets */
 	ret |= put_opt(&o, TDAT_OPT_CPUCOUNT, &cpus, 4);
 	w->cpus_field_off = optoff + 16 + o.len - 4;
-	sz = 8 + 1 + strlen(w->clock) + 1 + 4 + 4 + 20ull * w->max_cpus;
+	/*
+	 * BUFFER lists the CPUs with data; the room for max_cpus entries is
+	 * kept as slack inside DONE, whose payload readers read by its size
+	 * (its first 8 bytes are the link). Both are rewritten as CPUs appear.
+	 */
+	w->buf_opt_off = optoff + 16 + o.len;
+	sz = 8 + 1 + strlen(w->clock) + 1 + 4 + 4;
 	ret |= tdat_buf_u16(&o, TDAT_OPT_BUFFER) | tdat_buf_u32(&o, sz);
 	bufpos = o.len;
 	ret |= tdat_buf_u64(&o, 0);	/* the flyrecord section, set below */
@@ -175,10 +181,10 @@ static int meta_v7(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf pa
 	ret |= tdat_buf_u32(&o, w->page_size);
 	w->table_off = optoff + 16 + o.len;
 	ret |= tdat_buf_u32(&o, n0);
-	ret |= tdat_buf_zero(&o, 20ull * w->max_cpus);
-	ret |= tdat_buf_u16(&o, TDAT_OPT_DONE) | tdat_buf_u32(&o, 8);
+	ret |= tdat_buf_u16(&o, TDAT_OPT_DONE) | tdat_buf_u32(&o, 8 + 20 * w->max_cpus);
 	w->done_off = optoff + 16 + o.len;
 	ret |= tdat_buf_u64(&o, zero);
+	ret |= tdat_buf_zero(&o, 20ull * w->max_cpus);
 	if (!ret) {
 		uint64_t tmp;
 
@@ -310,11 +316,24 @@ int tdat_file_patch_cpus(struct tdat_writer *w)
 	if (ret)
 		return ret;
 	if (w->version == 7) {
+		uint64_t zero = 0, fixed = w->table_off - w->buf_opt_off - 6;
+
+		ret |= tdat_buf_u16(&b, TDAT_OPT_BUFFER);
+		ret |= tdat_buf_u32(&b, fixed + 4 + 20 * w->nactive);
+		ret |= tdat_buf_u64(&b, w->flyrec_off);
+		ret |= tdat_buf_str(&b, "");
+		ret |= tdat_buf_str(&b, w->clock);
+		ret |= tdat_buf_u32(&b, w->page_size);
 		ret |= tdat_buf_u32(&b, w->nactive);
 		for (i = 0; i < w->nactive; i++) {
 			entry(w, w->active[i], e);
 			ret |= tdat_buf_put(&b, e, 20);
 		}
+		ret |= tdat_buf_u16(&b, TDAT_OPT_DONE);
+		ret |= tdat_buf_u32(&b, 8 + 20 * (w->max_cpus - w->nactive));
+		w->done_off = w->buf_opt_off + b.len;
+		ret |= tdat_buf_u64(&b, zero);
+		ret |= tdat_buf_zero(&b, 20ull * (w->max_cpus - w->nactive));
 	} else {
 		char clk[140];
 		int n = snprintf(clk, sizeof(clk), "[%s]\n", w->clock);
@@ -331,7 +350,7 @@ int tdat_file_patch_cpus(struct tdat_writer *w)
 		tdat_buf_free(&b);
 		return tdat_err(w, -ENOMEM, "no memory for the CPU table");
 	}
-	ret = patch(w, b.data, b.len, w->table_off);
+	ret = patch(w, b.data, b.len, w->version == 7 ? w->buf_opt_off : w->table_off);
 	tdat_buf_free(&b);
 	if (!ret)
 		ret = flyrec_size(w);

@@ -130,6 +130,7 @@ struct tdat_writer {
 	/* file layout */
 	uint64_t	cpus_field_off;	/* v6 u32 cpus / v7 CPUCOUNT payload */
 	uint64_t	table_off;	/* v6 table / v7 BUFFER entries (the n) */
+	uint64_t	buf_opt_off;	/* v7 BUFFER option header */
 	uint64_t	table_room;	/* v6 bytes reserved for table + clock */
 	uint64_t	flyrec_off;	/* v7 flyrecord section header */
 	uint64_t	done_off;	/* v7 DONE payload of the last options */
