@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * trace-cmd-xen convert: a xentrace capture into a trace.dat.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "recorder.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: trace-cmd-xen convert [-i] FILE [-o OUTPUT] [--cpu-hz HZ]\n"
+		"                             [--file-version 6|7] [--summary-json FILE]\n\n"
+		"Turn a xentrace capture into a trace.dat that trace-cmd and KernelShark read.\n\n"
+		"  -i FILE              the capture; '-' reads standard input\n"
+		"  -o OUTPUT            the trace.dat to write (default: trace.dat)\n"
+		"  --cpu-hz HZ          the host's TSC frequency: 2.4G, 2400M or 2400000000\n"
+		"                       (default: 2.4 GHz, xenalyze's default)\n"
+		"  --file-version V     trace.dat version 6 or 7 (default: 7)\n"
+		"  --summary-json FILE  also write the closing summary as JSON ('-': stdout)\n"
+		"  --svm                name exit reasons of pre-4.19 VMEXIT records as SVM\n"
+		"  -q, --quiet          no closing summary on stderr\n"
+		"  -h, --help           this text\n");
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "cpu-hz", required_argument, NULL, 'H' },
+		{ "file-version", required_argument, NULL, 'V' },
+		{ "summary-json", required_argument, NULL, 'J' },
+		{ "svm", no_argument, NULL, 'S' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rec_convert_opts o = { .output = "trace.dat", .log = stderr };
+	struct rec_convert_summary sum;
+	const char *json = NULL;
+	bool quiet = false;
+	char err[512];
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o.input = optarg;
+			break;
+		case 'o':
+			o.output = optarg;
+			break;
+		case 'H':
+			if (rec_parse_hz(optarg, &o.hz)) {
+				tcx_err("convert", "invalid --cpu-hz '%s': want a whole number of Hz, "
+					"e.g. 2.4G, 2400M or 2400000000", optarg);
+				return TCX_EXIT_USAGE;
+			}
+			break;
+		case 'V':
+			if (strcmp(optarg, "6") && strcmp(optarg, "7")) {
+				tcx_err("convert", "invalid --file-version '%s': 6 or 7", optarg);
+				return TCX_EXIT_USAGE;
+			}
+			o.file_version = atoi(optarg);
+			break;
+		case 'J':
+			json = optarg;
+			break;
+		case 'S':
+			o.svm = true;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return TCX_EXIT_OK;
+		default:
+			usage(stderr);
+			return TCX_EXIT_USAGE;
+		}
+	}
+	if (!o.input && optind < argc)
+		o.input = argv[optind++];
+	if (!o.input || optind < argc) {
+		tcx_err("convert", o.input ? "unexpected argument '%s'" : "no input file given%s",
+			o.input ? argv[optind] : "");
+		usage(stderr);
+		return TCX_EXIT_USAGE;
+	}
+	if (!o.hz)
+		fprintf(stderr, "trace-cmd-xen convert: no --cpu-hz given: assuming %" PRIu64
+			" Hz (xenalyze's default); timestamps scale wrongly if the host's TSC "
+			"runs at another rate\n", (uint64_t)REC_DEFAULT_HZ);
+	o.progress = isatty(STDERR_FILENO);
+
+	ret = rec_convert(&o, &sum, err, sizeof(err));
+	if (ret < 0 && ret != -EBADMSG) {
+		tcx_err("convert", "%s", err);
+		rec_convert_summary_free(&sum);
+		return TCX_EXIT_FAIL;
+	}
+	if (!quiet) {
+		fprintf(stderr, "trace-cmd-xen convert: %s -> %s\n",
+			strcmp(o.input, "-") ? o.input : "<stdin>", o.output);
+		rec_convert_summary_print(&sum, stderr);
+	}
+	if (json) {
+		FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
+
+		if (!f) {
+			tcx_err("convert", "%s: %s", json, strerror(errno));
+			ret = -errno;
+		} else {
+			rec_convert_summary_json(&sum, f);
+			if (f != stdout && fclose(f)) {
+				tcx_err("convert", "%s: %s", json, strerror(errno));
+				ret = -EIO;
+			}
+		}
+	}
+	rec_convert_summary_free(&sum);
+	if (ret == -EBADMSG)
+		tcx_err("convert", "%s", err);
+	return ret < 0 ? TCX_EXIT_FAIL : TCX_EXIT_OK;
+}

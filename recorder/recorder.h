@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * recorder: decoding of Xen hypervisor trace records (xentrace captures and
+ * the live per-pCPU trace buffers) into trace.dat events.
+ *
+ * Layers, each usable alone:
+ *	rec_stream	per-pCPU byte windows in, records out, merged by TSC
+ *			with a bounded streaming k-way merge
+ *	rec_read_xentrace  a xentrace file (or pipe) fed into a rec_stream
+ *	rec_events	the catalogue: every Xen event id -> name, trace.dat
+ *			format text and payload encoding
+ *	rec_vcpus	which vCPU runs on which pCPU, from scheduler records
+ *	rec_convert	the whole chain into a trace.dat (through tdat)
+ *
+ * Functions returning int give 0 (or a count) on success and a negative
+ * errno value on failure.
+ */
+#ifndef RECORDER_H
+#define RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Xen's idle domain and the placeholder for "no vCPU known". */
+#define REC_DOMID_IDLE		32767
+#define REC_DOMID_DEFAULT	32768
+/* pCPU ids accepted (xentrace's cpu_change carries an int). */
+#define REC_MAX_CPUS		4096
+
+/* ---- records ---- */
+
+#define REC_F_TSC	0x1	/* the record carried its own TSC */
+#define REC_F_SKEW	0x2	/* older than its pCPU's previous record; clamped */
+#define REC_F_LATE	0x4	/* emitted after a newer record of another pCPU */
+
+/**
+ * struct rec_record - one decoded Xen trace record
+ * @tsc:	raw host TSC (inherited from the pCPU's previous record when
+ *		the record had none)
+ * @event:	the 28-bit event id (TRC_HD_TO_EVENT)
+ * @cpu:	the pCPU that logged it
+ * @nr:		number of payload words (0..7)
+ * @flags:	REC_F_*
+ * @w:		the payload words, host endian
+ */
+struct rec_record {
+	uint64_t	tsc;
+	uint32_t	event;
+	uint16_t	cpu;
+	uint8_t		nr;
+	uint8_t		flags;
+	uint32_t	w[7];
+};
+
+/* ---- the stream: windows in, merged records out ---- */
+
+/* Receives every record but the wrap fillers, in merged TSC order. */
+typedef void (*rec_emit_fn)(void *ctx, const struct rec_record *r);
+
+/**
+ * struct rec_stream_params - how a stream buffers
+ * @max_cpus:	pCPU ids accepted are 0..max_cpus-1 (0: REC_MAX_CPUS)
+ * @max_buffered: bytes of queued records after which the oldest are emitted
+ *		even though a slower pCPU may still send older ones (0: 64 MiB);
+ *		records arriving later than that are counted as late
+ * @unordered:	emit each record as soon as it is parsed, without merging
+ *		(for a quick scan)
+ */
+struct rec_stream_params {
+	int		max_cpus;
+	size_t		max_buffered;
+	bool		unordered;
+};
+
+/**
+ * struct rec_stream_stats - what a stream saw
+ * @records:	records emitted (fillers excluded)
+ * @fillers:	wrap fillers skipped
+ * @lost_records: LOST_RECORDS records
+ * @lost:	records Xen dropped, the sum of their counts
+ * @no_tsc:	records that took their pCPU's previous TSC
+ * @skew:	records older than their pCPU's previous record (clamped to it)
+ * @max_skew:	the largest such step back, in TSC ticks
+ * @late:	records emitted after a newer one of another pCPU because the
+ *		buffer bound was reached (cross-pCPU TSC skew or a silent pCPU)
+ * @cut_bytes:	bytes of records cut short at the end of a window
+ * @windows:	windows ended
+ * @cpus:	pCPUs that sent data
+ * @max_cpu:	the highest such pCPU id (-1: none)
+ * @first_tsc:	smallest TSC emitted
+ * @last_tsc:	largest TSC emitted
+ * @peak_buffered: the most bytes of records queued at once
+ */
+struct rec_stream_stats {
+	uint64_t	records;
+	uint64_t	fillers;
+	uint64_t	lost_records;
+	uint64_t	lost;
+	uint64_t	no_tsc;
+	uint64_t	skew;
+	uint64_t	max_skew;
+	uint64_t	late;
+	uint64_t	cut_bytes;
+	uint64_t	windows;
+	int		cpus;
+	int		max_cpu;
+	uint64_t	first_tsc;
+	uint64_t	last_tsc;
+	uint64_t	peak_buffered;
+};
+
+struct rec_stream;
+
+/**
+ * rec_stream_new - a merging stream calling @emit for every record
+ * @p:		parameters (NULL: defaults)
+ *
+ * Returns NULL with errno set on failure.
+ */
+struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
+				  rec_emit_fn emit, void *ctx);
+
+/**
+ * rec_stream_feed - raw ring bytes of @cpu, in the order the ring holds them
+ *
+ * A window may come in any number of pieces; a record split between two
+ * pieces is joined. Records may be emitted before this returns. Returns
+ * -EINVAL for a pCPU id out of range.
+ */
+int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len);
+
+/**
+ * rec_stream_end_window - the window of @cpu is complete
+ *
+ * Bytes of a record left incomplete are counted in cut_bytes and dropped.
+ * Emits what the merge allows.
+ */
+int rec_stream_end_window(struct rec_stream *s, int cpu);
+
+/**
+ * rec_stream_barrier - every pCPU has delivered all records up to @tsc
+ *
+ * For a live reader that drained every buffer: lets records up to @tsc out
+ * even while some pCPUs stay silent.
+ */
+int rec_stream_barrier(struct rec_stream *s, uint64_t tsc);
+
+/**
+ * rec_stream_expect - pCPU @cpu will send data: hold back records of the
+ * others until it has (or until the buffer bound is reached)
+ *
+ * A pCPU counts as expected anyway from its first data on; declare them
+ * all up front (from a scan, or the host's pCPU list) to merge exactly.
+ */
+int rec_stream_expect(struct rec_stream *s, int cpu);
+
+/** rec_stream_finish - no more input: emit everything still queued */
+int rec_stream_finish(struct rec_stream *s);
+
+/** rec_stream_get_stats - counters so far */
+void rec_stream_get_stats(const struct rec_stream *s, struct rec_stream_stats *st);
+
+/** rec_stream_free - free @s (safe on NULL); queued records are dropped */
+void rec_stream_free(struct rec_stream *s);
+
+/* ---- the xentrace file format ---- */
+
+/**
+ * struct rec_read_result - how reading a xentrace capture went
+ * @bytes:	bytes read
+ * @windows:	cpu_change windows started
+ * @truncated:	bytes a truncated tail announced but the input lacked
+ * @corrupt_at:	offset of an invalid window header (-1: none); reading
+ *		stopped there
+ * @msg:	a message for the first problem ("" if none)
+ */
+struct rec_read_result {
+	uint64_t	bytes;
+	uint64_t	windows;
+	uint64_t	truncated;
+	int64_t		corrupt_at;
+	char		msg[256];
+};
+
+/* Called now and then while reading, with the bytes read so far. */
+typedef void (*rec_progress_fn)(void *ctx, uint64_t bytes);
+
+/**
+ * rec_read_xentrace - feed the windows of the xentrace capture on @fd into @s
+ *
+ * Reads sequentially (pipes work) in bounded memory; does not finish @s.
+ * A truncated tail is tolerated (res->truncated). Returns 0, -EINVAL when
+ * the input is empty or does not start with a cpu_change record, -EBADMSG
+ * when an invalid window header was met later (what came before is fed),
+ * or -errno of a failed read. res->msg names the problem and the offset.
+ */
+int rec_read_xentrace(int fd, struct rec_stream *s, struct rec_read_result *res,
+		      rec_progress_fn progress, void *pctx);
+
+/* ---- the event catalogue ---- */
+
+/* How an event's payload is built from a record. */
+enum rec_enc {
+	REC_ENC_WORDS,		/* u32 nr, then the words */
+	REC_ENC_RUNSTATE,	/* packed vcpu/dom word, old and new state from the id */
+	REC_ENC_HCALL_V2,	/* op, then the present arguments as u64 */
+	REC_ENC_GUEST,		/* guest event number, nr, words */
+	REC_ENC_RAW,		/* raw id, nr, words (xen/unknown, id families) */
+	REC_ENC_VMENTRY,	/* kvm/kvm_entry */
+	REC_ENC_VMEXIT,		/* kvm/kvm_exit, VMX or SVM by id */
+};
+
+/* Event classes, for counting (bits 16-27 of the id, one-hot). */
+enum rec_class {
+	REC_CLASS_GEN, REC_CLASS_SCHED, REC_CLASS_DOM0OP, REC_CLASS_HVM,
+	REC_CLASS_MEM, REC_CLASS_PV, REC_CLASS_SHADOW, REC_CLASS_HW,
+	REC_CLASS_GUEST, REC_CLASS_OTHER, REC_NR_CLASSES
+};
+
+/**
+ * struct rec_event - one catalogue entry
+ * @xen_id:	the Xen event id (for families, the base id)
+ * @system:	trace.dat system ("xen", "kvm" or "sched")
+ * @name:	event name in that system
+ * @id:		the trace.dat event id (16 bits)
+ * @enc:	payload encoding
+ * @size:	payload bytes after the 8-byte common header
+ */
+struct rec_event {
+	uint32_t	xen_id;
+	const char	*system;
+	const char	*name;
+	uint16_t	id;
+	enum rec_enc	enc;
+	uint16_t	size;
+};
+
+/* trace.dat ids of the events that are not a Xen record's own. */
+#define REC_ID_SCHED_SWITCH	300
+#define REC_ID_KVM_ENTRY	1000
+#define REC_ID_KVM_EXIT		1001
+#define REC_ID_XEN_BASE		2000
+
+/* Payload sizes (common header included) of the fixed-layout events. */
+#define REC_SCHED_SWITCH_SIZE	64
+#define REC_KVM_ENTRY_SIZE	32
+#define REC_KVM_EXIT_SIZE	64
+/* Largest payload any event gets. */
+#define REC_MAX_PAYLOAD		80
+
+/** rec_events_count - number of formats (catalogue entries plus derived) */
+int rec_events_count(void);
+
+/** rec_event_at - the @i-th entry, 0 <= i < rec_events_count() */
+const struct rec_event *rec_event_at(int i);
+
+/**
+ * rec_event_format - the trace.dat format text of entry @e into @buf
+ *
+ * Returns the text length, or -ENOSPC if @size is too small.
+ */
+int rec_event_format(const struct rec_event *e, char *buf, size_t size);
+
+/**
+ * rec_event_lookup - the catalogue entry for a Xen event id
+ *
+ * Never NULL: ids outside the catalogue give the xen/unknown entry.
+ */
+const struct rec_event *rec_event_lookup(uint32_t event);
+
+/** rec_event_class - the class of a Xen event id */
+enum rec_class rec_event_class(uint32_t event);
+
+/** rec_class_name - "gen", "sched", ... for a class */
+const char *rec_class_name(enum rec_class c);
+
+/**
+ * rec_event_encode - build the trace.dat payload of record @r
+ * @e:		rec_event_lookup(r->event)
+ * @pid:	common_pid
+ * @buf:	at least REC_MAX_PAYLOAD bytes
+ *
+ * For REC_ENC_VMEXIT, @isa overrides the vendor (1 VMX, 2 SVM, 0: from the
+ * id). Returns the payload length, or 0 when the record has more words than
+ * the format holds (encode it with the xen/unknown entry instead).
+ */
+size_t rec_event_encode(const struct rec_event *e, const struct rec_record *r,
+			int pid, int isa, void *buf);
+
+/** rec_encode_sched_switch - a sched/sched_switch payload (64 bytes) */
+size_t rec_encode_sched_switch(void *buf, int prev_pid, const char *prev_comm,
+			       long prev_state, int next_pid, const char *next_comm);
+
+/** rec_encode_kvm_entry - a synthesized kvm/kvm_entry payload */
+size_t rec_encode_kvm_entry(void *buf, int pid, uint32_t vcpu);
+
+/** rec_encode_kvm_exit - a synthesized kvm/kvm_exit payload (reason unknown) */
+size_t rec_encode_kvm_exit(void *buf, int pid, uint32_t vcpu);
+
+/* ---- vCPUs as tasks ---- */
+
+/**
+ * rec_vcpu_pid - the pseudo task pid of (dom, vcpu): ((dom<<16)|vcpu)+1;
+ * 0 for the idle domain and anything above it (no real domain)
+ */
+static inline int rec_vcpu_pid(uint32_t dom, uint32_t vcpu)
+{
+	if (dom >= REC_DOMID_IDLE)
+		return 0;
+	return (int)((dom << 16) | (vcpu & 0xffff)) + 1;
+}
+
+/** rec_vcpu_comm - "d<dom>v<vcpu>", or "<idle>" for the idle domain */
+void rec_vcpu_comm(uint32_t dom, uint32_t vcpu, char comm[16]);
+
+/** rec_guest_traceid - the TRACEID a guest file of domain @dom must carry */
+uint64_t rec_guest_traceid(uint32_t dom);
+
+/* Linux prev_state values written in sched_switch. */
+#define REC_STATE_RUNNING	0	/* R: preempted, still runnable */
+#define REC_STATE_BLOCKED	1	/* S: blocked or offline */
+
+/* What a scheduler record did to its pCPU. */
+struct rec_switch {
+	uint32_t	prev_dom, prev_vcpu;	/* REC_DOMID_IDLE when unknown */
+	uint32_t	next_dom, next_vcpu;
+	long		prev_state;
+};
+
+struct rec_vcpus;
+
+/**
+ * rec_vcpus_new - a vCPU model for pCPUs 0..ncpus-1
+ * @use_switch:	drive it from SWITCH records, for captures without runstate
+ *		records (a mask with SCHED_VERBOSE but not SCHED_MIN); their
+ *		prev_state is then always R
+ */
+struct rec_vcpus *rec_vcpus_new(int ncpus, bool use_switch);
+
+/**
+ * rec_vcpus_update - apply record @r (on r->cpu)
+ *
+ * Returns 1 and fills @sw when the running vCPU of the pCPU changed,
+ * 0 otherwise. Uses RUNSTATE_CHANGE and CONTINUE_RUNNING, or SWITCH.
+ */
+int rec_vcpus_update(struct rec_vcpus *m, const struct rec_record *r, struct rec_switch *sw);
+
+/**
+ * rec_vcpus_current - the vCPU on @cpu: returns false when unknown or idle,
+ * else true with @dom and @vcpu set
+ */
+bool rec_vcpus_current(const struct rec_vcpus *m, int cpu, uint32_t *dom, uint32_t *vcpu);
+
+/** rec_vcpus_free - free @m (safe on NULL) */
+void rec_vcpus_free(struct rec_vcpus *m);
+
+/**
+ * rec_record_vcpus - the (dom, vcpu) pairs record @r names (runstate,
+ * switch, wake and the like, LOST_RECORDS), for collecting the tasks of a
+ * capture; returns how many (0..2)
+ */
+int rec_record_vcpus(const struct rec_record *r, uint32_t dom[2], uint32_t vcpu[2]);
+
+/* ---- time ---- */
+
+/**
+ * rec_parse_hz - "2.4G", "2400M", "2400000000", "2.4GHz" to Hz, exactly
+ *
+ * Returns -EINVAL unless the value is a whole number of Hz in 1..2^40.
+ */
+int rec_parse_hz(const char *s, uint64_t *hz);
+
+/**
+ * rec_tsc2nsec - mult and shift so that ns = (tsc * mult) >> shift
+ *
+ * shift <= 32 (trace-cmd's reader needs it) and mult is the largest that
+ * fits 32 bits, rounded to nearest: for @hz up to 2^32 the error stays
+ * under 0.5 ns per second of trace.
+ */
+int rec_tsc2nsec(uint64_t hz, uint32_t *mult, uint32_t *shift);
+
+/* ---- convert ---- */
+
+#define REC_DEFAULT_HZ	2400000000ull	/* xenalyze's default too */
+
+/**
+ * struct rec_convert_opts - one conversion
+ * @input:	path, or "-" for standard input
+ * @output:	trace.dat path
+ * @hz:		TSC frequency (0: REC_DEFAULT_HZ)
+ * @file_version: 6 or 7 (0: 7)
+ * @svm:	name exit reasons of pre-4.19 VMEXIT records as SVM
+ * @progress:	print progress on @log (a TTY) for long inputs
+ * @log:	where warnings go (NULL: none)
+ */
+struct rec_convert_opts {
+	const char	*input;
+	const char	*output;
+	uint64_t	hz;
+	int		file_version;
+	bool		svm;
+	bool		progress;
+	FILE		*log;
+};
+
+/* One domain seen. */
+struct rec_domain_summary {
+	uint32_t	dom;
+	uint32_t	nvcpus;		/* distinct vCPUs seen */
+	uint32_t	max_vcpu;
+};
+
+/**
+ * struct rec_convert_summary - the closing summary
+ * @classes:	records per class (enum rec_class)
+ * @unknown:	records that became xen/unknown
+ * @switches:	sched_switch events written
+ * @domains:	@ndomains entries, idle domain excluded (freed by
+ *		rec_convert_summary_free)
+ */
+struct rec_convert_summary {
+	struct rec_stream_stats		stream;
+	struct rec_read_result		read;
+	uint64_t			classes[REC_NR_CLASSES];
+	uint64_t			unknown;
+	uint64_t			switches;
+	uint64_t			events;
+	uint64_t			hz;
+	uint32_t			mult, shift;
+	int				ncpus;
+	uint32_t			ndomains;
+	uint32_t			nvcpus;
+	struct rec_domain_summary	*domains;
+};
+
+/**
+ * rec_convert - convert a xentrace capture into a trace.dat
+ *
+ * Returns 0, or a negative errno with @err (of @errlen bytes) naming the
+ * file or value at fault. A truncated tail gives 0 and a warning; a
+ * corrupt window returns -EBADMSG after writing what came before it.
+ */
+int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *sum,
+		char *err, size_t errlen);
+
+/** rec_convert_summary_print - the human summary */
+void rec_convert_summary_print(const struct rec_convert_summary *sum, FILE *f);
+
+/** rec_convert_summary_json - the same as one JSON object */
+void rec_convert_summary_json(const struct rec_convert_summary *sum, FILE *f);
+
+/** rec_convert_summary_free - free what @sum points to */
+void rec_convert_summary_free(struct rec_convert_summary *sum);
+
+#endif /* RECORDER_H */
