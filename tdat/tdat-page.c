@@ -14,10 +14,12 @@ static inline void put32(uint8_t *p, uint32_t v)
 }
 
 /*
- * The fast path: a small event with a small delta on an open page. Anything
- * else (new page, TIME_EXTEND, long form, errors) goes to the slow path.
+ * The fast path: a small event with a small delta on an open page (a
+ * closed page has cap 0, so one bounds check covers both). Anything else
+ * (new page, TIME_EXTEND, long form, errors) goes to the slow path.
  */
-void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
+static inline __attribute__((always_inline)) uint8_t *
+reserve_fast(struct tdat_writer *w, int cpu, uint64_t ts, size_t len, bool zero_tail)
 {
 	struct tdat_cpu *c;
 	uint64_t delta;
@@ -26,7 +28,7 @@ void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
 
 	if (likely((unsigned int)cpu < (unsigned int)w->live)) {
 		c = w->cpu[cpu];
-		if (likely(c && c->open)) {
+		if (likely(c != NULL)) {
 			/* ts < c->ts wraps to a huge delta: also slow path */
 			delta = ts - c->ts;
 			rlen = (len + 3) & ~3u;
@@ -35,7 +37,8 @@ void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
 				e = c->page + w->hdr + c->used;
 				put32(e, tdat_evhdr(rlen >> 2, delta));
 				/* zero the rounding bytes; the caller fills len */
-				put32(e + rlen, 0);
+				if (zero_tail)
+					put32(e + rlen, 0);
 				c->used += 4 + rlen;
 				c->ts = ts;
 				c->st.events++;
@@ -46,14 +49,49 @@ void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
 	return tdat_reserve_slow(w, cpu, ts, len);
 }
 
+void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
+{
+	return reserve_fast(w, cpu, ts, len, true);
+}
+
+/*
+ * Payloads are mostly small: two overlapping word copies beat a call to
+ * memcpy with a length only known at run time.
+ */
+static inline void copy_payload(uint8_t *d, const uint8_t *s, size_t n)
+{
+	uint64_t a, b, c, e;
+
+	if (likely(n >= 8 && n <= 16)) {
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n > 16 && n <= 32) {
+		memcpy(&a, s, 8);
+		memcpy(&b, s + 8, 8);
+		memcpy(&c, s + n - 16, 8);
+		memcpy(&e, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + 8, &b, 8);
+		memcpy(d + n - 16, &c, 8);
+		memcpy(d + n - 8, &e, 8);
+	} else {
+		memcpy(d, s, n);
+	}
+}
+
 int tdat_write_event(struct tdat_writer *w, int cpu, uint64_t ts,
 		     const void *payload, size_t len)
 {
-	void *p = tdat_reserve(w, cpu, ts, len);
+	uint8_t *p = reserve_fast(w, cpu, ts, len, false);
 
 	if (unlikely(!p))
 		return w->first_err ? w->first_err : -EINVAL;
-	memcpy(p, payload, len);
+	/* the slow path zeroed the rounding word; here only odd sizes need it */
+	if (len & 3)
+		memset(p + (len & ~(size_t)3), 0, 4);
+	copy_payload(p, payload, len);
 	return 0;
 }
 
@@ -127,6 +165,8 @@ void tdat_page_finish(struct tdat_writer *w, struct tdat_cpu *c)
 	c->st.pages++;
 	c->st.bytes += w->hdr + (commit & TDAT_COMMIT_MASK);
 	c->open = false;
+	c->cap = 0;	/* the fast path now fails its bounds check */
+	c->used = 0;
 	c->nbatch++;
 	c->page += w->page_size;
 }
@@ -336,7 +376,7 @@ bad:
 int tdat_write_page(struct tdat_writer *w, int cpu, const void *page)
 {
 	struct tdat_cpu *c = data_cpu(w, cpu, "raw page");
-	uint64_t events, last_ts, first_ts, commit = 0;
+	uint64_t events = 0, last_ts = 0, first_ts, commit = 0;
 	int ret;
 
 	if (!c)

@@ -1,0 +1,19 @@
+#!/bin/bash
+# Run every benchmark of a build directory. Each prints its results as
+# ratios against a reference measured in the same run.
+#
+#   bench/run.sh BUILDDIR
+#
+# To add a benchmark: build it in bench/meson.build and add its path
+# (relative to BUILDDIR) to the list below.
+set -u
+build=${1:?usage: bench/run.sh BUILDDIR}
+benches=(
+	bench/tdat-bench
+)
+rc=0
+for b in "${benches[@]}"; do
+	echo "== $b"
+	"$build/$b" || rc=1
+done
+exit $rc

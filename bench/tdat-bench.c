@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tdat-bench: events per second through the tdat page encoder into a file,
+ * against a plain write() of the same number of bytes to a file in the same
+ * run and the same directory. Prints the ratio; the target is at least 50
+ * million 16-byte events per second and at most 4x the plain copy's time.
+ *
+ *   tdat-bench [EVENTS] [DIR]      (defaults: 20000000, $TMPDIR or /tmp)
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tdat.h"
+
+static const char fmt[] =
+	"name: bench\nID: 5001\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:u64 val;\toffset:8;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"val=%llu\", REC->val\n";
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Encode @n events on @ncpu CPUs; returns seconds, *bytes = data written. */
+static double run_tdat(const char *path, long n, int ncpu, int use_reserve, uint64_t *bytes)
+{
+	struct tdat_params p = { .version = 7, .max_cpus = ncpu, .cpus = ncpu };
+	struct tdat_writer *w = tdat_create(path, &p);
+	struct tdat_stats st;
+	uint8_t ev[16] = { 0x89, 0x13 };	/* common_type 5001 */
+	double t0, t1;
+	long i;
+
+	if (!w || tdat_add_event_format(w, "xen", fmt) || tdat_start_data(w)) {
+		fprintf(stderr, "tdat-bench: %s\n", w ? tdat_error(w) : tdat_last_error());
+		exit(1);
+	}
+	t0 = now();
+	for (i = 0; i < n; i++) {
+		uint64_t ts = 1000 + (uint64_t)i * 3;
+		int cpu = ncpu > 1 ? (int)(i % ncpu) : 0;
+
+		if (use_reserve) {
+			uint8_t *d = tdat_reserve(w, cpu, ts, 16);
+
+			if (!d)
+				goto fail;
+			memcpy(d, ev, 8);
+			memcpy(d + 8, &i, 8);
+		} else {
+			memcpy(ev + 8, &i, 8);
+			if (tdat_write_event(w, cpu, ts, ev, 16))
+				goto fail;
+		}
+	}
+	if (tdat_flush(w))
+		goto fail;
+	t1 = now();
+	tdat_get_stats(w, -1, &st);
+	*bytes = st.pages * 4096;
+	if (tdat_close(w))
+		goto fail;
+	return t1 - t0;
+fail:
+	fprintf(stderr, "tdat-bench: %s\n", tdat_error(w));
+	exit(1);
+}
+
+/* The reference: write() the same bytes in the same chunks, no encoding. */
+static double run_copy(const char *path, uint64_t bytes)
+{
+	size_t chunk = 32 * 4096;
+	char *buf = malloc(chunk);
+	double t0, t1;
+	int fd;
+
+	memset(buf, 0x5a, chunk);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || !buf) {
+		perror(path);
+		exit(1);
+	}
+	t0 = now();
+	while (bytes) {
+		size_t k = bytes < chunk ? bytes : chunk;
+
+		if (write(fd, buf, k) != (ssize_t)k) {
+			perror("write");
+			exit(1);
+		}
+		bytes -= k;
+	}
+	t1 = now();
+	close(fd);
+	free(buf);
+	return t1 - t0;
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 20000000;
+	const char *dir = argc > 2 ? argv[2] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char a[512], b[512];
+	struct { const char *name; int ncpu, reserve; } cases[] = {
+		{ "write_event, 1 CPU", 1, 0 },
+		{ "reserve, 1 CPU", 1, 1 },
+		{ "write_event, 4 CPUs interleaved", 4, 0 },
+	};
+	int failed = 0;
+	unsigned int i, r;
+
+	snprintf(a, sizeof(a), "%s/tdat-bench-%d.dat", dir, getpid());
+	snprintf(b, sizeof(b), "%s/tdat-bench-%d.copy", dir, getpid());
+	printf("tdat-bench: %ld events of 16 bytes, files in %s (best of 3)\n", n, dir);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double best_t = 1e9, best_c = 1e9, t, c;
+		uint64_t bytes = 0;
+
+		for (r = 0; r < 3; r++) {
+			t = run_tdat(a, n, cases[i].ncpu, cases[i].reserve, &bytes);
+			unlink(a);
+			c = run_copy(b, bytes);
+			unlink(b);
+			if (t < best_t)
+				best_t = t;
+			if (c < best_c)
+				best_c = c;
+		}
+		printf("  %-34s %6.1f M events/s  %7.1f MB/s | plain write of the same %llu MB: %7.1f MB/s | ratio %.2fx %s\n",
+		       cases[i].name, n / best_t / 1e6, bytes / best_t / 1e6,
+		       (unsigned long long)(bytes >> 20), bytes / best_c / 1e6, best_t / best_c,
+		       (n / best_t >= 50e6 && best_t / best_c <= 4.0) ? "(target met)" :
+		       "(TARGET MISSED: >= 50 M/s and <= 4x)");
+		if (i == 0 && !(n / best_t >= 50e6 && best_t / best_c <= 4.0))
+			failed = 1;
+	}
+	return failed;
+}
