@@ -276,7 +276,7 @@ static void entry(struct tdat_writer *w, int cpu, uint8_t *p)
 {
 	struct tdat_cpu *c = w->cpu[cpu];
 	uint64_t off = c && c->has_region ? c->region_off : 0;
-	uint64_t size = c && c->has_region ? c->size : 0;
+	uint64_t size = c && c->has_region && !c->hidden ? c->size : 0;
 	uint32_t c32 = cpu;
 
 	if (w->version == 7) {
@@ -312,9 +312,6 @@ int tdat_file_patch_cpus(struct tdat_writer *w)
 	if (w->nactive && w->active[w->nactive - 1] + 1 > (int)ncpus)
 		ncpus = w->active[w->nactive - 1] + 1;
 	w->ncpus = ncpus;
-	ret = patch(w, &ncpus, 4, w->cpus_field_off);
-	if (ret)
-		return ret;
 	if (w->version == 7) {
 		uint64_t zero = 0, fixed = w->table_off - w->buf_opt_off - 6;
 
@@ -350,14 +347,42 @@ int tdat_file_patch_cpus(struct tdat_writer *w)
 		tdat_buf_free(&b);
 		return tdat_err(w, -ENOMEM, "no memory for the CPU table");
 	}
+	/*
+	 * The table first, the count second: a kill in between leaves the old
+	 * count reading entries that are all valid (v6 then sees a bad clock
+	 * line and falls back to "local", with a warning).
+	 */
 	ret = patch(w, b.data, b.len, w->version == 7 ? w->buf_opt_off : w->table_off);
 	tdat_buf_free(&b);
+	if (!ret)
+		ret = patch(w, &ncpus, 4, w->cpus_field_off);
 	if (!ret)
 		ret = flyrec_size(w);
 	return ret;
 }
 
 /* ---- regions ---- */
+
+/*
+ * Before data moves (fallocate shifting, copies), the regions at or after
+ * @from show size 0 on disk: a kill then loses their view, never shows
+ * pages at a stale offset. The caller patches the new offsets after.
+ */
+static int hide_from(struct tdat_writer *w, uint64_t from, bool hide)
+{
+	bool any = false;
+	int i;
+
+	for (i = 0; i < w->nactive; i++) {
+		struct tdat_cpu *o = w->cpu[w->active[i]];
+
+		if (o->region_off >= from && o->hidden != hide) {
+			o->hidden = hide;
+			any = true;
+		}
+	}
+	return any ? tdat_file_patch_cpus(w) : 0;
+}
 
 static int extend_to(struct tdat_writer *w, uint64_t end)
 {
@@ -431,6 +456,9 @@ static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
 		c->region_cap += add;
 		return extend_to(w, w->file_end + add);
 	}
+	ret = hide_from(w, end, true);
+	if (ret)
+		return ret;
 	if (!fallocate(w->fd, FALLOC_FL_INSERT_RANGE, end, add)) {
 		for (i = 0; i < w->nactive; i++) {
 			struct tdat_cpu *o = w->cpu[w->active[i]];
@@ -440,8 +468,11 @@ static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
 		}
 		c->region_cap += add;
 		w->file_end += add;
-		return tdat_file_patch_cpus(w);
+		return hide_from(w, 0, false);
 	}
+	ret = hide_from(w, 0, false);
+	if (ret)
+		return ret;
 	ret = extend_to(w, w->file_end + 2 * add);
 	if (ret)
 		return ret;
@@ -521,20 +552,30 @@ static int compact(struct tdat_writer *w)
 
 		if (!len)
 			continue;
-		if (fallocate(w->fd, FALLOC_FL_COLLAPSE_RANGE, end, len))
+		ret = hide_from(w, end, true);
+		if (ret)
+			break;
+		if (fallocate(w->fd, FALLOC_FL_COLLAPSE_RANGE, end, len)) {
+			ret = hide_from(w, 0, false);
 			break;	/* copy what is left */
+		}
 		for (j = i + 1; j < n; j++)
 			r[j]->region_off -= len;
 		w->file_end -= len;
-		ret = tdat_file_patch_cpus(w);
+		ret = hide_from(w, 0, false);
 	}
 	cursor = w->data_start;
 	for (i = 0; i < n && !ret; i++) {
 		if (r[i]->region_off != cursor) {
-			ret = copy_range(w, r[i]->region_off, cursor, r[i]->size);
+			/* the copy may overwrite its own source: hidden meanwhile */
+			r[i]->hidden = true;
+			ret = patch_one(w, r[i]);
+			if (!ret)
+				ret = copy_range(w, r[i]->region_off, cursor, r[i]->size);
 			if (ret)
 				break;
 			r[i]->region_off = cursor;
+			r[i]->hidden = false;
 			ret = patch_one(w, r[i]);
 		}
 		cursor += r[i]->size;

@@ -20,7 +20,7 @@
 #define TDAT_EXTEND_LIMIT	(1ull << 59)	/* 27 + 32 bits of TIME_EXTEND */
 #define TDAT_SMALL_MAX		112		/* largest payload with type_len 1..28 */
 #define TDAT_DEF_REGION		(256ull << 20)
-#define TDAT_BATCH_PAGES	32		/* pages per pwrite */
+#define TDAT_BATCH_BYTES	(128u << 10)	/* per pwrite: 32 pages of 4 KiB */
 
 /* A growable byte buffer for metadata. */
 struct tdat_buf {
@@ -72,10 +72,11 @@ struct tdat_cpu {
 	bool		missed;		/* next page carries MISSED_EVENTS */
 	bool		missed_known;	/* ... and a stored count */
 	uint64_t	missed_count;
-	uint8_t		*batch;		/* TDAT_BATCH_PAGES pages */
+	uint8_t		*batch;		/* w->batch_pages pages */
 	uint32_t	nbatch;		/* finished pages in batch */
 	int		cpu;
 	bool		has_region;
+	bool		hidden;		/* size 0 on disk while data moves */
 	uint64_t	region_off;	/* absolute file offset */
 	uint64_t	region_cap;	/* bytes reserved */
 	uint64_t	size;		/* bytes of pages on disk */
@@ -88,6 +89,7 @@ struct tdat_writer {
 	int		live;		/* max_cpus once started, else 0 */
 	uint32_t	page_size;
 	uint32_t	hdr;		/* page header bytes: 8 + long size */
+	uint32_t	batch_pages;	/* pages per write */
 
 	int		fd;
 	int		version;

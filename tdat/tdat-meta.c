@@ -192,6 +192,8 @@ struct tdat_writer *tdat_create(const char *path, const struct tdat_params *para
 	w->region_size = p.region_size;
 	w->long_size = 8;
 	w->hdr = 16;
+	/* bounded memory whatever the page size: one write's worth per CPU */
+	w->batch_pages = p.page_size < TDAT_BATCH_BYTES ? TDAT_BATCH_BYTES / p.page_size : 1;
 	w->path = strdup(path);
 	w->clock = p.clock ? strdup(p.clock) : NULL;
 	w->header_page = synth_header_page(w->page_size, &w->header_page_len);

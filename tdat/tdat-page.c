@@ -104,7 +104,7 @@ static struct tdat_cpu *cpu_get(struct tdat_writer *w, int cpu)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		goto nomem;
-	c->batch = aligned_alloc(4096, (size_t)w->page_size * TDAT_BATCH_PAGES);
+	c->batch = aligned_alloc(4096, (size_t)w->page_size * w->batch_pages);
 	if (!c->batch) {
 		free(c);
 		goto nomem;
@@ -175,7 +175,7 @@ void tdat_page_finish(struct tdat_writer *w, struct tdat_cpu *c)
 static int page_finish_flush(struct tdat_writer *w, struct tdat_cpu *c)
 {
 	tdat_page_finish(w, c);
-	if (c->nbatch == TDAT_BATCH_PAGES)
+	if (c->nbatch == w->batch_pages)
 		return tdat_file_flush_cpu(w, c);
 	return 0;
 }
@@ -419,7 +419,7 @@ int tdat_write_page(struct tdat_writer *w, int cpu, const void *page)
 	}
 	c->nbatch++;
 	c->page += w->page_size;
-	if (c->nbatch == TDAT_BATCH_PAGES)
+	if (c->nbatch == w->batch_pages)
 		return tdat_file_flush_cpu(w, c);
 	return 0;
 }

@@ -135,6 +135,25 @@ for V in 6 7; do
 	[ "$(grep -c 'xen_seq:' "$T/crep")" = 5000 ] || st=1
 	ok $st "v$V: report reads the 5000 flushed events of the killed writer"
 	checker seq "$c" 5000 2 0
+
+	# killed at arbitrary points while regions grow and move: never a
+	# file the reader refuses or misreads
+	for d in 0.03 0.08; do
+		k=$T/kill$V.dat
+		"$gen" plain "$k" $V 3000000 3 4096 &
+		pid=$!
+		sleep $d
+		kill -9 $pid 2>/dev/null
+		wait $pid 2>/dev/null
+		trace-cmd report -i "$k" >"$T/krep" 2>&1
+		st=$?
+		clean "$T/krep" || st=1
+		# each CPU's events are a prefix of what it was given, in order
+		grep -o '\[00[0-2]\].*val=[0-9]*' "$T/krep" |
+			sed 's/^\[00\([0-2]\)\].*val=/\1 /' |
+			awk '{ if ($2 <= last[$1] && seen[$1]) bad = 1; last[$1] = $2; seen[$1] = 1 } END { exit bad }' || st=1
+		ok $st "v$V: killed after ${d}s: report reads $(grep -c xen_seq: "$T/krep") events, in order"
+	done
 done
 
 cmp -s "$T/rep6" "$T/rep7"
