@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Shared by the agent/ sources; not installed. */
+#ifndef TCX_AGENT_PRIV_H
+#define TCX_AGENT_PRIV_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#include "agent.h"
+#include "tmsg.h"
+
+struct tracefs_instance;
+
+/* One session's tracing: our instance and what the metadata needs. */
+struct agent_trace {
+	struct tracefs_instance *inst;
+	int ncpus;
+	uint32_t page_size;
+	int version;
+};
+
+/* Set by SIGINT/SIGTERM: finish the session, restore tracefs, stop. */
+extern volatile sig_atomic_t agent_stop;
+
+int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
+		      unsigned int seq, char *err, size_t errlen);
+void agent_trace_teardown(struct agent_trace *tr);
+int agent_trace_on(struct agent_trace *tr, bool on);
+/* The trace.dat metadata (*out malloc'ed, its first *out_len bytes). */
+int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
+			 uint8_t **out, size_t *out_len,
+			 char *err, size_t errlen);
+/* Bytes of a v6 trace.dat before its "flyrecord" section. */
+int agent_meta_length(const uint8_t *buf, size_t len, int version,
+		      size_t *meta_len);
+
+/* One CPU's page stream. */
+struct agent_stream {
+	int cpu;
+	int lfd;			/* listening socket */
+	unsigned int port;
+	const char *peer_host;		/* only this host may connect */
+	const char *raw_path;		/* trace_pipe_raw of the instance */
+	uint32_t page_size;
+	atomic_int *stop;		/* drain and finish */
+	FILE *log;
+	pthread_t th;
+	bool started;
+	int err;
+	uint64_t pages;
+};
+
+int agent_stream_start(struct agent_stream *s);
+/* Join the thread; returns its error. */
+int agent_stream_join(struct agent_stream *s);
+
+#endif /* TCX_AGENT_PRIV_H */

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * agent: the trace-cmd agent of a traced machine (a Xen guest, or any host
+ * over TCP). It serves one session of trace-cmd's agent protocol at a time:
+ * it applies an allow-list of record options from the peer, records with
+ * libtracefs in its own tracefs instance, sends the metadata as a trace.dat
+ * and streams whole ring-buffer pages per CPU, then restores tracefs.
+ *
+ * All functions return 0 or a negative errno value; messages for people go
+ * to the configured log.
+ */
+#ifndef TCX_AGENT_H
+#define TCX_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define AGENT_MAX_EVENTS	64
+#define AGENT_MAX_BUFFER_KB	(256 * 1024)	/* per CPU */
+#define AGENT_DEFAULT_EVENT	"sched:sched_switch"
+
+/**
+ * struct agent_record_opts - what a peer may ask for, after the allow-list
+ * @events:	   -e: "system", "event", "system:event" (globs with '*')
+ * @nr_events:	   how many; 0 means AGENT_DEFAULT_EVENT
+ * @buffer_kb:	   -b: ring-buffer size per CPU in KiB (0: leave as is)
+ * @clock:	   -C: trace clock ("" : leave as is)
+ * @file_version:  --file-version: 6 (default) or 7
+ */
+struct agent_record_opts {
+	char events[AGENT_MAX_EVENTS][128];
+	int nr_events;
+	unsigned int buffer_kb;
+	char clock[32];
+	int file_version;
+};
+
+/**
+ * agent_parse_record_args - apply the allow-list to a peer's ARGS
+ * @argc, @argv: the record options the peer sent
+ * @o:		 filled on success
+ * @err:	 on refusal, the reason, to be sent back to the peer
+ *
+ * Accepts -e EVENT, -b KB, -C CLOCK and --file-version N (also in their
+ * joined forms: -eEVENT, --file-version=N). Anything else, commands
+ * included, is refused (-EPERM); malformed values give -EINVAL.
+ */
+int agent_parse_record_args(int argc, const char *const *argv,
+			    struct agent_record_opts *o,
+			    char *err, size_t errlen);
+
+/**
+ * struct agent_config - how the agent serves
+ * @peer_host:	  TCP: the only host allowed to connect (trace-cmd's -N)
+ * @port:	  control port (trace-cmd's default is TMSG_AGENT_PORT, 823);
+ *		  0 picks a free one, reported through @on_listen
+ * @secret:	  the shared secret a peer must present (our TRACE_REQ
+ *		  parameter), or NULL
+ * @secret_len:	  its length
+ * @insecure:	  accept peers without the secret (stock trace-cmd record)
+ * @sessions:	  stop after this many sessions (0: serve until signalled)
+ * @log:	  where messages go (stderr if NULL)
+ * @on_listen:	  if set, called with the control port once listening
+ * @on_listen_arg: its argument
+ */
+struct agent_config {
+	const char *peer_host;
+	unsigned int port;
+	const uint8_t *secret;
+	size_t secret_len;
+	bool insecure;
+	int sessions;
+	FILE *log;
+	void (*on_listen)(unsigned int port, void *arg);
+	void *on_listen_arg;
+};
+
+/**
+ * agent_serve_tcp - trace-cmd's `agent -N HOST -p PORT`: listen, serve one
+ * session at a time, refuse connections from other hosts
+ *
+ * Returns 0 when @cfg->sessions sessions were served or a SIGINT/SIGTERM
+ * arrived, a negative errno if it could not listen. A failed session is
+ * logged and the next one served.
+ */
+int agent_serve_tcp(const struct agent_config *cfg);
+
+/**
+ * agent_cleanup_stale - remove tracefs instances left by agents that were
+ * killed (named "tcx-agent-<pid>" for a pid that no longer runs)
+ */
+void agent_cleanup_stale(FILE *log);
+
+#endif /* TCX_AGENT_H */

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Sessions: TRACE_REQ -> checks -> TRACE_RESP, the metadata as SEND_DATA
+ * and FIN_DATA, per-CPU page streams, and on CLOSE: stop, drain,
+ * CLOSE_RESP, restore tracefs. One session at a time; a session that fails
+ * is logged, answered with NOT_SUPP and a reason where the peer can still
+ * hear it, and the agent serves the next one.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tracefs.h>
+
+#include "agent-priv.h"
+
+#define REQ_WAIT_MS	30000	/* a connected peer sends TRACE_REQ at once */
+#define CLOSE_POLL_MS	200	/* how often the CLOSE wait checks for signals */
+
+volatile sig_atomic_t agent_stop;
+
+struct session {
+	const struct agent_config *cfg;
+	struct tmsg_transport *ctl;
+	const char *peer_host;
+	unsigned int seq;
+	FILE *log;
+	struct tmsg *m;
+	struct agent_trace tr;
+	struct agent_stream *streams;
+	atomic_int stop;
+	uint64_t trace_id;
+};
+
+static void refuse(struct session *s, const char *why)
+{
+	fprintf(s->log, "agent: session %u refused: %s\n", s->seq, why);
+	if (!tmsg_make_not_supp(s->m, why))
+		tmsg_send(s->ctl, s->m);
+}
+
+/* TRACE_REQ, the secret, the allow-list. */
+static int read_request(struct session *s, struct agent_record_opts *o)
+{
+	struct tmsg_trace_req req;
+	char why[256];
+	int ret;
+
+	ret = tmsg_wait_for(s->ctl, TMSG_TRACE_REQ, s->m, REQ_WAIT_MS);
+	if (ret) {
+		fprintf(s->log, "agent: %s\n", tmsg_error());
+		return ret;
+	}
+	ret = tmsg_parse_trace_req(s->m, &req);
+	if (ret) {
+		snprintf(why, sizeof(why), "%s", tmsg_error());
+		refuse(s, why);
+		return ret;
+	}
+	if (s->cfg->secret_len &&
+	    !tmsg_secret_equal(req.secret, req.secret_len, s->cfg->secret,
+			       s->cfg->secret_len)) {
+		if (req.secret_len || !s->cfg->insecure) {
+			refuse(s, req.secret_len ? "wrong secret" :
+				  "this agent requires a secret (trace-cmd-xen record --secret-file)");
+			tmsg_trace_req_free(&req);
+			return -EACCES;
+		}
+	}
+	ret = agent_parse_record_args((int)req.argc, req.argv, o, why,
+				      sizeof(why));
+	for (uint32_t i = 0; i < req.argc; i++)
+		fprintf(s->log, "%s%s", i ? " " : "agent: peer asks for: ",
+			req.argv[i]);
+	if (req.argc)
+		fputc('\n', s->log);
+	tmsg_trace_req_free(&req);
+	if (!ret && o->file_version != 6) {
+		snprintf(why, sizeof(why),
+			 "--file-version %d is not supported yet (use 6)",
+			 o->file_version);
+		ret = -EOPNOTSUPP;
+	}
+	if (ret)
+		refuse(s, why);
+	return ret;
+}
+
+static void close_listeners(struct session *s)
+{
+	for (int c = 0; c < s->tr.ncpus; c++) {
+		if (s->streams[c].lfd >= 0)
+			close(s->streams[c].lfd);
+		s->streams[c].lfd = -1;
+	}
+}
+
+/* Listening data sockets from 1500 upward, then TRACE_RESP. */
+static int respond(struct session *s)
+{
+	struct tmsg_trace_resp resp = { 0 };
+	unsigned int next = TMSG_DATA_PORT_START;
+	uint32_t *ports;
+	int ret;
+
+	s->streams = calloc(s->tr.ncpus, sizeof(*s->streams));
+	ports = calloc(s->tr.ncpus, sizeof(*ports));
+	if (!s->streams || !ports) {
+		free(ports);
+		return -ENOMEM;
+	}
+	for (int c = 0; c < s->tr.ncpus; c++)
+		s->streams[c].lfd = -1;
+	for (int c = 0; c < s->tr.ncpus; c++) {
+		struct agent_stream *st = &s->streams[c];
+
+		st->lfd = tmsg_tcp_listen_search(next, &st->port);
+		if (st->lfd < 0) {
+			ret = st->lfd;
+			fprintf(s->log, "agent: %s\n", tmsg_error());
+			refuse(s, "no free data port");
+			free(ports);
+			return ret;
+		}
+		ports[c] = st->port;
+		next = st->port + 1;
+	}
+	resp.cpus = (uint32_t)s->tr.ncpus;
+	resp.page_size = s->tr.page_size;
+	resp.trace_id = s->trace_id;
+	resp.ports = ports;
+	/* No time sync over TCP yet: "" tells the host so. */
+	ret = tmsg_make_trace_resp(s->m, &resp);
+	if (!ret)
+		ret = tmsg_send(s->ctl, s->m);
+	free(ports);
+	if (ret)
+		fprintf(s->log, "agent: %s\n", tmsg_error());
+	return ret;
+}
+
+static int start_streams(struct session *s)
+{
+	char *dir = tracefs_instance_get_dir(s->tr.inst);
+	int ret = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	for (int c = 0; c < s->tr.ncpus && !ret; c++) {
+		struct agent_stream *st = &s->streams[c];
+		char *p = NULL;
+
+		if (asprintf(&p, "%s/per_cpu/cpu%d/trace_pipe_raw", dir, c) < 0)
+			ret = -ENOMEM;
+		st->cpu = c;
+		st->raw_path = p;
+		st->peer_host = s->peer_host;
+		st->page_size = s->tr.page_size;
+		st->stop = &s->stop;
+		st->log = s->log;
+		if (!ret)
+			ret = agent_stream_start(st);
+	}
+	tracefs_put_tracing_file(dir);
+	return ret;
+}
+
+static uint64_t stop_streams(struct session *s)
+{
+	uint64_t pages = 0;
+
+	atomic_store(&s->stop, 1);
+	for (int c = 0; s->streams && c < s->tr.ncpus; c++) {
+		agent_stream_join(&s->streams[c]);
+		pages += s->streams[c].pages;
+		free((char *)s->streams[c].raw_path);
+		s->streams[c].raw_path = NULL;
+	}
+	return pages;
+}
+
+static int send_metadata(struct session *s)
+{
+	uint8_t *meta = NULL;
+	size_t len = 0;
+	char why[256];
+	int ret;
+
+	ret = agent_trace_metadata(&s->tr, s->trace_id, &meta, &len, why,
+				   sizeof(why));
+	if (ret) {
+		fprintf(s->log, "agent: metadata: %s\n", why);
+		return ret;
+	}
+	ret = tmsg_send_data(s->ctl, meta, len);
+	if (!ret)
+		ret = tmsg_send_cmd(s->ctl, TMSG_FIN_DATA);
+	free(meta);
+	if (ret)
+		fprintf(s->log, "agent: %s\n", tmsg_error());
+	return ret;
+}
+
+/* Until CLOSE, the peer's disappearance, or a signal. */
+static int wait_close(struct session *s)
+{
+	int unexpected = 0;
+
+	while (!agent_stop) {
+		int ret = tmsg_recv(s->ctl, s->m, CLOSE_POLL_MS);
+
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret) {
+			fprintf(s->log, "agent: %s\n", tmsg_error());
+			return ret;
+		}
+		if (s->m->cmd == TMSG_CLOSE)
+			return 0;
+		if (++unexpected > 8)
+			return -EPROTO;
+		if (s->m->cmd != TMSG_NOT_SUPP)
+			tmsg_send_cmd(s->ctl, TMSG_NOT_SUPP);
+	}
+	return -EINTR;
+}
+
+static uint64_t new_trace_id(void)
+{
+	uint64_t id = 0;
+
+	while (!id)
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+			id = (uint64_t)getpid() << 32 | (uint64_t)time(NULL);
+	return id;
+}
+
+static int run_session(struct session *s)
+{
+	struct agent_record_opts o;
+	char why[256];
+	uint64_t pages;
+	int ret;
+
+	ret = read_request(s, &o);
+	if (ret)
+		return ret;
+	ret = agent_trace_setup(&s->tr, &o, s->seq, why, sizeof(why));
+	if (ret) {
+		refuse(s, why);
+		return ret;
+	}
+	s->trace_id = new_trace_id();
+	ret = respond(s);
+	if (!ret)
+		ret = start_streams(s);
+	if (!ret)
+		ret = send_metadata(s);
+	if (!ret)
+		ret = agent_trace_on(&s->tr, true) ? -EIO : 0;
+	if (!ret) {
+		fprintf(s->log, "agent: session %u: tracing %d CPUs\n", s->seq,
+			s->tr.ncpus);
+		ret = wait_close(s);
+	}
+	agent_trace_on(&s->tr, false);
+	pages = stop_streams(s);
+	if (!ret) {
+		ret = tmsg_send_cmd(s->ctl, TMSG_CLOSE_RESP);
+		if (ret)
+			fprintf(s->log, "agent: %s\n", tmsg_error());
+	}
+	fprintf(s->log, "agent: session %u: %llu pages sent%s\n", s->seq,
+		(unsigned long long)pages, ret ? " (session failed)" : "");
+	return ret;
+}
+
+/* A whole session on a connected control transport; always cleans up. */
+static int serve_one(const struct agent_config *cfg, struct tmsg_transport *ctl,
+		     const char *peer_host, unsigned int seq)
+{
+	struct session s = {
+		.cfg = cfg, .ctl = ctl, .peer_host = peer_host, .seq = seq,
+		.log = cfg->log ? cfg->log : stderr,
+	};
+	int ret;
+
+	s.m = malloc(sizeof(*s.m));
+	if (!s.m)
+		return -ENOMEM;
+	ret = run_session(&s);
+	stop_streams(&s);
+	if (s.streams)
+		close_listeners(&s);
+	free(s.streams);
+	agent_trace_teardown(&s.tr);
+	free(s.m);
+	return ret;
+}
+
+static void on_signal(int sig)
+{
+	agent_stop = 1;
+}
+
+int agent_serve_tcp(const struct agent_config *cfg)
+{
+	FILE *log = cfg->log ? cfg->log : stderr;
+	struct sigaction sa = { .sa_handler = on_signal };
+	unsigned int bound;
+	int lfd, served = 0;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	agent_cleanup_stale(log);
+	if (!cfg->peer_host) {
+		fprintf(log, "agent: TCP mode needs the peer's address (-N)\n");
+		return -EINVAL;
+	}
+	if (!cfg->secret_len && !cfg->insecure) {
+		fprintf(log, "agent: TCP has no authentication of its own: give a "
+			"secret, or --insecure to accept any process on %s\n",
+			cfg->peer_host);
+		return -EINVAL;
+	}
+	lfd = tmsg_tcp_listen(NULL, cfg->port, &bound);
+	if (lfd < 0) {
+		fprintf(log, "agent: %s\n", tmsg_error());
+		return lfd;
+	}
+	fprintf(log, "agent: listening on port %u, accepting %s%s\n", bound,
+		cfg->peer_host, cfg->insecure ? " (insecure: no secret needed)" : "");
+	fflush(log);
+	if (cfg->on_listen)
+		cfg->on_listen(bound, cfg->on_listen_arg);
+
+	while (!agent_stop && (!cfg->sessions || served < cfg->sessions)) {
+		struct sockaddr_storage peer;
+		struct tmsg_transport *ctl;
+		char who[80], name[96];
+		int fd = tmsg_accept(lfd, CLOSE_POLL_MS, &peer, NULL);
+
+		if (fd == -ETIMEDOUT)
+			continue;
+		if (fd < 0) {
+			fprintf(log, "agent: %s\n", tmsg_error());
+			continue;
+		}
+		tmsg_addr_string(&peer, who, sizeof(who));
+		if (!tmsg_addr_matches(&peer, cfg->peer_host)) {
+			/* As trace-cmd's -N: only the named host. */
+			fprintf(log, "agent: refused connection from %s\n", who);
+			close(fd);
+			continue;
+		}
+		snprintf(name, sizeof(name), "tcp %s", who);
+		ctl = tmsg_fd_transport(fd, name);
+		if (!ctl)
+			continue;
+		fprintf(log, "agent: session %d from %s\n", served + 1, who);
+		serve_one(cfg, ctl, cfg->peer_host, (unsigned int)served + 1);
+		tmsg_close(ctl);
+		served++;
+		fflush(log);
+	}
+	close(lfd);
+	return 0;
+}

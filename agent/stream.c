@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One CPU's page stream: accept the host's data connection (only from the
+ * session's peer), then copy whole ring-buffer pages from the instance's
+ * trace_pipe_raw to it, unframed, as trace-cmd's agent does. On stop it
+ * drains what is left; every write is a whole page, so the stream is a page
+ * multiple without extra padding.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent-priv.h"
+
+#define ACCEPT_WAIT_MS	30000	/* the host connects right after TRACE_RESP */
+#define POLL_MS		100
+
+static int accept_peer(struct agent_stream *s)
+{
+	struct sockaddr_storage peer;
+	int waited = 0;
+
+	while (waited < ACCEPT_WAIT_MS && !*s->stop) {
+		char who[64];
+		int fd = tmsg_accept(s->lfd, POLL_MS, &peer, NULL);
+
+		if (fd == -ETIMEDOUT) {
+			waited += POLL_MS;
+			continue;
+		}
+		if (fd < 0)
+			return fd;
+		if (!s->peer_host || tmsg_addr_matches(&peer, s->peer_host))
+			return fd;
+		tmsg_addr_string(&peer, who, sizeof(who));
+		fprintf(s->log, "agent: cpu%d: refused data connection from %s\n",
+			s->cpu, who);
+		close(fd);
+	}
+	return -ETIMEDOUT;
+}
+
+static void *stream_main(void *arg)
+{
+	struct agent_stream *s = arg;
+	struct tmsg_transport *out = NULL;
+	uint8_t *page = malloc(s->page_size);
+	char name[32];
+	int fd, raw = -1;
+
+	if (!page) {
+		s->err = -ENOMEM;
+		return NULL;
+	}
+	fd = accept_peer(s);
+	if (fd < 0) {
+		s->err = fd;
+		if (!*s->stop)
+			fprintf(s->log, "agent: cpu%d: no data connection\n", s->cpu);
+		goto out;
+	}
+	snprintf(name, sizeof(name), "cpu%d data", s->cpu);
+	out = tmsg_fd_transport(fd, name);
+	raw = open(s->raw_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (!out || raw < 0) {
+		s->err = -errno;
+		fprintf(s->log, "agent: cpu%d: %s: %s\n", s->cpu, s->raw_path,
+			strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		struct pollfd pfd = { .fd = raw, .events = POLLIN };
+		ssize_t n = read(raw, page, s->page_size);
+
+		if (n > 0) {
+			if ((size_t)n < s->page_size)
+				memset(page + n, 0, s->page_size - n);
+			s->err = tmsg_write_full(out, page, s->page_size);
+			if (s->err) {
+				fprintf(s->log, "agent: %s\n", tmsg_error());
+				break;
+			}
+			s->pages++;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN) {
+			s->err = -errno;
+			fprintf(s->log, "agent: cpu%d: read: %s\n", s->cpu,
+				strerror(errno));
+			break;
+		}
+		if (*s->stop)
+			break;		/* tracing is off and the buffer empty */
+		poll(&pfd, 1, POLL_MS);
+	}
+out:
+	if (raw >= 0)
+		close(raw);
+	tmsg_close(out);
+	free(page);
+	return NULL;
+}
+
+int agent_stream_start(struct agent_stream *s)
+{
+	int ret = pthread_create(&s->th, NULL, stream_main, s);
+
+	s->started = !ret;
+	return -ret;
+}
+
+int agent_stream_join(struct agent_stream *s)
+{
+	if (s->started)
+		pthread_join(s->th, NULL);
+	s->started = false;
+	return s->err;
+}

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Local tracing for one session: a tracefs instance of our own (never the
+ * top one, and nothing global such as ftrace_enabled or function filters),
+ * configured from the allowed options, and the trace.dat metadata that
+ * describes it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <tracefs.h>
+
+#include "agent-priv.h"
+#include "tdat.h"
+
+#define INSTANCE_PREFIX	"tcx-agent-"
+
+void agent_cleanup_stale(FILE *log)
+{
+	char path[512];
+	const char *top = tracefs_tracing_dir();
+	struct dirent *d;
+	DIR *dir;
+
+	if (!top)
+		return;
+	snprintf(path, sizeof(path), "%s/instances", top);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		char *end;
+		long pid;
+
+		if (strncmp(d->d_name, INSTANCE_PREFIX, strlen(INSTANCE_PREFIX)))
+			continue;
+		pid = strtol(d->d_name + strlen(INSTANCE_PREFIX), &end, 10);
+		if (pid <= 0 || (*end && *end != '-'))
+			continue;
+		if (!kill((pid_t)pid, 0) || errno != ESRCH)
+			continue;	/* still running */
+		snprintf(path, sizeof(path), "%s/instances/%s", top, d->d_name);
+		if (!rmdir(path))
+			fprintf(log, "agent: removed stale instance %s\n", d->d_name);
+	}
+	closedir(dir);
+}
+
+/* Turn a name with '*' globs into an anchored regex for libtracefs. */
+static void to_regex(char *dst, size_t len, const char *s, size_t n)
+{
+	size_t o = 0;
+
+	if (o < len - 1)
+		dst[o++] = '^';
+	for (size_t i = 0; i < n && o + 3 < len; i++) {
+		if (s[i] == '*') {
+			dst[o++] = '.';
+			dst[o++] = '*';
+		} else {
+			dst[o++] = s[i];
+		}
+	}
+	dst[o++] = '$';
+	dst[o] = 0;
+}
+
+/* trace-cmd's -e: "sys:event", or "name" as a system, else as an event. */
+static int enable_event(struct tracefs_instance *inst, const char *ev)
+{
+	const char *colon = strchr(ev, ':');
+	char sys[140], name[140];
+
+	if (colon) {
+		to_regex(sys, sizeof(sys), ev, colon - ev);
+		to_regex(name, sizeof(name), colon + 1, strlen(colon + 1));
+		return tracefs_event_enable(inst, sys, name);
+	}
+	to_regex(name, sizeof(name), ev, strlen(ev));
+	if (!tracefs_event_enable(inst, name, NULL))
+		return 0;
+	return tracefs_event_enable(inst, NULL, name);
+}
+
+int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
+		      unsigned int seq, char *err, size_t errlen)
+{
+	char name[64];
+
+	memset(tr, 0, sizeof(*tr));
+	snprintf(name, sizeof(name), INSTANCE_PREFIX "%d-%u", (int)getpid(), seq);
+	tr->inst = tracefs_instance_create(name);
+	if (!tr->inst) {
+		snprintf(err, errlen, "cannot create tracefs instance %s: %s",
+			 name, strerror(errno));
+		return -errno ? -errno : -EIO;
+	}
+	tracefs_trace_off(tr->inst);
+	if (o->clock[0] &&
+	    tracefs_instance_file_write(tr->inst, "trace_clock", o->clock) < 0) {
+		snprintf(err, errlen, "clock \"%s\" is not available", o->clock);
+		goto fail;
+	}
+	if (o->buffer_kb &&
+	    tracefs_instance_set_buffer_size(tr->inst, o->buffer_kb, -1) < 0) {
+		snprintf(err, errlen, "cannot set a %u KiB buffer", o->buffer_kb);
+		goto fail;
+	}
+	for (int i = 0; i < o->nr_events; i++) {
+		if (enable_event(tr->inst, o->events[i]) < 0) {
+			snprintf(err, errlen, "no event matches \"%s\"",
+				 o->events[i]);
+			goto fail;
+		}
+	}
+	if (!o->nr_events && enable_event(tr->inst, AGENT_DEFAULT_EVENT) < 0) {
+		snprintf(err, errlen, "cannot enable " AGENT_DEFAULT_EVENT);
+		goto fail;
+	}
+	tr->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+	tr->page_size = (uint32_t)getpagesize();
+	tr->version = o->file_version;
+	return 0;
+fail:
+	agent_trace_teardown(tr);
+	return -EINVAL;
+}
+
+void agent_trace_teardown(struct agent_trace *tr)
+{
+	if (!tr->inst)
+		return;
+	tracefs_trace_off(tr->inst);
+	/* Destroying the instance drops its buffers, events and clock. */
+	tracefs_instance_destroy(tr->inst);
+	tracefs_instance_free(tr->inst);
+	tr->inst = NULL;
+}
+
+int agent_trace_on(struct agent_trace *tr, bool on)
+{
+	return on ? tracefs_trace_on(tr->inst) : tracefs_trace_off(tr->inst);
+}
+
+/* Formats of every event enabled in the instance, from its set_event. */
+static int add_formats(struct agent_trace *tr, struct tdat_writer *w)
+{
+	char *list = tracefs_instance_file_read(tr->inst, "set_event", NULL);
+	char *save = NULL, *line;
+	int n = 0;
+
+	if (!list)
+		return -EIO;
+	for (line = strtok_r(list, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *colon = strchr(line, ':');
+		char *fmt;
+		int size;
+
+		if (!colon)
+			continue;
+		*colon = 0;
+		fmt = tracefs_event_file_read(NULL, line, colon + 1, "format",
+					      &size);
+		if (!fmt)
+			continue;
+		if (!tdat_add_event_format(w, line, fmt))
+			n++;
+		free(fmt);
+	}
+	free(list);
+	return n ? 0 : -ENOENT;
+}
+
+/* trace-cmd's "saved_cmdlines": "pid comm" per line. */
+static void add_cmdlines(struct tdat_writer *w)
+{
+	char *text = tracefs_instance_file_read(NULL, "saved_cmdlines", NULL);
+	char *save = NULL, *line;
+
+	if (!text)
+		return;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *sp = strchr(line, ' ');
+
+		if (sp) {
+			*sp = 0;
+			tdat_add_cmdline(w, atoi(line), sp + 1);
+		}
+	}
+	free(text);
+}
+
+int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
+			 uint8_t **out, size_t *out_len,
+			 char *err, size_t errlen)
+{
+	struct tdat_params par = {
+		.version = tr->version,
+		.page_size = tr->page_size,
+		.max_cpus = tr->ncpus,
+		.cpus = tr->ncpus,
+	};
+	struct tdat_writer *w = NULL;
+	char path[64], *clock, *hp, uts[400];
+	struct utsname u;
+	struct stat st;
+	uint8_t *buf = NULL;
+	int fd, ret = -EIO;
+	int hp_size;
+
+	/* tdat patches its file in place: give it a memfd by path. */
+	fd = memfd_create("tcx-agent-meta", MFD_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "memfd: %s", strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	clock = tracefs_get_clock(tr->inst);
+	par.clock = clock ? clock : "local";
+	w = tdat_create(path, &par);
+	free(clock);
+	if (!w) {
+		snprintf(err, errlen, "trace.dat: %s", tdat_last_error());
+		goto out;
+	}
+	hp = tracefs_event_file_read(NULL, NULL, "header_page", NULL, &hp_size);
+	if (!hp)
+		hp = tracefs_instance_file_read(NULL, "events/header_page", &hp_size);
+	if (hp) {
+		tdat_set_header_page(w, hp, hp_size);
+		free(hp);
+	}
+	if (add_formats(tr, w)) {
+		snprintf(err, errlen, "no event formats could be read");
+		goto out;
+	}
+	add_cmdlines(w);
+	tdat_set_traceid(w, trace_id);
+	if (!uname(&u)) {
+		snprintf(uts, sizeof(uts), "%s %s %s %s", u.sysname, u.nodename,
+			 u.release, u.machine);
+		tdat_set_uname(w, uts);
+	}
+	ret = tdat_start_data(w);
+	if (!ret)
+		ret = tdat_close(w);
+	else
+		tdat_close(w);
+	w = NULL;
+	if (ret) {
+		snprintf(err, errlen, "trace.dat: %s", strerror(-ret));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0 || !(buf = malloc(st.st_size)) ||
+	    pread(fd, buf, st.st_size, 0) != st.st_size) {
+		snprintf(err, errlen, "reading the metadata back failed");
+		ret = -EIO;
+		goto out;
+	}
+	ret = agent_meta_length(buf, st.st_size, tr->version, out_len);
+	if (ret) {
+		snprintf(err, errlen, "unexpected trace.dat layout");
+		goto out;
+	}
+	*out = buf;
+	buf = NULL;
+out:
+	if (w)
+		tdat_close(w);
+	free(buf);
+	close(fd);
+	return ret;
+}

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * trace-cmd-xen agent: serve trace-cmd's agent protocol on this machine.
+ * TCP mode (-N) for now; vchan (--xen) comes with the simulator.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "cli.h"
+#include "tmsg.h"
+
+/* Declared here until cli.h lists it with the other subcommands. */
+int cmd_agent(int argc, char **argv);
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: trace-cmd-xen agent -N HOST [-p PORT] (--secret-file FILE | --insecure)\n\n"
+		"Serve trace-cmd's agent protocol over TCP to HOST only, one session\n"
+		"at a time, recording this machine's ftrace in a tracefs instance of\n"
+		"its own. The host may ask for events (-e), buffer size (-b), clock (-C)\n"
+		"and --file-version; any other record option is refused.\n\n"
+		"  -N HOST             the only host allowed to connect\n"
+		"  -p PORT             control port (default %d)\n"
+		"  --secret-file FILE  require the secret in FILE from the host\n"
+		"                      (trace-cmd-xen record --secret-file)\n"
+		"  --insecure          also accept hosts without it (stock trace-cmd)\n"
+		"  -h, --help          this text\n",
+		TMSG_AGENT_PORT);
+}
+
+/* The secret: the file's bytes up to a trailing newline, 1..256 of them. */
+static int read_secret(const char *path, uint8_t *buf, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, TMSG_MAX_SECRET + 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	if (n <= 0 || n > TMSG_MAX_SECRET)
+		return -EINVAL;
+	*len = (size_t)n;
+	return 0;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "secret-file", required_argument, NULL, 's' },
+		{ "insecure", no_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "xen", no_argument, NULL, 'x' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static uint8_t secret[TMSG_MAX_SECRET + 1];
+	struct agent_config cfg = { .port = TMSG_AGENT_PORT };
+	unsigned long port;
+	char *end;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "N:p:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'N':
+			cfg.peer_host = optarg;
+			break;
+		case 'p':
+			port = strtoul(optarg, &end, 10);
+			if (*end || !port || port > 65535) {
+				tcx_err("agent", "-p: bad port '%s'", optarg);
+				return TCX_EXIT_USAGE;
+			}
+			cfg.port = (unsigned int)port;
+			break;
+		case 's':
+			ret = read_secret(optarg, secret, &cfg.secret_len);
+			if (ret) {
+				tcx_err("agent", "--secret-file %s: %s", optarg,
+					ret == -EINVAL ? "must hold 1 to 256 bytes" :
+					strerror(-ret));
+				return TCX_EXIT_USAGE;
+			}
+			cfg.secret = secret;
+			break;
+		case 'i':
+			cfg.insecure = true;
+			break;
+		case 'x':
+			tcx_err("agent", "--xen (vchan) is not available yet; use -N");
+			return TCX_EXIT_FAIL;
+		case 'h':
+			usage(stdout);
+			return TCX_EXIT_OK;
+		default:
+			usage(stderr);
+			return TCX_EXIT_USAGE;
+		}
+	}
+	if (optind < argc || !cfg.peer_host ||
+	    (!cfg.secret_len && !cfg.insecure)) {
+		usage(stderr);
+		return TCX_EXIT_USAGE;
+	}
+	ret = agent_serve_tcp(&cfg);
+	return ret ? TCX_EXIT_FAIL : TCX_EXIT_OK;
+}

@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Our agent in TCP mode against the stock trace-cmd 3.1.6 host:
+ *
+ *   trace-cmd record -d --no-filter --tsync-interval -1 -o h.dat \
+ *	-e sched:sched_switch -A 127.0.0.1:PORT
+ *
+ * drives `trace-cmd-xen agent -N 127.0.0.1 --insecure`; the stock report
+ * reads the guest file, and the host file's GUEST option names the guest
+ * file's TRACEID. Then bad input: a disallowed option is refused with a
+ * reason, sessions without the secret are refused, malformed messages end
+ * only their session, and the agent keeps serving after each.
+ *
+ * Usage: test-agent-interop AGENT_BINARY
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tmsg.h"
+
+#define TRACE_CMD	"/usr/bin/trace-cmd"
+
+static const char *agent_bin;
+static char dir[64];
+
+struct agent_proc {
+	pid_t pid;
+	unsigned int port;
+	char log[128];
+};
+
+static unsigned int free_port(void)
+{
+	unsigned int port;
+	int fd = tmsg_tcp_listen(NULL, 0, &port);
+
+	assert_true(fd >= 0);
+	close(fd);
+	return port;
+}
+
+static pid_t spawn(char *const argv[], const char *log)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (chdir(dir))
+			_exit(126);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Wait for @pid up to @ms; SIGKILL after that. Returns the wait status. */
+static int reap(pid_t pid, int ms)
+{
+	int status = -1;
+
+	for (int i = 0; i < ms / 50; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return status;
+		usleep(50 * 1000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+static int wait_port(unsigned int port)
+{
+	char p[16];
+
+	snprintf(p, sizeof(p), "%u", port);
+	for (int i = 0; i < 100; i++) {
+		int fd = tmsg_tcp_connect("127.0.0.1", p, 1000);
+
+		if (fd >= 0)
+			return fd;
+		usleep(50 * 1000);
+	}
+	return -1;
+}
+
+static void start_agent(struct agent_proc *a, const char *extra)
+{
+	char port[16];
+	char *argv[7] = { (char *)agent_bin, "-N", "127.0.0.1", "-p", port,
+			  NULL, NULL };
+	char secret_arg[160];
+	int fd;
+
+	a->port = free_port();
+	snprintf(port, sizeof(port), "%u", a->port);
+	snprintf(a->log, sizeof(a->log), "%s/agent-%u.log", dir, a->port);
+	if (extra) {
+		snprintf(secret_arg, sizeof(secret_arg), "%s", extra);
+		argv[5] = secret_arg;
+	}
+	a->pid = spawn(argv, a->log);
+	/* A first connection that sends nothing: proves it listens, and
+	 * that a silent peer does not block the next session for long. */
+	fd = wait_port(a->port);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static void stop_agent(struct agent_proc *a)
+{
+	int status;
+
+	kill(a->pid, SIGTERM);
+	status = reap(a->pid, 10000);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static int grep_count(const char *path, const char *needle)
+{
+	char line[1024];
+	int n = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+/* First line of @path containing @needle, copied into @out. */
+static bool grep_line(const char *path, const char *needle, char *out,
+		      size_t len)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		if (strstr(line, needle)) {
+			size_t n = strnlen(line, len - 1);
+
+			memcpy(out, line, n);
+			out[n] = 0;
+			found = true;
+		}
+	fclose(f);
+	return found;
+}
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* Stock record against the agent for about @ms, then Ctrl-C. */
+static int stock_record(const struct agent_proc *a, const char *out,
+			const char *guest_opts, int ms)
+{
+	char target[64], log[160], cmd[512];
+	pid_t pid;
+	int status;
+
+	snprintf(target, sizeof(target), "127.0.0.1:%u", a->port);
+	snprintf(log, sizeof(log), "%s/%s.log", dir, out);
+	snprintf(cmd, sizeof(cmd),
+		 "exec " TRACE_CMD " record -d --no-filter --tsync-interval -1 "
+		 "-o %s.dat -e sched:sched_switch -A %s %s", out, target,
+		 guest_opts);
+	{
+		char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+
+		pid = spawn(argv, log);
+	}
+	usleep(ms * 1000);
+	kill(pid, SIGINT);
+	status = reap(pid, 30000);
+	return status;
+}
+
+static void test_stock_record_drives_agent(void **state)
+{
+	struct agent_proc a;
+	char guest[128], host[128], rep[128], line[256], id[64];
+
+	start_agent(&a, "--insecure");
+	stock_record(&a, "h", "", 1500);
+
+	snprintf(guest, sizeof(guest), "%s/h-127.0.0.1.dat", dir);
+	snprintf(host, sizeof(host), "%s/h.dat", dir);
+	assert_int_equal(access(guest, R_OK), 0);
+	assert_int_equal(access(host, R_OK), 0);
+	snprintf(rep, sizeof(rep), "%s/guest-report.txt", dir);
+	assert_int_equal(sh(TRACE_CMD " report -i %s > %s 2>&1", guest, rep), 0);
+	assert_int_equal(grep_count(rep, "cpus="), 1);
+	assert_true(grep_count(rep, "sched_switch:") > 0);
+	assert_int_equal(grep_count(rep, "UNKNOWN EVENT"), 0);
+
+	/* host.dat's GUEST option carries the guest file's TRACEID */
+	assert_int_equal(sh(TRACE_CMD " dump --options -i %s > %s/g-opts.txt 2>&1",
+			    guest, dir), 0);
+	assert_int_equal(sh(TRACE_CMD " dump --options -i %s > %s/h-opts.txt 2>&1",
+			    host, dir), 0);
+	snprintf(rep, sizeof(rep), "%s/h-opts.txt", dir);
+	assert_true(grep_line(rep, "[trace id]", line, sizeof(line)));
+	sscanf(line, "%63s", id);
+	snprintf(rep, sizeof(rep), "%s/g-opts.txt", dir);
+	assert_int_equal(grep_count(rep, id), 1);
+
+	/* both files together */
+	assert_int_equal(sh(TRACE_CMD " report -i %s -i %s > %s/both.txt 2>&1",
+			    host, guest, dir), 0);
+	snprintf(rep, sizeof(rep), "%s/both.txt", dir);
+	assert_true(grep_count(rep, "h-127.0.0.1.dat:") > 1);
+
+	snprintf(rep, sizeof(rep), "%s", a.log);
+	assert_int_equal(grep_count(rep, "pages sent"), 1);
+	assert_int_equal(grep_count(rep, "session failed"), 0);
+	stop_agent(&a);
+	/* our instance is gone */
+	assert_int_equal(sh("ls /sys/kernel/tracing/instances | grep -q tcx-agent-%d",
+			    (int)a.pid) != 0, 1);
+}
+
+static void test_disallowed_option(void **state)
+{
+	struct agent_proc a;
+	char guest[128];
+	int status;
+
+	start_agent(&a, "--insecure");
+	status = stock_record(&a, "bad", "-p function", 500);
+	/* the stock host gives up; nothing was traced on the agent */
+	assert_true(!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+	snprintf(guest, sizeof(guest), "%s/bad-127.0.0.1.dat", dir);
+	assert_int_equal(grep_count(a.log, "option \"-p\" is not allowed"), 1);
+	assert_int_equal(grep_count(a.log, "tracing"), 0);
+	/* and the next session works */
+	stock_record(&a, "good", "-e sched:sched_wakeup", 1000);
+	snprintf(guest, sizeof(guest), "%s/good-127.0.0.1.dat", dir);
+	assert_int_equal(sh(TRACE_CMD " report -i %s > %s/good.txt 2>&1",
+			    guest, dir), 0);
+	snprintf(guest, sizeof(guest), "%s/good.txt", dir);
+	assert_true(grep_count(guest, "sched_wakeup:") > 0);
+	assert_int_equal(grep_count(guest, "sched_switch:"), 0);
+	stop_agent(&a);
+}
+
+/* Our own client: TRACE_REQ with or without the secret, bad bytes. */
+static int request(const struct agent_proc *a, const char *secret,
+		   char *why, size_t len)
+{
+	const char *argv[] = { "-e", "sched:sched_switch" };
+	struct tmsg_trace_req req = { .trace_id = 1, .argc = 2, .argv = argv };
+	struct tmsg *m = malloc(sizeof(*m));
+	struct tmsg_transport *t;
+	int fd = wait_port(a->port), cmd;
+
+	assert_true(fd >= 0);
+	t = tmsg_fd_transport(fd, "agent");
+	if (secret) {
+		req.secret = (const uint8_t *)secret;
+		req.secret_len = strlen(secret);
+	}
+	assert_int_equal(tmsg_make_trace_req(m, &req), 0);
+	assert_int_equal(tmsg_send(t, m), 0);
+	assert_int_equal(tmsg_recv(t, m, 10000), 0);
+	cmd = (int)m->cmd;
+	if (cmd == TMSG_NOT_SUPP)
+		assert_int_equal(tmsg_parse_not_supp(m, why, len), 0);
+	tmsg_close(t);
+	free(m);
+	return cmd;
+}
+
+static void test_secret_and_garbage(void **state)
+{
+	struct agent_proc a;
+	char arg[160], path[128], why[TMSG_MAX_REASON];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/secret", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_int_equal(write(fd, "opensesame\n", 11), 11);
+	close(fd);
+	snprintf(arg, sizeof(arg), "--secret-file=%s", path);
+	start_agent(&a, arg);
+
+	assert_int_equal(request(&a, NULL, why, sizeof(why)), TMSG_NOT_SUPP);
+	assert_non_null(strstr(why, "requires a secret"));
+	assert_int_equal(request(&a, "opensesamE", why, sizeof(why)),
+			 TMSG_NOT_SUPP);
+	assert_string_equal(why, "wrong secret");
+
+	/* garbage: an oversized header, then an unknown command */
+	fd = wait_port(a.port);
+	assert_int_equal(write(fd, "\0\0\x40\0\0\0\0\6\0\0\0\x10", 12), 12);
+	close(fd);
+	fd = wait_port(a.port);
+	assert_int_equal(write(fd, "\0\0\0\x0c\0\0\0\x63\0\0\0\0", 12), 12);
+	close(fd);
+
+	/* and the stock host, without the secret: refused */
+	stock_record(&a, "nosecret", "", 300);
+	stop_agent(&a);
+	assert_int_equal(grep_count(a.log, "invalid message"), 2);
+	assert_int_equal(grep_count(a.log, "requires a secret"), 2);
+	assert_int_equal(grep_count(a.log, "tracing"), 0);
+}
+
+static int setup(void **state)
+{
+	snprintf(dir, sizeof(dir), "/tmp/tcx-agent-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	if (access("/sys/kernel/tracing/instances", W_OK))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	if (!getenv("TCX_KEEP"))
+		return sh("rm -rf '%s'", dir) ? -1 : 0;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stock_record_drives_agent),
+		cmocka_unit_test(test_disallowed_option),
+		cmocka_unit_test(test_secret_and_garbage),
+	};
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s AGENT_BINARY\n", argv[0]);
+		return 2;
+	}
+	/* spawn() changes directory: the path must be absolute */
+	agent_bin = realpath(argv[1], NULL);
+	if (!agent_bin) {
+		perror(argv[1]);
+		return 2;
+	}
+	return cmocka_run_group_tests_name("agent-interop", tests, setup,
+					   teardown);
+}
