@@ -17,7 +17,11 @@
  * the file; the table of per-CPU sizes is patched on disk after every batch
  * of pages, so the file is a valid trace.dat at all times after
  * tdat_start_data(): a crash or a kill leaves every flushed page readable.
- * Memory per CPU is one page plus a small write batch.
+ * Memory per CPU is one write batch (128 KiB, or one page if larger).
+ * "Safe" means safe against the process dying: nothing is fsync'ed, so a
+ * power loss can still lose what the kernel had not written back.
+ *
+ * A writer is not thread-safe: one thread per writer, or a lock around it.
  *
  * All functions return 0 (or a positive count) on success and a negative
  * errno value on failure; tdat_error() then holds a message that names the
@@ -68,9 +72,9 @@ struct tdat_writer;
  * @version:	file version, 6 or 7 (0 means 7)
  * @page_size:	ring-buffer page size in bytes (0 means 4096); a power of two
  *		between 4096 and 1 MiB
- * @max_cpus:	the highest CPU count the data may need (1..TDAT_MAX_CPUS);
- *		the count written is the highest CPU that got data plus one,
- *		or @cpus if larger
+ * @max_cpus:	the highest CPU count the data may need (1..TDAT_MAX_CPUS,
+ *		0 for max(@cpus, 256)); the count written is the highest CPU
+ *		that got data plus one, or @cpus if larger
  * @cpus:	the CPU count to declare even when some CPUs stay empty (the
  *		pCPU count of a host); 0 to derive it from the data
  * @clock:	the trace clock name, e.g. "x86-tsc" or "local" (NULL: "local")
@@ -91,10 +95,13 @@ struct tdat_params {
 /**
  * struct tdat_time_shift_cpu - TIME_SHIFT samples of one guest CPU
  * @count:	number of samples (at least 1; trace-cmd readers crash on 0)
- * @ts:		guest timestamps
- * @offset:	host = ((guest * scaling) >> frac) + offset
- * @scaling:	multiplier (1 for none)
- * @frac:	fraction bits (0 for none)
+ * @ts:		guest timestamps, all different (readers keep one per ts)
+ * @offset:	host = ((guest * scaling) >> frac) + offset; 0 is fine (the
+ *		3.1.6 reader keeps such samples; only trace-cmd's own tsync
+ *		collection drops them)
+ * @scaling:	multiplier > 0, or NULL for 1; must be 1 with one sample
+ *		(readers then apply ts + offset only)
+ * @frac:	fraction bits 0..63, or NULL for 0
  */
 struct tdat_time_shift_cpu {
 	uint32_t	count;
@@ -178,7 +185,10 @@ int tdat_set_version(struct tdat_writer *w, const char *version);
 /**
  * tdat_set_tsc2nsec - the TSC2NSEC option: ns = (ts * mult) >> shift
  *
- * Also makes the file's clock "x86-tsc" shown in ns by readers.
+ * @mult > 0 and @shift <= 32 (the reader's multiply is exact only then).
+ * Also makes the file's clock "x86-tsc" (unless params.clock says
+ * otherwise); stock readers then show converted times (verified with
+ * trace-cmd 3.1.6, versions 6 and 7).
  */
 int tdat_set_tsc2nsec(struct tdat_writer *w, uint32_t mult, uint32_t shift, uint64_t offset);
 
@@ -222,8 +232,10 @@ int tdat_start_data(struct tdat_writer *w);
  *		one CPU (-ERANGE)
  * @payload:	the event record, starting with common_type (u16),
  *		common_flags (u8), common_preempt_count (u8), common_pid (s32)
- * @len:	payload bytes, at least 8, at most what fits in one page
- *		(-EMSGSIZE)
+ * @len:	payload bytes, at least 8, at most page_size - page header -
+ *		long size - 8 (4064 with 4 KiB pages and 8-byte longs), so
+ *		that any page can still hold a missed-events count (-EMSGSIZE);
+ *		odd sizes are zero-padded to 4 bytes as the kernel does
  *
  * Deltas of 2^27 and more get a TIME_EXTEND; gaps of 2^59 and more an
  * absolute TIME_STAMP or a new page; payloads over 112 bytes the long form.
@@ -251,13 +263,20 @@ int tdat_mark_missed(struct tdat_writer *w, int cpu, uint64_t count);
 /**
  * tdat_write_page - store one raw ring-buffer page from a kernel as it is
  *
- * The page must be page_size bytes with a commit within it; a bad page is
- * counted in stats.bad_pages, not written, and -EBADMSG returned. An empty
- * page (commit 0) is skipped and returns 0.
+ * The page must be page_size bytes in the file's layout (the header page's
+ * long size) with a commit within it, known flag bits only, and events that
+ * walk to exactly the commit; a bad page is counted in stats.bad_pages, not
+ * written, and -EBADMSG returned. An empty page (commit 0) is skipped and
+ * returns 0. A page starting before the CPU's last timestamp is -ERANGE.
  */
 int tdat_write_page(struct tdat_writer *w, int cpu, const void *page);
 
-/** tdat_flush - write out every partly filled page and patch the sizes */
+/**
+ * tdat_flush - write out every partly filled page and patch the sizes
+ *
+ * Open pages are closed (padded): the next event starts a new page, so
+ * flush on a timer, not per event.
+ */
 int tdat_flush(struct tdat_writer *w);
 
 /** tdat_get_stats - counters for @cpu, or summed over all CPUs if @cpu < 0 */
