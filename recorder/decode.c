@@ -326,6 +326,8 @@ static int take(struct rec_stream *s, int cpu, const uint8_t *p)
 		heap_push(s, cpu);
 	if (s->queued * sizeof(r) > s->st.peak_buffered)
 		s->st.peak_buffered = s->queued * sizeof(r);
+	if (s->queued * sizeof(r) > s->p.max_buffered)
+		drain(s, false);
 	return 0;
 }
 
@@ -403,8 +405,6 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 		memcpy(c->carry, p, len);
 		c->carry_len = len;
 	}
-	if (!s->p.unordered && s->queued * sizeof(struct rec_record) > s->p.max_buffered)
-		drain(s, false);
 	return 0;
 }
 

@@ -76,6 +76,13 @@ static inline bool is_runstate(uint32_t ev)
 static int switch_to(struct pstate *p, int cpu, uint32_t dom, uint32_t vcpu,
 		     struct rec_switch *sw)
 {
+	if (p->dom == NONE && dom == REC_DOMID_IDLE) {
+		/* idle from the start: nothing to draw */
+		p->dom = dom;
+		p->vcpu = vcpu;
+		p->leaving = false;
+		return 0;
+	}
 	if (p->dom == NONE) {
 		sw->prev_dom = REC_DOMID_IDLE;
 		sw->prev_vcpu = cpu;

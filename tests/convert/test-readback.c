@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Synthetic captures (xtgen) converted by the recorder library, read back
+ * through libtracecmd's public API and compared with what the generator
+ * put in: events per Xen id, sched_switch count and per-vCPU run time,
+ * timestamps, missed-event marks, CPU count, GUEST options, cmdlines.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <trace-cmd/trace-cmd.h>
+
+#include "recorder.h"
+#include "xtgen.h"
+
+static char tmpdir[] = "/tmp/tcx-convert-XXXXXX";
+
+#define MAX_NAMES	256
+#define MAX_PIDS	(XTGEN_MAX_DOMS * XTGEN_MAX_VCPUS)
+
+struct readback {
+	struct rec_convert_summary sum;
+	uint32_t	mult, shift;
+	int		cpus;
+	uint64_t	events;
+	int		nnames;
+	char		names[MAX_NAMES][64];
+	uint64_t	counts[MAX_NAMES];
+	uint64_t	real_entry, real_exit, synth_entry, synth_exit;
+	uint64_t	switches, switch_mismatch;
+	uint64_t	missed_marks;
+	int64_t		missed_sum;
+	uint64_t	nonmono;
+	uint64_t	first_ts, last_ts;
+	uint64_t	*cpu_ts;
+	int		*cpu_pid;	/* running pid per CPU from sched_switch, -1 unknown */
+	uint64_t	*cpu_since;
+	uint64_t	run_ns[MAX_PIDS];
+	uint64_t	intervals[MAX_PIDS];
+	uint64_t	isa2;
+	uint64_t	handler_ts_wrong;
+	uint64_t	late_dom_first_ts;
+	int		late_dom;
+};
+
+static uint64_t ns_of(uint64_t tsc, uint32_t mult, uint32_t shift)
+{
+	return (uint64_t)(((unsigned __int128)tsc * mult) >> shift);
+}
+
+static void count_name(struct readback *rb, const char *name)
+{
+	for (int i = 0; i < rb->nnames; i++) {
+		if (!strcmp(rb->names[i], name)) {
+			rb->counts[i]++;
+			return;
+		}
+	}
+	if (rb->nnames < MAX_NAMES) {
+		snprintf(rb->names[rb->nnames], 64, "%s", name);
+		rb->counts[rb->nnames++] = 1;
+	}
+}
+
+static uint64_t count_of(const struct readback *rb, const char *name)
+{
+	for (int i = 0; i < rb->nnames; i++)
+		if (!strcmp(rb->names[i], name))
+			return rb->counts[i];
+	return 0;
+}
+
+static unsigned long long field(struct tep_event *ev, struct tep_record *r, const char *name)
+{
+	unsigned long long v = 0;
+
+	tep_get_field_val(NULL, ev, name, r, &v, 0);
+	return v;
+}
+
+static int pid_index(int pid)
+{
+	int dom, vcpu;
+
+	if (pid <= 0)
+		return -1;
+	dom = (pid - 1) >> 16;
+	vcpu = (pid - 1) & 0xffff;
+	if (dom >= XTGEN_MAX_DOMS || vcpu >= XTGEN_MAX_VCPUS)
+		return -1;
+	return dom * XTGEN_MAX_VCPUS + vcpu;
+}
+
+static int on_record(struct tracecmd_input *h, struct tep_record *r, int cpu, void *data)
+{
+	struct readback *rb = data;
+	struct tep_handle *tep = tracecmd_get_tep(h);
+	struct tep_event *ev = tep_find_event_by_record(tep, r);
+	const char *name = ev ? ev->name : "(none)";
+	uint64_t prev_ts;
+
+	rb->events++;
+	if (rb->events == 1 || r->ts < rb->first_ts)
+		rb->first_ts = r->ts;
+	if (r->ts > rb->last_ts)
+		rb->last_ts = r->ts;
+	if (r->ts < rb->cpu_ts[cpu])
+		rb->nonmono++;
+	prev_ts = rb->cpu_ts[cpu];
+	rb->cpu_ts[cpu] = r->ts;
+	if (r->missed_events) {
+		rb->missed_marks++;
+		rb->missed_sum += r->missed_events;
+	}
+	count_name(rb, name);
+	if (!strcmp(name, "sched_switch")) {
+		int prev = field(ev, r, "prev_pid"), next = field(ev, r, "next_pid");
+		int pi = pid_index(prev);
+
+		rb->switches++;
+		if (rb->cpu_pid[cpu] >= 0 && rb->cpu_pid[cpu] != prev)
+			rb->switch_mismatch++;
+		if (pi >= 0 && rb->cpu_pid[cpu] == prev) {
+			rb->run_ns[pi] += r->ts - rb->cpu_since[cpu];
+			rb->intervals[pi]++;
+		}
+		rb->cpu_pid[cpu] = next;
+		rb->cpu_since[cpu] = r->ts;
+		if (rb->late_dom > 0 && (next - 1) >> 16 == rb->late_dom && next > 0 &&
+		    !rb->late_dom_first_ts)
+			rb->late_dom_first_ts = r->ts;
+	} else if (!strcmp(name, "kvm_entry")) {
+		if (field(ev, r, "xen_event"))
+			rb->real_entry++;
+		else
+			rb->synth_entry++;
+	} else if (!strcmp(name, "kvm_exit")) {
+		if (field(ev, r, "xen_event"))
+			rb->real_exit++;
+		else
+			rb->synth_exit++;
+		if (field(ev, r, "isa") == 2)
+			rb->isa2++;
+	} else if (!strncmp(name, "hvm_", 4) && strncmp(name, "hvm_emul_", 9)) {
+		/* handler records carry no TSC: they take the previous one's */
+		if (r->ts != prev_ts)
+			rb->handler_ts_wrong++;
+	}
+	return 0;
+}
+
+static int read_back(const char *path, struct readback *rb)
+{
+	struct tracecmd_input *h = tracecmd_open(path, 0);
+
+	if (!h)
+		return -1;
+	rb->cpus = tep_get_cpus(tracecmd_get_tep(h));
+	rb->cpu_ts = calloc(rb->cpus, sizeof(uint64_t));
+	rb->cpu_pid = malloc(rb->cpus * sizeof(int));
+	rb->cpu_since = calloc(rb->cpus, sizeof(uint64_t));
+	for (int i = 0; i < rb->cpus; i++)
+		rb->cpu_pid[i] = -1;
+	tracecmd_iterate_events(h, NULL, 0, on_record, rb);
+	tracecmd_close(h);
+	return 0;
+}
+
+static void rb_free(struct readback *rb)
+{
+	free(rb->cpu_ts);
+	free(rb->cpu_pid);
+	free(rb->cpu_since);
+	rec_convert_summary_free(&rb->sum);
+	free(rb);
+}
+
+/* Generate, convert, read back. */
+static struct readback *run(const char *name, const struct xtgen_params *p, int version,
+			    struct xtgen_truth *t, long cut)
+{
+	struct readback *rb = calloc(1, sizeof(*rb));
+	char in[256], out[256], err[512];
+	struct rec_convert_opts o = { .input = in, .output = out, .hz = 2400000000ull,
+				      .file_version = version };
+	FILE *f;
+	int ret;
+
+	snprintf(in, sizeof(in), "%s/%s.bin", tmpdir, name);
+	snprintf(out, sizeof(out), "%s/%s.dat", tmpdir, name);
+	f = fopen(in, "w");
+	assert_non_null(f);
+	assert_int_equal(xtgen_write(p, f, t), 0);
+	assert_int_equal(fclose(f), 0);
+	if (cut) {
+		long size;
+
+		f = fopen(in, "r+");
+		fseek(f, 0, SEEK_END);
+		size = ftell(f);
+		fclose(f);
+		assert_int_equal(truncate(in, size - cut), 0);
+	}
+	ret = rec_convert(&o, &rb->sum, err, sizeof(err));
+	if (ret)
+		print_error("convert: %s\n", err);
+	assert_int_equal(ret, 0);
+	rb->mult = rb->sum.mult;
+	rb->shift = rb->sum.shift;
+	rb->late_dom = p->late_domain ? p->ndoms - 1 : -1;
+	assert_int_equal(read_back(out, rb), 0);
+	return rb;
+}
+
+/* Everything the truth says, against what libtracecmd read. */
+static void compare(const struct xtgen_params *p, const struct xtgen_truth *t,
+		    struct readback *rb, bool exact_counts)
+{
+	uint64_t unknown = 0, xen_events = 0;
+
+	assert_int_equal(rb->cpus, t->max_cpu + 1);
+	assert_int_equal(rb->nonmono, 0);
+	assert_int_equal(count_of(rb, "(none)"), 0);
+	/* events per Xen id: the name the catalogue gives each id */
+	if (exact_counts) {
+		struct { const char *name; uint64_t n; } want[MAX_NAMES];
+		int nw = 0;
+
+		for (int i = 0; i < t->nids; i++) {
+			const struct rec_event *e = rec_event_lookup(t->ids[i]);
+			int k;
+
+			if (!strcmp(e->name, "unknown"))
+				unknown += t->id_count[i];
+			for (k = 0; k < nw && strcmp(want[k].name, e->name); k++)
+				;
+			if (k == nw) {
+				want[nw].name = e->name;
+				want[nw++].n = 0;
+			}
+			want[k].n += t->id_count[i];
+			xen_events += t->id_count[i];
+		}
+		for (int k = 0; k < nw; k++) {
+			uint64_t got = count_of(rb, want[k].name);
+
+			if (!strcmp(want[k].name, "kvm_entry"))
+				got = rb->real_entry;
+			else if (!strcmp(want[k].name, "kvm_exit"))
+				got = rb->real_exit;
+			if (got != want[k].n)
+				print_error("%s: %llu read back, %llu generated\n", want[k].name,
+					    (unsigned long long)got, (unsigned long long)want[k].n);
+			assert_int_equal(got, want[k].n);
+		}
+		assert_int_equal(count_of(rb, "unknown"), unknown);
+		assert_int_equal(rb->sum.unknown, unknown);
+		assert_int_equal(rb->events, xen_events + rb->switches + rb->synth_entry +
+				 rb->synth_exit);
+		assert_int_equal(rb->sum.stream.records, t->records);
+	}
+	assert_int_equal(rb->real_entry, t->vmentry);
+	assert_int_equal(rb->real_exit, t->vmexit);
+	/* the vCPU model: one sched_switch per x->running, run time per vCPU */
+	assert_int_equal(rb->switches, t->switches);
+	assert_int_equal(rb->switch_mismatch, 0);
+	for (int d = 0; d < p->ndoms; d++) {
+		for (int v = 0; v < p->nvcpus; v++) {
+			int pi = d * XTGEN_MAX_VCPUS + v;
+			uint64_t want = (uint64_t)((unsigned __int128)t->run_ticks[d][v] *
+						   1000000000u / 2400000000u);
+			uint64_t got = rb->run_ns[pi];
+			uint64_t tol = 2 * rb->intervals[pi] + 1;
+
+			if ((got > want ? got - want : want - got) > tol)
+				print_error("d%dv%d: %llu ns read back, %llu ns generated\n", d, v,
+					    (unsigned long long)got, (unsigned long long)want);
+			assert_true((got > want ? got - want : want - got) <= tol);
+		}
+	}
+	/* time: raw TSC in the pages, TSC2NSEC applied by the reader */
+	assert_int_equal(rb->first_ts, ns_of(t->first_tsc, rb->mult, rb->shift));
+	assert_int_equal(rb->last_ts, ns_of(t->last_tsc, rb->mult, rb->shift));
+	assert_int_equal(rb->handler_ts_wrong, 0);
+	/* LOST_RECORDS: a missed-events mark with the count */
+	assert_int_equal(rb->missed_marks, t->lost_records);
+	assert_int_equal(rb->missed_sum, (int64_t)t->lost);
+	assert_int_equal(rb->sum.stream.lost, t->lost);
+	assert_int_equal(rb->sum.stream.skew, t->skew);
+	assert_int_equal(rb->sum.stream.late, 0);
+	assert_int_equal(rb->sum.stream.fillers, t->fillers);
+	assert_int_equal(rb->sum.stream.no_tsc, t->no_tsc);
+	assert_int_equal(count_of(rb, "lost_records"), t->lost_records);
+}
+
+static void test_edges(int version)
+{
+	struct xtgen_params p;
+	struct xtgen_truth *t = calloc(1, sizeof(*t));
+	struct readback *rb;
+
+	xtgen_defaults(&p);
+	p.lost_every = 3;
+	p.skew_every = 4;
+	p.late_domain = true;
+	p.ndoms = 4;
+	p.ring_bytes = 3 * 4096 - 8;
+	rb = run(version == 6 ? "edges-v6" : "edges-v7", &p, version, t, 0);
+	assert_true(t->fillers > 0);
+	assert_true(t->no_tsc > 0);
+	assert_true(t->lost_records > 0);
+	assert_true(t->skew > 0);
+	compare(&p, t, rb, true);
+	/* the late domain runs only from halfway */
+	assert_true(rb->late_dom_first_ts >= ns_of(p.tsc0 + p.epochs / 2 * p.epoch_ticks,
+						   rb->mult, rb->shift));
+	assert_int_equal(rb->sum.ndomains, 4);
+	assert_int_equal(rb->sum.nvcpus, 8);
+	rb_free(rb);
+	free(t);
+}
+
+static void test_edges_v7(void **state)
+{
+	test_edges(7);
+}
+
+static void test_edges_v6(void **state)
+{
+	test_edges(6);
+}
+
+static void test_every_id(void **state)
+{
+	struct xtgen_params p;
+	struct xtgen_truth *t = calloc(1, sizeof(*t));
+	struct readback *rb;
+
+	xtgen_defaults(&p);
+	p.all_ids = true;
+	p.guest = true;
+	p.epochs = 4;
+	rb = run("every-id", &p, 7, t, 0);
+	assert_true(t->nids > 180);
+	compare(&p, t, rb, true);
+	assert_int_equal(rb->sum.unknown, 2);	/* the two ids no catalogue has */
+	assert_true(count_of(rb, "guest") > 0);
+	for (int c = 0; c < 12; c++)
+		if (c != 10 && (c < 8 || c == 11))
+			assert_true(t->per_class[c] > 0 || c == 6 || c == 9 || c == 10);
+	rb_free(rb);
+	free(t);
+}
+
+static void test_256_pcpus(void **state)
+{
+	struct xtgen_params p;
+	struct xtgen_truth *t = calloc(1, sizeof(*t));
+	struct readback *rb;
+
+	xtgen_defaults(&p);
+	p.ncpus = 256;
+	p.ndoms = 8;
+	p.nvcpus = 8;
+	p.epochs = 3;
+	p.events_per_slice = 1;
+	rb = run("pcpus256", &p, 7, t, 0);
+	assert_int_equal(rb->cpus, 256);
+	compare(&p, t, rb, true);
+	for (int c = 0; c < 256; c++)
+		assert_true(rb->cpu_ts[c] > 0);
+	rb_free(rb);
+	free(t);
+}
+
+static void test_truncated(void **state)
+{
+	struct xtgen_params p;
+	struct xtgen_truth *t = calloc(1, sizeof(*t));
+	struct readback *rb;
+
+	xtgen_defaults(&p);
+	p.epochs = 5;
+	rb = run("truncated", &p, 7, t, 10);
+	assert_true(rb->sum.read.truncated == 10);
+	assert_true(rb->sum.stream.cut_bytes > 0);
+	assert_true(rb->sum.stream.records < t->records);
+	assert_true(rb->sum.stream.records > t->records - 5);
+	assert_int_equal(rb->nonmono, 0);
+	rb_free(rb);
+	free(t);
+}
+
+static void test_svm_and_guests(void **state)
+{
+	struct xtgen_params p;
+	struct xtgen_truth *t = calloc(1, sizeof(*t));
+	struct readback *rb;
+	struct tracecmd_input *h;
+	char out[256];
+
+	xtgen_defaults(&p);
+	p.svm = true;
+	p.epochs = 6;
+	rb = run("svm", &p, 7, t, 0);
+	compare(&p, t, rb, true);
+	assert_int_equal(rb->isa2, t->vmexit);
+	/* one GUEST option per domain: vCPU i -> pid ((dom << 16) | i) + 1 */
+	snprintf(out, sizeof(out), "%s/svm.dat", tmpdir);
+	h = tracecmd_open(out, 0);
+	assert_non_null(h);
+	for (int d = 0; d < p.ndoms; d++) {
+		const char *name;
+		const int *pids;
+		int n;
+		char want[16];
+
+		assert_int_equal(tracecmd_get_guest_cpumap(h, rec_guest_traceid(d), &name, &n,
+							   &pids), 0);
+		snprintf(want, sizeof(want), "d%d", d);
+		assert_string_equal(name, want);
+		assert_int_equal(n, p.nvcpus);
+		for (int v = 0; v < n; v++)
+			assert_int_equal(pids[v], (d << 16 | v) + 1);
+	}
+	tracecmd_close(h);
+	rb_free(rb);
+	free(t);
+}
+
+static int setup(void **state)
+{
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	if (getenv("TCX_KEEP"))
+		return 0;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_edges_v7),
+		cmocka_unit_test(test_edges_v6),
+		cmocka_unit_test(test_every_id),
+		cmocka_unit_test(test_256_pcpus),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_svm_and_guests),
+	};
+
+	tracecmd_set_loglevel(TEP_LOG_NONE);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

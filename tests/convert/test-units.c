@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the recorder library: frequency parsing and TSC2NSEC, the
+ * streaming merge and its edges, the event catalogue (every format must
+ * parse in libtraceevent), the vCPU model.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <event-parse.h>
+#include <xen/trace.h>
+
+#include "recorder.h"
+
+/* ---- time ---- */
+
+static void test_parse_hz(void **state)
+{
+	static const struct { const char *s; uint64_t hz; } ok[] = {
+		{ "2.4G", 2400000000ull }, { "2400M", 2400000000ull },
+		{ "2400000000", 2400000000ull }, { "2.4GHz", 2400000000ull },
+		{ "3.192003G", 3192003000ull }, { "1000k", 1000000ull },
+		{ "2593.906M", 2593906000ull }, { "1", 1 },
+	};
+	static const char *const bad[] = {
+		"", "G", "2.4X", "-1", "0", "1.5", "2.4.1G", "1e9", "99999999999999999999999",
+		"2.4G ", "0.0000000001G",
+	};
+	uint64_t hz;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		hz = 0;
+		assert_int_equal(rec_parse_hz(ok[i].s, &hz), 0);
+		assert_int_equal(hz, ok[i].hz);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_not_equal(rec_parse_hz(bad[i], &hz), 0);
+}
+
+/* trace-cmd's conversion: two 32-bit halves, shift <= 32 */
+static uint64_t tc_convert(uint64_t ts, uint32_t mult, uint32_t shift)
+{
+	return (uint64_t)(((unsigned __int128)ts * mult) >> shift);
+}
+
+static void test_tsc2nsec_bound(void **state)
+{
+	static const uint64_t hzs[] = {
+		2400000000ull, 3192003000ull, 1000000000ull, 2593906000ull, 4294967295ull,
+		100000000ull, 1234567891ull,
+	};
+
+	for (size_t i = 0; i < sizeof(hzs) / sizeof(hzs[0]); i++) {
+		uint32_t mult, shift;
+		uint64_t hz = hzs[i];
+
+		assert_int_equal(rec_tsc2nsec(hz, &mult, &shift), 0);
+		assert_true(shift <= 32);
+		/* an hour of TSC ticks: error < 0.5 ns per second + 1 ns */
+		for (uint64_t secs = 1; secs <= 3600; secs *= 60) {
+			uint64_t ticks = hz * secs;
+			uint64_t got = tc_convert(ticks, mult, shift);
+			uint64_t want = secs * 1000000000ull;
+			uint64_t err = got > want ? got - want : want - got;
+
+			assert_true(err * 2 <= secs + 2);
+		}
+		/* against exact 128-bit arithmetic at an odd tick count */
+		uint64_t t = 123456789012345ull;
+		uint64_t exact = (uint64_t)(((unsigned __int128)t * 1000000000u) / hz);
+		uint64_t got = tc_convert(t, mult, shift);
+		uint64_t secs = t / hz + 1;
+
+		assert_true((got > exact ? got - exact : exact - got) * 2 <= secs + 2);
+	}
+}
+
+/* ---- the stream ---- */
+
+struct sink {
+	struct rec_record	r[4096];
+	int			n;
+};
+
+static void collect(void *ctx, const struct rec_record *r)
+{
+	struct sink *k = ctx;
+
+	if (k->n < 4096)
+		k->r[k->n++] = *r;
+}
+
+struct buf {
+	uint8_t	b[65536];
+	size_t	len;
+};
+
+static void rec(struct buf *b, uint32_t id, bool tsc, uint64_t t, int n, ...)
+{
+	va_list ap;
+	uint32_t h = id | (uint32_t)n << 28 | (tsc ? 0x80000000u : 0);
+
+	memcpy(b->b + b->len, &h, 4);
+	b->len += 4;
+	if (tsc) {
+		memcpy(b->b + b->len, &t, 8);
+		b->len += 8;
+	}
+	va_start(ap, n);
+	for (int i = 0; i < n; i++) {
+		uint32_t w = va_arg(ap, uint32_t);
+
+		memcpy(b->b + b->len, &w, 4);
+		b->len += 4;
+	}
+	va_end(ap);
+}
+
+static void test_stream_merge(void **state)
+{
+	struct sink *k = calloc(1, sizeof(*k));
+	struct rec_stream *s = rec_stream_new(NULL, collect, k);
+	struct buf a = { 0 }, b = { 0 };
+
+	/* cpu0: 10, 30 (+ one without TSC), 50; cpu1: 20, 40 */
+	rec(&a, TRC_PM_FREQ_CHANGE, true, 10, 2, 1, 2);
+	rec(&a, TRC_PM_FREQ_CHANGE, true, 30, 2, 3, 4);
+	rec(&a, TRC_HVM_CPUID, false, 0, 6, 1, 2, 3, 4, 5, 6);
+	rec(&a, TRC_PM_FREQ_CHANGE, true, 50, 2, 5, 6);
+	rec(&b, TRC_PM_FREQ_CHANGE, true, 20, 2, 7, 8);
+	rec(&b, TRC_PM_FREQ_CHANGE, true, 40, 0);
+	rec_stream_expect(s, 0);
+	rec_stream_expect(s, 1);
+	/* feed cpu0 byte by byte: records split anywhere are joined */
+	for (size_t i = 0; i < a.len; i++)
+		assert_int_equal(rec_stream_feed(s, 0, a.b + i, 1), 0);
+	rec_stream_end_window(s, 0);
+	assert_int_equal(k->n, 0);	/* cpu1 may still send older ones */
+	rec_stream_feed(s, 1, b.b, b.len);
+	rec_stream_end_window(s, 1);
+	assert_true(k->n >= 3);
+	rec_stream_finish(s);
+	assert_int_equal(k->n, 6);
+	for (int i = 1; i < k->n; i++)
+		assert_true(k->r[i].tsc >= k->r[i - 1].tsc);
+	assert_int_equal(k->r[3].event, TRC_HVM_CPUID);
+	assert_int_equal(k->r[3].tsc, 30);
+	assert_int_equal(k->r[3].nr, 6);
+	assert_int_equal(k->r[3].w[5], 6);
+	assert_int_equal(k->r[1].cpu, 1);
+	struct rec_stream_stats st;
+
+	rec_stream_get_stats(s, &st);
+	assert_int_equal(st.records, 6);
+	assert_int_equal(st.no_tsc, 1);
+	assert_int_equal(st.late, 0);
+	assert_int_equal(st.cpus, 2);
+	rec_stream_free(s);
+	free(k);
+}
+
+static void test_stream_edges(void **state)
+{
+	struct sink *k = calloc(1, sizeof(*k));
+	struct rec_stream *s = rec_stream_new(NULL, collect, k);
+	struct rec_stream_stats st;
+	struct buf a = { 0 };
+
+	/* no TSC yet: takes the first one that comes */
+	rec(&a, TRC_HVM_INTR, false, 0, 1, 32);
+	rec(&a, TRC_LOST_RECORDS, true, 100, 4, 77, 0, 90, 0);
+	rec(&a, TRC_TRACE_WRAP_BUFFER, false, 0, 3, 0, 0, 0);
+	rec(&a, TRC_PM_FREQ_CHANGE, true, 90, 2, 1, 2);	/* skew: older */
+	rec(&a, TRC_PM_FREQ_CHANGE, true, 200, 2, 1, 2);
+	rec(&a, TRC_PM_FREQ_CHANGE, true, 300, 5, 1, 2);	/* cut at window end */
+	rec_stream_feed(s, 3, a.b, a.len - 8);
+	rec_stream_end_window(s, 3);
+	assert_int_equal(rec_stream_feed(s, REC_MAX_CPUS, a.b, 4), -EINVAL);
+	rec_stream_finish(s);
+	rec_stream_get_stats(s, &st);
+	assert_int_equal(k->n, 4);
+	assert_int_equal(k->r[0].tsc, 100);
+	assert_int_equal(k->r[0].event, TRC_HVM_INTR);
+	assert_int_equal(k->r[2].tsc, 100);	/* clamped, kept in order */
+	assert_true(k->r[2].flags & REC_F_SKEW);
+	assert_int_equal(st.skew, 1);
+	assert_int_equal(st.max_skew, 10);
+	assert_int_equal(st.fillers, 1);
+	assert_int_equal(st.lost_records, 1);
+	assert_int_equal(st.lost, 77);
+	assert_int_equal(st.cut_bytes, 32 - 8);
+	rec_stream_free(s);
+	free(k);
+}
+
+static void test_stream_bound(void **state)
+{
+	struct rec_stream_params p = { .max_buffered = 64 * sizeof(struct rec_record) };
+	struct sink *k = calloc(1, sizeof(*k));
+	struct rec_stream *s = rec_stream_new(&p, collect, k);
+	struct rec_stream_stats st;
+	struct buf a = { 0 }, b = { 0 };
+
+	/* cpu1 is announced but silent: the bound lets cpu0 out anyway */
+	rec_stream_expect(s, 1);
+	for (int i = 0; i < 1000; i++)
+		rec(&a, TRC_PM_FREQ_CHANGE, true, 1000 + i, 0);
+	rec_stream_feed(s, 0, a.b, a.len);
+	rec_stream_end_window(s, 0);
+	rec_stream_get_stats(s, &st);
+	assert_true(k->n >= 1000 - 64);
+	assert_true(st.peak_buffered <= 2 * p.max_buffered);
+	rec(&b, TRC_PM_FREQ_CHANGE, true, 5, 0);	/* older than what went out */
+	rec_stream_feed(s, 1, b.b, b.len);
+	rec_stream_finish(s);
+	rec_stream_get_stats(s, &st);
+	assert_int_equal(k->n, 1001);
+	assert_int_equal(st.late, 1);
+	rec_stream_free(s);
+	free(k);
+}
+
+/* ---- the catalogue ---- */
+
+static void test_catalogue_formats(void **state)
+{
+	struct tep_handle *tep = tep_alloc();
+	char text[4096];
+	int n = rec_events_count();
+
+	assert_true(n > 150);
+	for (int i = 0; i < n; i++) {
+		const struct rec_event *e = rec_event_at(i);
+		struct tep_event *ev;
+		int len = rec_event_format(e, text, sizeof(text));
+
+		assert_true(len > 0);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(rec_event_at(j)->id, e->id);
+		assert_int_equal(tep_parse_event(tep, text, len, e->system), 0);
+		ev = tep_find_event(tep, e->id);
+		assert_non_null(ev);
+		assert_string_equal(ev->name, e->name);
+		/* every field lies within the payload the encoder writes */
+		for (struct tep_format_field *fd = ev->format.fields; fd; fd = fd->next)
+			assert_true(fd->offset + fd->size <= 8 + (int)e->size);
+		assert_true(8u + e->size <= REC_MAX_PAYLOAD);
+	}
+	tep_free(tep);
+}
+
+static void test_catalogue_lookup(void **state)
+{
+	static const struct { uint32_t id; const char *name; } want[] = {
+		{ TRC_SCHED_RUNSTATE_CHANGE | 0x010, "runstate_change" },
+		{ TRC_SCHED_RUNSTATE_CHANGE | 0x320, "runstate_change" },
+		{ TRC_SCHED_SWITCH, "switch" },
+		{ TRC_HVM_VMENTRY, "kvm_entry" },
+		{ TRC_HVM_VMENTRY | TRC_HVM_NESTEDFLAG, "kvm_entry" },
+		{ TRC_HVM_VMEXIT, "kvm_exit" }, { TRC_HVM_VMEXIT64, "kvm_exit" },
+		{ TRC_HVM_ENTRYEXIT + 0x03, "kvm_exit" }, { TRC_HVM_ENTRYEXIT + 0x103, "kvm_exit" },
+		{ TRC_PV_HYPERCALL_V2, "pv_hypercall_v2" },
+		{ TRC_SHADOW_FIXUP | 0x200, "shadow_fixup" },
+		{ TRC_GUEST | 0x42, "guest" },
+		{ 0x00022213, "csched2_picked_cpu" }, { 0x00022212, "unknown" },
+		{ 0x00022a04, "snull_migrate" }, { 0x00022806, "rtds_schedule" },
+		{ 0x00041001, "dom0_dom_add" }, { 0x00802008, "irq_handled" },
+		{ 0x0fffffff, "unknown" }, { 0, "unknown" },
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_string_equal(rec_event_lookup(want[i].id)->name, want[i].name);
+	assert_int_equal(rec_event_class(TRC_GUEST | 1), REC_CLASS_GUEST);
+	assert_int_equal(rec_event_class(TRC_MEM_POD_POPULATE), REC_CLASS_MEM);
+}
+
+static void test_encode(void **state)
+{
+	struct rec_record r = { .tsc = 5, .cpu = 0 };
+	uint8_t b[REC_MAX_PAYLOAD];
+	const struct rec_event *e;
+	uint64_t a1;
+	uint32_t v;
+	size_t len;
+
+	/* hypercall v2: op 29, a0 32-bit, a1 64-bit */
+	r.event = TRC_PV_HYPERCALL_V2;
+	r.nr = 4;
+	r.w[0] = 29 | TRC_PV_HYPERCALL_V2_ARG_32(0) | TRC_PV_HYPERCALL_V2_ARG_64(1);
+	r.w[1] = 7;
+	r.w[2] = 0x1000;
+	r.w[3] = 0xffff8000;
+	e = rec_event_lookup(r.event);
+	len = rec_event_encode(e, &r, 65537, 0, b);
+	assert_int_equal(len, 8 + e->size);
+	memcpy(&v, b + 8, 4);
+	assert_int_equal(v, 29);
+	memcpy(&a1, b + 24, 8);
+	assert_int_equal(a1, 0xffff800000001000ull);
+	memcpy(&v, b + 4, 4);
+	assert_int_equal(v, 65537);
+	/* too many words for a format: caller falls back to xen/unknown */
+	r.event = TRC_SCHED_WAKE;
+	r.nr = 7;
+	assert_int_equal(rec_event_encode(rec_event_lookup(r.event), &r, 0, 0, b), 0);
+	/* SVM exit: isa 2 */
+	r.event = TRC_HVM_ENTRYEXIT + 0x103;
+	r.nr = 3;
+	r.w[0] = 0x7b;
+	len = rec_event_encode(rec_event_lookup(r.event), &r, 2, 0, b);
+	assert_int_equal(len, REC_KVM_EXIT_SIZE);
+	memcpy(&v, b + 24, 4);
+	assert_int_equal(v, 2);
+	memcpy(&v, b + 56, 4);
+	assert_int_equal(v, 1);	/* vcpu_id of pid 2 = d0v1 */
+}
+
+/* ---- the vCPU model ---- */
+
+static void test_vcpus(void **state)
+{
+	struct rec_vcpus *m = rec_vcpus_new(2, false);
+	struct rec_record r = { .cpu = 1, .nr = 1 };
+	struct rec_switch sw;
+	uint32_t d, v;
+
+	assert_false(rec_vcpus_current(m, 1, &d, &v));
+	/* d3v1 comes in on pCPU 1 */
+	r.event = TRC_SCHED_RUNSTATE_CHANGE | 1 << 8 | 0 << 4;
+	r.w[0] = 3 << 16 | 1;
+	assert_int_equal(rec_vcpus_update(m, &r, &sw), 1);
+	assert_int_equal(sw.prev_dom, REC_DOMID_IDLE);
+	assert_int_equal(sw.next_dom, 3);
+	assert_int_equal(sw.next_vcpu, 1);
+	assert_true(rec_vcpus_current(m, 1, &d, &v));
+	assert_int_equal(d, 3);
+	/* it blocks, idle comes in: prev_state S */
+	r.event = TRC_SCHED_RUNSTATE_CHANGE | 0 << 8 | 2 << 4;
+	assert_int_equal(rec_vcpus_update(m, &r, &sw), 0);
+	r.event = TRC_SCHED_RUNSTATE_CHANGE | 1 << 8 | 0 << 4;
+	r.w[0] = REC_DOMID_IDLE << 16 | 1;
+	assert_int_equal(rec_vcpus_update(m, &r, &sw), 1);
+	assert_int_equal(sw.prev_state, REC_STATE_BLOCKED);
+	assert_int_equal(sw.prev_dom, 3);
+	assert_false(rec_vcpus_current(m, 1, &d, &v));
+	/* a wakeup logged here does not move anything */
+	r.event = TRC_SCHED_RUNSTATE_CHANGE | 2 << 8 | 1 << 4;
+	r.w[0] = 5 << 16;
+	assert_int_equal(rec_vcpus_update(m, &r, &sw), 0);
+	/* preemption: R */
+	r.event = TRC_SCHED_RUNSTATE_CHANGE | 1 << 8 | 0 << 4;
+	assert_int_equal(rec_vcpus_update(m, &r, &sw), 1);
+	r.event = TRC_SCHED_RUNSTATE_CHANGE | 0 << 8 | 1 << 4;
+	assert_int_equal(rec_vcpus_update(m, &r, &sw), 0);
+	r.event = TRC_SCHED_RUNSTATE_CHANGE | 1 << 8 | 0 << 4;
+	r.w[0] = 3 << 16 | 1;
+	assert_int_equal(rec_vcpus_update(m, &r, &sw), 1);
+	assert_int_equal(sw.prev_state, REC_STATE_RUNNING);
+	assert_int_equal(sw.prev_dom, 5);
+	/* SWITCH is ignored in runstate mode */
+	r.event = TRC_SCHED_SWITCH;
+	r.nr = 4;
+	r.w[0] = 3, r.w[1] = 1, r.w[2] = 7, r.w[3] = 0;
+	assert_int_equal(rec_vcpus_update(m, &r, &sw), 0);
+	rec_vcpus_free(m);
+
+	m = rec_vcpus_new(2, true);
+	assert_int_equal(rec_vcpus_update(m, &r, &sw), 1);
+	assert_int_equal(sw.next_dom, 7);
+	assert_int_equal(rec_vcpu_pid(7, 0), (7 << 16) + 1);
+	assert_int_equal(rec_vcpu_pid(REC_DOMID_IDLE, 3), 0);
+	rec_vcpus_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_hz),
+		cmocka_unit_test(test_tsc2nsec_bound),
+		cmocka_unit_test(test_stream_merge),
+		cmocka_unit_test(test_stream_edges),
+		cmocka_unit_test(test_stream_bound),
+		cmocka_unit_test(test_catalogue_formats),
+		cmocka_unit_test(test_catalogue_lookup),
+		cmocka_unit_test(test_encode),
+		cmocka_unit_test(test_vcpus),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
