@@ -237,6 +237,31 @@ static void payload_112_116(int v)
 }
 VERSIONED(payload_112_116)
 
+
+static void four_bytes_left(int v)
+{
+	char *path = path_in(tmpdir, "four.dat");
+	struct tdat_writer *w = mk(v, path, 0, 0);
+	struct tf f;
+	int i;
+
+	assert_int_equal(tdat_start_data(w), 0);
+	/* 203 x 20 + 16 = 4076: 4 bytes left, too few for a padding event */
+	for (i = 0; i < 203; i++)
+		ev(w, 0, 100 + i, 16, i);
+	ev(w, 0, 400, 12, 203);
+	ev(w, 0, 401, 16, 204);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 205);
+	assert_int_equal(tf_commit(&f, 0, 0), 4076);
+	assert_int_equal(count_type(&f, 0, 0, 29), 0);
+	assert_int_equal(evs[203].size, 12);
+	assert_int_equal(evs[204].page, 1);
+	tf_free(&f);
+}
+VERSIONED(four_bytes_left)
+
 /* ---- missed events ---- */
 
 static void missed(int v, uint64_t count)
@@ -603,6 +628,9 @@ static void raw_pages(int v)
 	assert_int_equal(st.bad_pages, 3);
 	assert_int_equal(st.pages, 1);
 	assert_int_equal(st.events, 150);
+	/* a loss before a raw page marks it, without a count */
+	assert_int_equal(tdat_mark_missed(w, 1, 3), 0);
+	assert_int_equal(tdat_write_page(w, 1, good), 0);
 	/* encoded events after the raw page keep the time order */
 	ev(w, 0, 5000, 16, 1);
 	assert_int_equal(tdat_write_event(w, 0, 4999, good + 16 + 4, 20), -ERANGE);
@@ -612,6 +640,9 @@ static void raw_pages(int v)
 	assert_memory_equal(f.buf + tf_cpu(&f, 0)->off, good, 4096);
 	assert_int_equal(evs[149].ts, 1149);
 	assert_int_equal(evs[150].ts, 5000);
+	assert_int_equal(tf_events(&f, 1, evs, MAXEV), 150);
+	assert_int_equal(evs[0].missed, -1);
+	assert_int_equal(tf_commit(&f, 1, 0), tf_commit(&f, 0, 0) | TDAT_MISSED_EVENTS);
 	tf_free(&f);
 }
 VERSIONED(raw_pages)
@@ -729,6 +760,8 @@ int main(void)
 		cmocka_unit_test(padding_at_end_v7),
 		cmocka_unit_test(payload_112_116_v6),
 		cmocka_unit_test(payload_112_116_v7),
+		cmocka_unit_test(four_bytes_left_v6),
+		cmocka_unit_test(four_bytes_left_v7),
 		cmocka_unit_test(missed_count_v6),
 		cmocka_unit_test(missed_count_v7),
 		cmocka_unit_test(missed_unknown_v6),
