@@ -1,0 +1,225 @@
+#!/bin/bash
+# trace-cmd-xen convert from the outside (TAP): options and exit codes,
+# bad input, standard input, --cpu-hz forms, the JSON summary, stock
+# `trace-cmd report` on every file written, and a cross-check with Debian's
+# xenalyze on the same captures.
+#
+#   test-cli.sh TRACE-CMD-XEN XTGEN
+set -u
+tcx=$1
+xtgen=$2
+tmp=$(mktemp -d /tmp/tcx-cli-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+fails=0
+
+ok() {	# status description...
+	local st=$1; shift
+	n=$((n + 1))
+	if [ "$st" = 0 ]; then
+		echo "ok $n - $*"
+	else
+		echo "not ok $n - $*"
+		fails=$((fails + 1))
+	fi
+}
+
+# run CMD...: status in $rc, stderr in $tmp/err; a signal or a hang fails.
+run() {
+	timeout 60 "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+
+# every converted file must pass stock trace-cmd report cleanly
+report_ok() {	# file
+	trace-cmd report "$1" >"$tmp/report" 2>"$tmp/report.err" || return 1
+	! grep -q "UNKNOWN EVENT" "$tmp/report" || return 1
+	! grep -qi "bad page\|CANT FIND\|failed to" "$tmp/report" || return 1
+	[ ! -s "$tmp/report.err" ] || return 1
+	[ "$(wc -l <"$tmp/report")" -gt 1 ]
+}
+
+json() {	# file python-expression-on-d
+	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
+}
+
+# ---- options and exit codes ----
+run "$tcx" convert -h
+ok $([ $rc = 0 ] && grep -q "usage: trace-cmd-xen convert" "$tmp/out"; echo $?) "-h prints usage, exit 0"
+run "$tcx" convert
+ok $([ $rc = 2 ] && grep -q "no input file" "$tmp/err"; echo $?) "no input: exit 2"
+run "$tcx" convert x.bin --cpu-hz 2.4Q
+ok $([ $rc = 2 ] && grep -q "2.4Q" "$tmp/err"; echo $?) "bad --cpu-hz: exit 2 naming the value"
+run "$tcx" convert x.bin --file-version 5
+ok $([ $rc = 2 ] && grep -q "'5'" "$tmp/err"; echo $?) "bad --file-version: exit 2"
+run "$tcx" convert x.bin --bogus
+ok $([ $rc = 2 ]; echo $?) "unknown option: exit 2"
+run "$tcx" convert "$tmp/missing.bin" -o "$tmp/m.dat" --cpu-hz 2.4G
+ok $([ $rc = 1 ] && grep -q "missing.bin" "$tmp/err"; echo $?) "missing input: exit 1 naming the file"
+
+# ---- a normal capture ----
+"$xtgen" -o "$tmp/a.bin" --late-domain --doms 4 --lost 5 --epochs 30 >"$tmp/a.truth"
+run "$tcx" convert "$tmp/a.bin" -o "$tmp/a.dat" --cpu-hz 2.4G --summary-json "$tmp/a.json"
+ok $([ $rc = 0 ]; echo $?) "convert exit 0"
+ok $(grep -q "^records *[0-9]" "$tmp/err" && grep -q "^lost" "$tmp/err" && \
+     grep -q "^skew" "$tmp/err" && grep -q "^pCPUs *4" "$tmp/err" && \
+     grep -q "^domains *4" "$tmp/err" && grep -q "^time span" "$tmp/err"; echo $?) \
+   "closing summary on stderr"
+ok $(! grep -q "assuming" "$tmp/err"; echo $?) "no frequency note with --cpu-hz"
+ok $([ "$(json "$tmp/a.json" "d['records']")" = "$(json "$tmp/a.truth" "d['records']")" ] && \
+     [ "$(json "$tmp/a.json" "d['lost']")" = "$(json "$tmp/a.truth" "d['lost']")" ] && \
+     [ "$(json "$tmp/a.json" "d['vcpus']")" = 8 ]; echo $?) "--summary-json matches the generator"
+report_ok "$tmp/a.dat"
+ok $? "trace-cmd report: clean"
+ok $(grep -q "sched_switch: *d[0-9]*v[0-9]*:[0-9]* \[120\] [RS] ==>" "$tmp/report" && \
+     grep -q "kvm_exit: *reason IO_INSTRUCTION" "$tmp/report" && \
+     grep -q "d3v1-196610 " "$tmp/report"; echo $?) "report shows vCPU tasks, switches and named exits"
+
+# --cpu-hz in its three forms gives the same file; no flag: a note
+"$tcx" convert "$tmp/a.bin" -o "$tmp/b.dat" --cpu-hz 2400M 2>/dev/null
+"$tcx" convert "$tmp/a.bin" -o "$tmp/c.dat" --cpu-hz 2400000000 2>/dev/null
+ok $(cmp -s "$tmp/a.dat" "$tmp/b.dat" && cmp -s "$tmp/a.dat" "$tmp/c.dat"; echo $?) \
+   "--cpu-hz 2.4G, 2400M and 2400000000 give identical files"
+run "$tcx" convert "$tmp/a.bin" -o "$tmp/d.dat"
+ok $([ $rc = 0 ] && grep -q "no --cpu-hz given: assuming 2400000000 Hz" "$tmp/err"; echo $?) \
+   "without --cpu-hz: says which frequency it assumed"
+
+# standard input, version 6
+run bash -c "cat '$tmp/a.bin' | '$tcx' convert -i - -o '$tmp/s.dat' --cpu-hz 2.4G --summary-json '$tmp/s.json'"
+ok $([ $rc = 0 ] && [ "$(json "$tmp/s.json" "d['records']")" = "$(json "$tmp/a.json" "d['records']")" ] \
+     && [ "$(json "$tmp/s.json" "d['late']")" = 0 ]; echo $?) "-i - reads a pipe: same records, none late"
+report_ok "$tmp/s.dat"
+ok $? "trace-cmd report on the piped file: clean"
+run "$tcx" convert "$tmp/a.bin" -o "$tmp/v6.dat" --cpu-hz 2.4G --file-version 6
+report_ok "$tmp/v6.dat"
+ok $? "version 6 file: trace-cmd report clean"
+
+# ---- bad input: a clear error or a partial file with a warning ----
+: >"$tmp/empty.bin"
+run "$tcx" convert "$tmp/empty.bin" -o "$tmp/e.dat" --cpu-hz 2.4G
+ok $([ $rc = 1 ] && grep -q "empty.bin: empty input" "$tmp/err"; echo $?) "empty file: exit 1, clear error"
+
+python3 -c "import random,sys; r=random.Random(7); sys.stdout.buffer.write(bytes(r.getrandbits(8) for _ in range(300000)))" >"$tmp/random.bin"
+run "$tcx" convert "$tmp/random.bin" -o "$tmp/r.dat" --cpu-hz 2.4G
+ok $([ $rc = 1 ] && grep -q "not a xentrace capture" "$tmp/err"; echo $?) "random bytes: exit 1, clear error"
+
+head -c -13 "$tmp/a.bin" >"$tmp/trunc.bin"
+run "$tcx" convert "$tmp/trunc.bin" -o "$tmp/t.dat" --cpu-hz 2.4G
+ok $([ $rc = 0 ] && grep -q "warning: .*truncated capture" "$tmp/err"; echo $?) "truncated tail: exit 0 with a warning"
+report_ok "$tmp/t.dat"
+ok $? "truncated: the partial file reads cleanly"
+
+# a window announcing far more bytes than the file has
+python3 - "$tmp/a.bin" "$tmp/past.bin" <<'EOF'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+hdr = struct.pack('<IiI', 0x2001f003, 1, 0xfffffff0)
+open(sys.argv[2], 'wb').write(d + hdr + d[12:4000])
+EOF
+run "$tcx" convert "$tmp/past.bin" -o "$tmp/p.dat" --cpu-hz 2.4G
+ok $([ $rc = 0 ] && grep -q "truncated capture" "$tmp/err"; echo $?) "window size past the end: exit 0, warning"
+report_ok "$tmp/p.dat"
+ok $? "window past the end: file reads cleanly"
+
+# records with the largest extra-word count (7) and TSC, cut by the window end;
+# a cpu_change that itself carries 7 words; a pCPU id out of range
+python3 - "$tmp/x7.bin" "$tmp/badcpu.bin" "$tmp/corrupt.bin" "$tmp/a.bin" <<'EOF'
+import struct, sys
+recs = b''.join(struct.pack('<IQ7I', 0xf0000000 | 0x1f00f, 1000 + i, *range(7)) for i in range(50))
+out = struct.pack('<I7I', 0x7001f003, 0, len(recs) - 20, 0, 0, 0, 0, 0) + recs[:-20]
+out += struct.pack('<IiI', 0x2001f003, 1, len(recs)) + recs
+open(sys.argv[1], 'wb').write(out)
+open(sys.argv[2], 'wb').write(struct.pack('<IiI', 0x2001f003, 99999, 40) + recs[:40])
+good = open(sys.argv[4], 'rb').read()
+open(sys.argv[3], 'wb').write(good + b'\xff' * 64)
+EOF
+run "$tcx" convert "$tmp/x7.bin" -o "$tmp/x7.dat" --cpu-hz 2.4G --summary-json "$tmp/x7.json"
+ok $([ $rc = 0 ] && [ "$(json "$tmp/x7.json" "d['unknown']")" = 99 ] && \
+     [ "$(json "$tmp/x7.json" "d['cut_bytes']")" = 20 ]; echo $?) \
+   "7-word records: decoded, the cut one counted, unknown ids kept as xen/unknown"
+ok $(grep -q "warning: .*cut at a window end" "$tmp/err"; echo $?) "cut record: warning"
+report_ok "$tmp/x7.dat"
+ok $? "7-word records: trace-cmd report clean"
+run "$tcx" convert "$tmp/badcpu.bin" -o "$tmp/bc.dat" --cpu-hz 2.4G
+ok $([ $rc = 1 ] && grep -q "invalid pCPU 99999" "$tmp/err"; echo $?) "pCPU id out of range: exit 1 naming it"
+run "$tcx" convert "$tmp/corrupt.bin" -o "$tmp/co.dat" --cpu-hz 2.4G
+ok $([ $rc = 1 ] && grep -q "invalid window header 0xffffffff at offset" "$tmp/err"; echo $?) \
+   "corrupt window after good data: exit 1 naming the offset"
+report_ok "$tmp/co.dat"
+ok $? "corrupt: what came before is a clean file"
+
+# ---- xenalyze on the same captures ----
+for spec in "4 3 2" "2 4 3" "8 4 2"; do
+	set -- $spec
+	"$xtgen" -o "$tmp/x.bin" --cpus $1 --doms $2 --vcpus $3 --epochs 25 --seed $1$2 \
+		--late-domain >/dev/null
+	"$tcx" convert "$tmp/x.bin" -o "$tmp/x.dat" --cpu-hz 2.4G -q --summary-json "$tmp/x.json"
+	trace-cmd report -t "$tmp/x.dat" 2>/dev/null >"$tmp/x.report"
+	xenalyze --cpu-hz=2.4G -s "$tmp/x.bin" >"$tmp/x.summary" 2>/dev/null
+	xenalyze --cpu-hz=2.4G -a --dump-raw-process "$tmp/x.bin" >"$tmp/x.dump" 2>/dev/null
+	python3 - "$tmp" <<'EOF' >"$tmp/xa.out" 2>&1
+import json, re, sys, collections
+t = sys.argv[1]
+hz = 2400000000
+# our run time per vCPU: sched_switch intervals per pCPU
+cur, since, run, nint = {}, {}, collections.Counter(), collections.Counter()
+for l in open(t + '/x.report'):
+    m = re.search(r'\[(\d+)\]\s+(\d+)\.(\d+):\s+sched_switch:\s+(\S+):(\d+) \[\d+\] [RS] ==> (\S+):(\d+)', l)
+    if not m:
+        continue
+    cpu, ts = int(m.group(1)), int(m.group(2)) * 10**9 + int(m.group(3).ljust(9, '0'))
+    prev, nxt = m.group(4), m.group(6)
+    if cpu in cur and cur[cpu] == prev and prev != '<idle>':
+        run[prev] += ts - since[cpu]
+        nint[prev] += 1
+    cur[cpu], since[cpu] = nxt, ts
+# xenalyze: "-- vN --" blocks inside "|-- Domain D --|", "running: count secs avg_cycles"
+xa, dom, vc = {}, None, None
+for l in open(t + '/x.summary'):
+    m = re.match(r'\|-- Domain (\d+) --\|', l)
+    if m:
+        dom, vc = int(m.group(1)), None
+        continue
+    m = re.match(r'-- v(\d+) --', l)
+    if m:
+        vc = int(m.group(1))
+        continue
+    m = re.match(r'\s+running:\s+(\d+)\s+[\d.]+s\s+(\d+)', l)
+    if m and dom is not None and vc is not None and dom < 32767:
+        xa['d%dv%d' % (dom, vc)] = (int(m.group(1)), int(m.group(2)))
+bad = 0
+for k in sorted(set(xa) | set(run)):
+    cnt, avg = xa.get(k, (0, 0))
+    ours = run.get(k, 0) * hz / 1e9          # ns back to cycles
+    theirs = cnt * avg                        # avg is truncated: within cnt cycles
+    tol = cnt + 3 * nint.get(k, 0) + 1
+    if abs(ours - theirs) > tol or nint.get(k, 0) != cnt:
+        print('run time %s: ours %.0f cycles in %d runs, xenalyze %d in %d' % (k, ours, nint.get(k, 0), theirs, cnt))
+        bad += 1
+if not xa:
+    print('no vCPU found in the xenalyze summary'); bad += 1
+# events per class: xenalyze's processed records (wrap fillers excluded) vs our summary
+theirs = collections.Counter()
+for l in open(t + '/x.dump'):
+    m = re.match(r'^\*\s+([0-9a-f]+)\s', l)
+    if m:
+        ev = int(m.group(1), 16)
+        if ev == 0x1f002:
+            continue
+        theirs[(ev >> 16) & 0xfff] += 1
+names = {0x1: 'gen', 0x2: 'sched', 0x4: 'dom0op', 0x8: 'hvm', 0x10: 'mem', 0x20: 'pv', 0x40: 'shadow', 0x80: 'hw', 0x800: 'guest'}
+ours = json.load(open(t + '/x.json'))['classes']
+for cls, name in names.items():
+    if ours.get(name, 0) != theirs.get(cls, 0):
+        print('class %s: ours %d, xenalyze %d' % (name, ours.get(name, 0), theirs.get(cls, 0)))
+        bad += 1
+print('checked %d vCPUs, %d classes' % (len(xa), len(names)))
+sys.exit(1 if bad else 0)
+EOF
+	st=$?
+	sed 's/^/# /' "$tmp/xa.out"
+	ok $st "xenalyze agrees on per-vCPU run time and per-class counts ($1 pCPUs, $2 domains x $3 vCPUs)"
+done
+
+echo "1..$n"
+exit $((fails > 0))
