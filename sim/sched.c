@@ -88,8 +88,12 @@ static uint64_t stamp(struct xsim_pcpu *p, uint64_t want)
 static int emit(struct xsim_pcpu *p, uint32_t event, bool cycles,
 		uint64_t tsc, unsigned int n, const uint32_t *extra)
 {
-	struct xsim_rec r = { .event = event, .cycles = cycles, .tsc = tsc,
-			      .nextra = n };
+	/*
+	 * A record without a TSC still lends "now" to a filler or LOST
+	 * record written before it; time moves on, as get_cycles() would.
+	 */
+	struct xsim_rec r = { .event = event, .cycles = cycles,
+			      .tsc = cycles ? tsc : stamp(p, 0), .nextra = n };
 
 	if (n)
 		memcpy(r.extra, extra, n * 4);
@@ -544,4 +548,13 @@ void xsim_sched_stop(struct xsim_host *h)
 	__atomic_store_n(&h->stop, 1, __ATOMIC_RELEASE);
 	for (unsigned int i = 0; i < h->conf.pcpus; i++)
 		pthread_join(h->pcpu[i].thread, NULL);
+	/* the intervals still running when the host stops */
+	for (unsigned int i = 0; i < h->conf.pcpus; i++) {
+		const struct xsim_pcpu *p = &h->pcpu[i];
+
+		xsim_truth(h, "open %u %u %u %lu %d\n",
+			   p->cur ? p->cur->domid : DOMID_IDLE,
+			   p->cur ? p->cur->id : p->id, p->id,
+			   (unsigned long)p->run_start, p->run_logged);
+	}
 }

@@ -32,7 +32,8 @@
 struct xsim_rec {
 	uint32_t event;		/* 28-bit event id */
 	bool cycles;		/* carries a TSC */
-	uint64_t tsc;		/* host TSC of the record (and of fillers/LOST) */
+	uint64_t tsc;		/* host TSC now; also set when !cycles, as a
+				 * filler or LOST record written first takes it */
 	unsigned int nextra;	/* payload words, 0..7 */
 	uint32_t extra[7];
 	uint16_t dom, vcpu;	/* current vCPU of the pCPU, for LOST records */

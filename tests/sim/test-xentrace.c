@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The stock xentrace (Debian's /usr/lib/xen-4.17/bin/xentrace, unmodified)
+ * against xensim through the shim libraries, checked with our own reader of
+ * its output, with the stock xenalyze, and against the simulator's ground
+ * truth:
+ *  - at a drainable rate: every record written is in the file, nothing
+ *    lost, and xenalyze's per-vCPU running count and average cycles equal
+ *    the ground truth exactly;
+ *  - at a stress rate: the LOST records in the file add up to the
+ *    simulator's drops, less those that Xen's disable forgets.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "simhost.h"
+
+#define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
+#define XENALYZE	"/usr/bin/xenalyze"
+#define MAXV		64
+
+struct filestats {
+	uint64_t records[64], lost[64], lost_recs[64], fillers[64];
+	uint64_t first_tsc[64], last_tsc[64];
+	unsigned int windows;
+	int ncpus;
+};
+
+/* Read a xentrace file as xenalyze must: windows of per-CPU records. */
+static void read_xentrace(const char *path, struct filestats *fs)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long len;
+	size_t pos = 0;
+
+	memset(fs, 0, sizeof(*fs));
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc(len ? len : 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, len, f), (size_t)len);
+	fclose(f);
+	while (pos < (size_t)len) {
+		uint32_t h, cpu, win;
+		size_t end;
+
+		assert_true(pos + 12 <= (size_t)len);
+		memcpy(&h, buf + pos, 4);
+		memcpy(&cpu, buf + pos + 4, 4);
+		memcpy(&win, buf + pos + 8, 4);
+		assert_int_equal(h, 0x2001f003);	/* cpu_change, 2 words */
+		assert_true(cpu < 64);
+		if ((int)cpu + 1 > fs->ncpus)
+			fs->ncpus = cpu + 1;
+		pos += 12;
+		end = pos + win;
+		assert_true(end <= (size_t)len);
+		fs->windows++;
+		while (pos < end) {
+			uint32_t ev, n, w[9];
+			unsigned int sz;
+
+			memcpy(&h, buf + pos, 4);
+			sz = 4 + (h >> 31 ? 8 : 0) + 4 * ((h >> 28) & 7);
+			assert_true(pos + sz <= end);
+			memcpy(w, buf + pos + 4, sz - 4);
+			ev = h & 0x0fffffff;
+			n = (h >> 28) & 7;
+			if (h >> 31) {
+				uint64_t tsc = w[0] | (uint64_t)w[1] << 32;
+
+				/* per-CPU time never goes back */
+				assert_true(tsc >= fs->last_tsc[cpu]);
+				if (!fs->first_tsc[cpu])
+					fs->first_tsc[cpu] = tsc;
+				fs->last_tsc[cpu] = tsc;
+			}
+			if (ev == 0x0001f002) {
+				fs->fillers[cpu]++;
+			} else if (ev == 0x0001f001) {
+				assert_int_equal(sz, 28);
+				assert_int_equal(n, 4);
+				fs->lost[cpu] += w[2];
+				fs->lost_recs[cpu]++;
+			} else {
+				fs->records[cpu]++;
+			}
+			pos += sz;
+		}
+	}
+	free(buf);
+}
+
+struct vrun {
+	uint32_t key;		/* dom << 16 | vcpu */
+	uint64_t count, cycles;
+};
+
+struct bound {
+	uint64_t tsc;
+	char kind;		/* S start, C continue, E end */
+	unsigned int pcpu;
+};
+
+static int cmp_bound(const void *a, const void *b)
+{
+	const struct bound *x = a, *y = b;
+
+	return x->tsc < y->tsc ? -1 : x->tsc > y->tsc;
+}
+
+/*
+ * What xenalyze's summary must say, from the ground truth alone: running
+ * periods are cut at every runstate record of the vCPU that reached the
+ * file (changes and CONTINUE_RUNNING), a vCPU first seen continuing starts
+ * at its pCPU's first TSC, one still running at the end stops at its
+ * pCPU's last TSC (xenalyze's "LOST" at end of file), and zero-length
+ * periods do not count.
+ */
+static unsigned int expected_runs(const struct truth *t, struct vrun *out)
+{
+	unsigned int nv = 0;
+	struct bound *b = malloc((2 * t->nrun + t->ncont + 1) * sizeof(*b));
+
+	assert_non_null(b);
+	for (size_t i = 0; i < t->nrun; i++) {
+		uint32_t key = t->run[i].dom << 16 | t->run[i].vcpu;
+		unsigned int k;
+
+		for (k = 0; k < nv && out[k].key != key; k++)
+			;
+		if (k == nv) {
+			assert_true(nv < MAXV);
+			out[nv++] = (struct vrun){ .key = key };
+		}
+	}
+	for (unsigned int k = 0; k < nv; k++) {
+		size_t n = 0;
+		uint64_t start = 0;
+		bool running = false;
+
+		for (size_t i = 0; i < t->nrun; i++) {
+			const struct truth_run *r = &t->run[i];
+
+			if ((r->dom << 16 | r->vcpu) != out[k].key)
+				continue;
+			if (r->ws)
+				b[n++] = (struct bound){ r->start, 'S', r->pcpu };
+			if (r->we)
+				b[n++] = (struct bound){ r->end, 'E', r->pcpu };
+		}
+		for (size_t i = 0; i < t->ncont; i++) {
+			const struct truth_cont *c = &t->cont[i];
+
+			if ((c->dom << 16 | c->vcpu) == out[k].key && c->w)
+				b[n++] = (struct bound){ c->tsc, 'C', c->pcpu };
+		}
+		qsort(b, n, sizeof(*b), cmp_bound);
+		for (size_t i = 0; i < n; i++) {
+			if (running && b[i].tsc > start) {
+				out[k].count++;
+				out[k].cycles += b[i].tsc - start;
+			}
+			if (!running && b[i].kind == 'C')
+				start = t->st[b[i].pcpu].first_tsc;
+			else
+				start = b[i].tsc;
+			if (running || b[i].kind != 'E')
+				running = b[i].kind != 'E';
+		}
+		if (running && n && t->st[b[n - 1].pcpu].last_tsc > start) {
+			out[k].count++;
+			out[k].cycles += t->st[b[n - 1].pcpu].last_tsc - start;
+		}
+	}
+	free(b);
+	return nv;
+}
+
+/* Per-vCPU "running: COUNT SECS AVG" lines of `xenalyze -s`. */
+static unsigned int xenalyze_runs(const char *path, struct vrun *out)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	unsigned int nv = 0, dom = 0, vcpu = 0;
+	bool in_vcpu = false;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long cnt, avg;
+		double secs;
+
+		if (sscanf(line, "|-- Domain %u --|", &dom) == 1) {
+			in_vcpu = false;
+		} else if (sscanf(line, "-- v%u --", &vcpu) == 1) {
+			in_vcpu = true;
+		} else if (in_vcpu &&
+			   sscanf(line, " running: %llu %lfs %llu", &cnt, &secs,
+				  &avg) == 3) {
+			assert_true(nv < MAXV);
+			out[nv].key = dom << 16 | vcpu;
+			out[nv].count = cnt;
+			out[nv].cycles = avg;	/* xenalyze prints cycles/count */
+			nv++;
+			in_vcpu = false;
+		}
+	}
+	fclose(f);
+	return nv;
+}
+
+static void scratch(const struct simhost *h, const char *name, char *buf,
+		    size_t len)
+{
+	snprintf(buf, len, "%s/%s", h->tmp, name);
+}
+
+static void test_drainable_rate(void **state)
+{
+	struct simhost h;
+	struct truth t;
+	struct filestats fs;
+	struct vrun exp[MAXV], got[MAXV];
+	char out[512], sum[512], err[512], hz[64], hzarg[80];
+	unsigned int ne, ng, compared = 0;
+
+	assert_int_equal(simhost_start(&h, conf_path("basic.conf")), 0);
+	scratch(&h, "trace.bin", out, sizeof(out));
+	scratch(&h, "xentrace.err", err, sizeof(err));
+	{
+		char *argv[] = { XENTRACE, "-T", "2", out, NULL };
+
+		assert_int_equal(run_cmd(&h, argv, NULL, err), 0);
+	}
+	assert_int_equal(simhost_stop(&h), 0);
+	assert_int_equal(truth_load(h.dir, &t), 0);
+
+	/* every record the simulator wrote is in the file, nothing lost */
+	read_xentrace(out, &fs);
+	assert_int_equal(fs.ncpus, t.pcpus);
+	for (unsigned int c = 0; c < t.pcpus; c++) {
+		assert_true(t.st[c].written > 1000);
+		assert_int_equal(fs.records[c], t.st[c].written);
+		assert_int_equal(t.st[c].dropped, 0);
+		assert_int_equal(fs.lost[c], 0);
+		assert_int_equal(fs.first_tsc[c], t.st[c].first_tsc);
+		assert_int_equal(fs.last_tsc[c], t.st[c].last_tsc);
+	}
+
+	/* xenalyze reads it cleanly; run times equal the ground truth */
+	scratch(&h, "xenalyze.sum", sum, sizeof(sum));
+	scratch(&h, "xenalyze.err", err, sizeof(err));
+	snprintf(hz, sizeof(hz), "%u", t.cpu_khz);
+	snprintf(hzarg, sizeof(hzarg), "--cpu-hz=%sK", hz);
+	{
+		char *argv[] = { XENALYZE, hzarg, "-s", out, NULL };
+
+		assert_int_equal(run_cmd(NULL, argv, sum, err), 0);
+	}
+	ne = expected_runs(&t, exp);
+	ng = xenalyze_runs(sum, got);
+	for (unsigned int i = 0; i < ne; i++) {
+		unsigned int j;
+
+		if (!exp[i].count)
+			continue;	/* never seen running: not listed */
+		for (j = 0; j < ng && got[j].key != exp[i].key; j++)
+			;
+		assert_true(j < ng);
+		print_message("# d%uv%u running %lu periods, %lu cycles: xenalyze %lu x avg %lu\n",
+			      exp[i].key >> 16, exp[i].key & 0xffff,
+			      (unsigned long)exp[i].count,
+			      (unsigned long)exp[i].cycles,
+			      (unsigned long)got[j].count,
+			      (unsigned long)got[j].cycles);
+		assert_int_equal(got[j].count, exp[i].count);
+		/* integer average, as xenalyze prints it */
+		assert_int_equal(got[j].cycles, exp[i].cycles / exp[i].count);
+		compared++;
+	}
+	assert_true(compared >= 5);	/* dom0 x2, guest1 x2, guest2, idle */
+	truth_free(&t);
+	simhost_cleanup(&h);
+}
+
+static void test_stress_lost(void **state)
+{
+	struct simhost h;
+	struct truth t;
+	struct filestats fs;
+	char out[512], err[512], sum[512];
+	uint64_t dropped = 0, reported = 0;
+
+	assert_int_equal(simhost_start(&h, conf_path("stress.conf")), 0);
+	scratch(&h, "trace.bin", out, sizeof(out));
+	scratch(&h, "xentrace.err", err, sizeof(err));
+	{
+		/* 2-page buffers, 1 s */
+		char *argv[] = { XENTRACE, "-S", "2", "-T", "1", out, NULL };
+
+		assert_int_equal(run_cmd(&h, argv, NULL, err), 0);
+	}
+	assert_int_equal(simhost_stop(&h), 0);
+	assert_int_equal(truth_load(h.dir, &t), 0);
+	read_xentrace(out, &fs);
+	for (unsigned int c = 0; c < t.pcpus; c++) {
+		const struct truth_stats *s = &t.st[c];
+
+		print_message("# pcpu %u: written %lu dropped %lu; file: %lu records, LOST %lu in %lu records; forgotten at disable %lu\n",
+			      c, (unsigned long)s->written,
+			      (unsigned long)s->dropped,
+			      (unsigned long)fs.records[c],
+			      (unsigned long)fs.lost[c],
+			      (unsigned long)fs.lost_recs[c],
+			      (unsigned long)(s->lost_cleared + s->lost_pending));
+		assert_int_equal(fs.records[c], s->written);
+		assert_int_equal(fs.lost[c], s->lost_reported);
+		assert_int_equal(s->dropped, s->lost_reported + s->lost_cleared +
+					     s->lost_pending);
+		dropped += s->dropped;
+		reported += fs.lost[c];
+	}
+	/* the stress rate really is beyond the consumer */
+	assert_true(reported > 0);
+	assert_true(reported * 2 > dropped);
+
+	/* and xenalyze still parses the file */
+	scratch(&h, "xenalyze.sum", sum, sizeof(sum));
+	scratch(&h, "xenalyze.err", err, sizeof(err));
+	{
+		char hzarg[80];
+		char *argv[] = { XENALYZE, hzarg, "-s", out, NULL };
+
+		snprintf(hzarg, sizeof(hzarg), "--cpu-hz=%uK", t.cpu_khz);
+		assert_int_equal(run_cmd(NULL, argv, sum, err), 0);
+	}
+	truth_free(&t);
+	simhost_cleanup(&h);
+}
+
+/* One consumer per host: a second xentrace cannot bind VIRQ_TBUF. */
+static void test_second_xentrace_fails(void **state)
+{
+	struct simhost h;
+	char out1[512], out2[512], err[512], line[256];
+	pid_t first;
+	FILE *f;
+	bool said = false;
+
+	assert_int_equal(simhost_start(&h, conf_path("basic.conf")), 0);
+	scratch(&h, "one.bin", out1, sizeof(out1));
+	scratch(&h, "two.bin", out2, sizeof(out2));
+	scratch(&h, "two.err", err, sizeof(err));
+	first = fork();
+	assert_true(first >= 0);
+	if (!first) {
+		char *argv[] = { XENTRACE, "-T", "2", out1, NULL };
+
+		_exit(run_cmd(&h, argv, NULL, "/dev/null"));
+	}
+	usleep(700 * 1000);
+	{
+		char *argv[] = { XENTRACE, "-T", "1", out2, NULL };
+
+		assert_int_equal(run_cmd(&h, argv, NULL, err), 1);
+	}
+	f = fopen(err, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		said |= strstr(line, "failed to bind to VIRQ port") != NULL;
+	fclose(f);
+	assert_true(said);
+	{
+		int st;
+
+		assert_int_equal(waitpid(first, &st, 0), first);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	assert_int_equal(simhost_stop(&h), 0);
+	simhost_cleanup(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_drainable_rate),
+		cmocka_unit_test(test_stress_lost),
+		cmocka_unit_test(test_second_xentrace_fails),
+	};
+
+	return cmocka_run_group_tests_name("stock xentrace on xensim", tests,
+					   NULL, NULL);
+}
