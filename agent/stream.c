@@ -43,6 +43,27 @@ static int accept_peer(struct agent_stream *s)
 	return -ETIMEDOUT;
 }
 
+/* How full a raw page is, in quarters of its data area (0..4). */
+static unsigned int page_fill(const uint8_t *page, uint32_t page_size)
+{
+	/* Kernel layout: u64 timestamp, long commit, then the events. */
+	const size_t hdr = 8 + sizeof(long);
+	unsigned long commit;
+
+	memcpy(&commit, page + 8, sizeof(commit));
+	commit &= (1UL << 27) - 1;	/* flag bits above */
+	if (page_size <= hdr)
+		return 4;
+	return (unsigned int)(commit * 4 / (page_size - hdr));
+}
+
+/* POLL_MS, but wake up early on stop. */
+static void nap(struct agent_stream *s)
+{
+	for (int i = 0; i < POLL_MS / 10 && !*s->stop; i++)
+		usleep(10 * 1000);
+}
+
 static void *stream_main(void *arg)
 {
 	struct agent_stream *s = arg;
@@ -84,6 +105,10 @@ static void *stream_main(void *arg)
 				break;
 			}
 			s->pages++;
+			/* A partial page means the buffer is empty for now:
+			 * wait for more instead of sending a page per event. */
+			if (!*s->stop && page_fill(page, s->page_size) < 3 * 4)
+				nap(s);
 			continue;
 		}
 		if (n < 0 && errno == EINTR)

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -300,6 +301,110 @@ static int request(const struct agent_proc *a, const char *secret,
 	return cmd;
 }
 
+static int count_sink(void *arg, const void *buf, size_t len)
+{
+	*(size_t *)arg += len;
+	return 0;
+}
+
+/* Our own host side: TRACE_REQ, TRACE_RESP, data connections, metadata. */
+struct own_session {
+	struct tmsg_transport *ctl;
+	struct tmsg_trace_resp resp;
+	struct tmsg_transport *data[16];
+	size_t meta;
+};
+
+static void own_start(const struct agent_proc *a, struct own_session *o,
+		      struct tmsg *m)
+{
+	const char *argv[] = { "-e", "sched:sched_switch", "-b", "512" };
+	struct tmsg_trace_req req = { .trace_id = 7, .argc = 4, .argv = argv };
+	char port[16];
+	ssize_t n;
+	int fd = wait_port(a->port);
+
+	assert_true(fd >= 0);
+	o->ctl = tmsg_fd_transport(fd, "agent");
+	assert_int_equal(tmsg_make_trace_req(m, &req), 0);
+	assert_int_equal(tmsg_send(o->ctl, m), 0);
+	assert_int_equal(tmsg_wait_for(o->ctl, TMSG_TRACE_RESP, m, 10000), 0);
+	assert_int_equal(tmsg_parse_trace_resp(m, &o->resp), 0);
+	assert_string_equal(o->resp.tsync_proto, "");
+	assert_true(o->resp.cpus >= 1 && o->resp.cpus <= 16);
+	for (uint32_t c = 0; c < o->resp.cpus; c++) {
+		assert_true(o->resp.ports[c] >= TMSG_DATA_PORT_START);
+		snprintf(port, sizeof(port), "%u", o->resp.ports[c]);
+		fd = tmsg_tcp_connect("127.0.0.1", port, 5000);
+		assert_true(fd >= 0);
+		o->data[c] = tmsg_fd_transport(fd, "data");
+	}
+	o->meta = 0;
+	n = tmsg_recv_data(o->ctl, count_sink, &o->meta, TMSG_WAIT_MS, 0);
+	assert_true(n > 0);
+	assert_int_equal((size_t)n, o->meta);
+}
+
+static void own_free(struct own_session *o)
+{
+	for (uint32_t c = 0; c < o->resp.cpus; c++)
+		tmsg_close(o->data[c]);
+	tmsg_close(o->ctl);
+	tmsg_trace_resp_free(&o->resp);
+}
+
+/* A whole session by the book, then one whose host vanishes. */
+static void test_own_session_and_vanishing_peer(void **state)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	static uint8_t page[65536];
+	struct own_session o;
+	struct agent_proc a;
+	size_t total = 0;
+
+	start_agent(&a, "--insecure");
+	own_start(&a, &o, m);
+	usleep(300 * 1000);
+	assert_int_equal(tmsg_send_cmd(o.ctl, TMSG_CLOSE), 0);
+	/* every data stream ends, each a whole number of pages */
+	for (uint32_t c = 0; c < o.resp.cpus; c++) {
+		size_t got = 0;
+		ssize_t n;
+
+		do {
+			n = o.data[c]->ops->read(o.data[c], page, sizeof(page));
+			if (n == -EAGAIN)
+				n = o.data[c]->ops->wait(o.data[c], POLLIN, 10000) > 0 ?
+				    -EAGAIN : -ETIMEDOUT;
+			if (n > 0)
+				got += n;
+		} while (n > 0 || n == -EAGAIN);
+		assert_int_equal(n, 0);
+		assert_int_equal(got % o.resp.page_size, 0);
+		total += got;
+	}
+	assert_true(total > 0);
+	assert_int_equal(tmsg_wait_for(o.ctl, TMSG_CLOSE_RESP, m, 10000), 0);
+	own_free(&o);
+
+	/* a host that goes away mid-session, without CLOSE */
+	own_start(&a, &o, m);
+	own_free(&o);
+	/* the agent notices, cleans up and serves the next one */
+	own_start(&a, &o, m);
+	assert_int_equal(tmsg_send_cmd(o.ctl, TMSG_CLOSE), 0);
+	for (uint32_t c = 0; c < o.resp.cpus; c++)
+		tmsg_close(o.data[c]);	/* not reading: the agent must not hang */
+	o.resp.cpus = 0;
+	assert_int_equal(tmsg_wait_for(o.ctl, TMSG_CLOSE_RESP, m, 15000), 0);
+	own_free(&o);
+	stop_agent(&a);
+	assert_int_equal(grep_count(a.log, "tracing"), 3);
+	assert_int_equal(grep_count(a.log, "pages sent"), 3);
+	assert_int_equal(grep_count(a.log, "peer asks for: -e sched:sched_switch -b 512"), 3);
+	free(m);
+}
+
 static void test_secret_and_garbage(void **state)
 {
 	struct agent_proc a;
@@ -357,6 +462,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stock_record_drives_agent),
 		cmocka_unit_test(test_disallowed_option),
+		cmocka_unit_test(test_own_session_and_vanishing_peer),
 		cmocka_unit_test(test_secret_and_garbage),
 	};
 
