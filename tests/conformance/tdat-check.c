@@ -199,6 +199,8 @@ static int check_hostguest(const char *host, const char *guest, const char *out)
 
 int main(int argc, char **argv)
 {
+	/* every line out at once: a crash must not swallow earlier results */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	tracecmd_set_loglevel(TEP_LOG_WARNING);
 	if (argc >= 5 && !strcmp(argv[1], "seq"))
 		return check_seq(argv[2], atoi(argv[3]), atoi(argv[4]), argc > 5 && atoi(argv[5]));

@@ -18,16 +18,19 @@ ok() {	# status description...
 	if [ "$st" = 0 ]; then echo "ok $n - $*"; else echo "not ok $n - $*"; fi
 }
 
-# pass the checker's unnumbered TAP lines through, numbered
+# pass the checker's unnumbered TAP lines through, numbered; a checker
+# that dies is a failure of its own. It links libtracecmd only (not tdat),
+# and libtracecmd 1.3.1 leaks its v6 clock string: no leak check there.
 checker() {
 	local line
 	while IFS= read -r line; do
 		case $line in
 		"ok - "*) ok 0 "${line#ok - }" ;;
 		"not ok - "*) ok 1 "${line#not ok - }" ;;
+		"exit "*) [ "${line#exit }" = 0 ] || ok 1 "tdat-check $1 exits ${line#exit }" ;;
 		*) echo "# $line" ;;
 		esac
-	done < <("$check" "$@" 2>&1)
+	done < <(ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$check" "$@" 2>&1; echo "exit $?")
 }
 
 # report output that no reader complaint may appear in
