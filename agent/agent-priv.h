@@ -39,7 +39,8 @@ int agent_meta_length(const uint8_t *buf, size_t len, int version,
 /* One CPU's page stream. */
 struct agent_stream {
 	int cpu;
-	int lfd;			/* listening socket */
+	int lfd;			/* TCP: listening socket */
+	struct tmsg_transport *vchan;	/* Xen: our vchan server, or NULL */
 	unsigned int port;
 	const char *peer_host;		/* only this host may connect */
 	const char *raw_path;		/* trace_pipe_raw of the instance */

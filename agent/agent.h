@@ -64,7 +64,12 @@ int agent_parse_record_args(int argc, const char *const *argv,
  * @log:	  where messages go (stderr if NULL)
  * @on_listen:	  if set, called with the control port once listening
  * @on_listen_arg: its argument
+ * @domid:	  Xen mode: our domain id (AGENT_DOMID_SELF: ask xenstore)
+ * @peer_domid:	  Xen mode: the recorder's domain (0, dom0)
+ * @ring_kb:	  Xen mode: per-CPU ring size in KiB (0: 1024, the most)
  */
+#define AGENT_DOMID_SELF	(~0u)
+
 struct agent_config {
 	const char *peer_host;
 	unsigned int port;
@@ -75,6 +80,9 @@ struct agent_config {
 	FILE *log;
 	void (*on_listen)(unsigned int port, void *arg);
 	void *on_listen_arg;
+	unsigned int domid;
+	unsigned int peer_domid;
+	unsigned int ring_kb;
 };
 
 /**
@@ -86,6 +94,20 @@ struct agent_config {
  * logged and the next one served.
  */
 int agent_serve_tcp(const struct agent_config *cfg);
+
+/**
+ * agent_serve_xen - serve over libxenvchan in a Xen guest
+ *
+ * The agent is the vchan server under its own guest-writable xenstore
+ * directory /local/domain/<domid>/data/trace-cmd-xen/: stream 0 is the
+ * control vchan, streams 1..N the CPUs' pages, each granted to
+ * @cfg->peer_domid only (which is the authentication: no secret needed).
+ * It advertises itself there (version, caps, port, state=ready last) and
+ * sets state=stopped when it stops.
+ *
+ * Returns as agent_serve_tcp().
+ */
+int agent_serve_xen(const struct agent_config *cfg);
 
 /**
  * agent_cleanup_stale - remove tracefs instances left by agents that were

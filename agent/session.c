@@ -35,6 +35,8 @@ struct session {
 	struct agent_stream *streams;
 	atomic_int stop;
 	uint64_t trace_id;
+	bool xen;		/* vchan streams, not TCP */
+	unsigned int domid;	/* Xen: ours */
 };
 
 static void refuse(struct session *s, const char *why)
@@ -62,7 +64,8 @@ static int read_request(struct session *s, struct agent_record_opts *o)
 		refuse(s, why);
 		return ret;
 	}
-	if (s->cfg->secret_len &&
+	/* Over vchan the rings are granted to the peer domain alone. */
+	if (!s->xen && s->cfg->secret_len &&
 	    !tmsg_secret_equal(req.secret, req.secret_len, s->cfg->secret,
 			       s->cfg->secret_len)) {
 		if (req.secret_len || !s->cfg->insecure) {
@@ -100,7 +103,30 @@ static void close_listeners(struct session *s)
 	}
 }
 
-/* Listening data sockets from 1500 upward, then TRACE_RESP. */
+/* Xen: stream @port is a vchan we serve; pages flow to the peer. */
+static int open_vchan_stream(struct session *s, struct agent_stream *st,
+			     unsigned int port)
+{
+	size_t ring = (size_t)(s->cfg->ring_kb ? s->cfg->ring_kb : 1024) * 1024;
+	char path[TMSG_VCHAN_PATH_MAX + 1];
+	int ret;
+
+	if (ring > TMSG_VCHAN_RING_MAX)
+		ring = TMSG_VCHAN_RING_MAX;
+	ret = tmsg_vchan_path(path, sizeof(path), s->domid, port);
+	if (!ret) {
+		/* little comes back from the host on a data stream */
+		st->vchan = tmsg_vchan_server(s->cfg->peer_domid, path, 0, ring);
+		if (!st->vchan)
+			ret = -EIO;
+	}
+	if (ret)
+		fprintf(s->log, "agent: %s\n", tmsg_error());
+	st->port = port;
+	return ret;
+}
+
+/* Data streams (TCP ports from 1500 upward, or vchans), then TRACE_RESP. */
 static int respond(struct session *s)
 {
 	struct tmsg_trace_resp resp = { 0 };
@@ -119,6 +145,16 @@ static int respond(struct session *s)
 	for (int c = 0; c < s->tr.ncpus; c++) {
 		struct agent_stream *st = &s->streams[c];
 
+		if (s->xen) {
+			ret = open_vchan_stream(s, st, (unsigned int)c + 1);
+			if (ret) {
+				refuse(s, "cannot create the data vchans");
+				free(ports);
+				return ret;
+			}
+			ports[c] = st->port;
+			continue;
+		}
 		st->lfd = tmsg_tcp_listen_search(next, &st->port);
 		if (st->lfd < 0) {
 			ret = st->lfd;
@@ -282,11 +318,12 @@ static int run_session(struct session *s)
 
 /* A whole session on a connected control transport; always cleans up. */
 static int serve_one(const struct agent_config *cfg, struct tmsg_transport *ctl,
-		     const char *peer_host, unsigned int seq)
+		     const char *peer_host, unsigned int seq, bool xen,
+		     unsigned int domid)
 {
 	struct session s = {
 		.cfg = cfg, .ctl = ctl, .peer_host = peer_host, .seq = seq,
-		.log = cfg->log ? cfg->log : stderr,
+		.log = cfg->log ? cfg->log : stderr, .xen = xen, .domid = domid,
 	};
 	int ret;
 
@@ -308,17 +345,23 @@ static void on_signal(int sig)
 	agent_stop = 1;
 }
 
-int agent_serve_tcp(const struct agent_config *cfg)
+static void setup_process(FILE *log)
 {
-	FILE *log = cfg->log ? cfg->log : stderr;
 	struct sigaction sa = { .sa_handler = on_signal };
-	unsigned int bound;
-	int lfd, served = 0;
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	agent_cleanup_stale(log);
+}
+
+int agent_serve_tcp(const struct agent_config *cfg)
+{
+	FILE *log = cfg->log ? cfg->log : stderr;
+	unsigned int bound;
+	int lfd, served = 0;
+
+	setup_process(log);
 	if (!cfg->peer_host) {
 		fprintf(log, "agent: TCP mode needs the peer's address (-N)\n");
 		return -EINVAL;
@@ -364,11 +407,82 @@ int agent_serve_tcp(const struct agent_config *cfg)
 		if (!ctl)
 			continue;
 		fprintf(log, "agent: session %d from %s\n", served + 1, who);
-		serve_one(cfg, ctl, cfg->peer_host, (unsigned int)served + 1);
+		serve_one(cfg, ctl, cfg->peer_host, (unsigned int)served + 1,
+			  false, 0);
 		tmsg_close(ctl);
 		served++;
 		fflush(log);
 	}
 	close(lfd);
 	return 0;
+}
+
+/* The capabilities we advertise in xenstore. */
+#define XEN_CAPS	"trace-cmd-v3 pages-per-cpu allow-list"
+
+int agent_serve_xen(const struct agent_config *cfg)
+{
+	FILE *log = cfg->log ? cfg->log : stderr;
+	char path[TMSG_VCHAN_PATH_MAX + 1];
+	unsigned int domid = cfg->domid;
+	bool advertised = false;
+	int served = 0, ret;
+
+	setup_process(log);
+	if (domid == AGENT_DOMID_SELF) {
+		ret = tmsg_xs_self_domid(&domid);
+		if (ret) {
+			fprintf(log, "agent: %s\n", tmsg_error());
+			return ret;
+		}
+	}
+	ret = tmsg_vchan_path(path, sizeof(path), domid, 0);
+	if (ret) {
+		fprintf(log, "agent: %s\n", tmsg_error());
+		return ret;
+	}
+	while (!agent_stop && (!cfg->sessions || served < cfg->sessions)) {
+		/* A fresh control vchan per session: closing one removes
+		 * its xenstore nodes, so the next client finds a new one. */
+		struct tmsg_transport *ctl =
+			tmsg_vchan_server(cfg->peer_domid, path, 64 * 1024,
+					  64 * 1024);
+
+		if (!ctl) {
+			fprintf(log, "agent: %s\n", tmsg_error());
+			ret = -EIO;
+			break;
+		}
+		if (!advertised) {
+			ret = tmsg_xs_advertise(domid, XEN_CAPS, 0);
+			if (ret) {
+				fprintf(log, "agent: %s\n", tmsg_error());
+				tmsg_close(ctl);
+				break;
+			}
+			advertised = true;
+			fprintf(log, "agent: serving domain %u at %s\n",
+				cfg->peer_domid, path);
+			fflush(log);
+		}
+		ret = 0;
+		while (!agent_stop && !ret)
+			ret = tmsg_vchan_wait_client(ctl, CLOSE_POLL_MS);
+		if (ret == 1) {
+			fprintf(log, "agent: session %d from domain %u\n",
+				served + 1, cfg->peer_domid);
+			serve_one(cfg, ctl, NULL, (unsigned int)served + 1,
+				  true, domid);
+			served++;
+			ret = 0;
+		} else if (ret < 0) {
+			fprintf(log, "agent: %s\n", tmsg_error());
+			ret = 0;	/* a client that went away: serve anew */
+		}
+		tmsg_close(ctl);
+		fflush(log);
+	}
+	if (advertised)
+		tmsg_xs_withdraw(domid);
+	return ret;
 }

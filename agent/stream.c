@@ -64,29 +64,62 @@ static void nap(struct agent_stream *s)
 		usleep(10 * 1000);
 }
 
+/* Xen: the vchan exists already; wait for dom0 to map it. */
+static int wait_vchan_client(struct agent_stream *s)
+{
+	for (int waited = 0; waited < ACCEPT_WAIT_MS && !*s->stop;
+	     waited += POLL_MS) {
+		int ret = tmsg_vchan_wait_client(s->vchan, POLL_MS);
+
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
+	return -ETIMEDOUT;
+}
+
+/* The data connection of this CPU, once the host is there. */
+static struct tmsg_transport *connect_host(struct agent_stream *s)
+{
+	char name[32];
+	int fd;
+
+	if (s->vchan) {
+		struct tmsg_transport *t = s->vchan;
+
+		s->err = wait_vchan_client(s);
+		if (s->err)
+			return NULL;
+		s->vchan = NULL;	/* the stream owns it now */
+		return t;
+	}
+	fd = accept_peer(s);
+	if (fd < 0) {
+		s->err = fd;
+		return NULL;
+	}
+	snprintf(name, sizeof(name), "cpu%d data", s->cpu);
+	return tmsg_fd_transport(fd, name);
+}
+
 static void *stream_main(void *arg)
 {
 	struct agent_stream *s = arg;
 	struct tmsg_transport *out = NULL;
 	uint8_t *page = malloc(s->page_size);
-	char name[32];
-	int fd, raw = -1;
+	int raw = -1;
 
 	if (!page) {
 		s->err = -ENOMEM;
 		return NULL;
 	}
-	fd = accept_peer(s);
-	if (fd < 0) {
-		s->err = fd;
+	out = connect_host(s);
+	if (!out) {
 		if (!*s->stop)
 			fprintf(s->log, "agent: cpu%d: no data connection\n", s->cpu);
 		goto out;
 	}
-	snprintf(name, sizeof(name), "cpu%d data", s->cpu);
-	out = tmsg_fd_transport(fd, name);
 	raw = open(s->raw_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (!out || raw < 0) {
+	if (raw < 0) {
 		s->err = -errno;
 		fprintf(s->log, "agent: cpu%d: %s: %s\n", s->cpu, s->raw_path,
 			strerror(errno));
@@ -144,5 +177,8 @@ int agent_stream_join(struct agent_stream *s)
 	if (s->started)
 		pthread_join(s->th, NULL);
 	s->started = false;
+	/* a vchan the thread never took over */
+	tmsg_close(s->vchan);
+	s->vchan = NULL;
 	return s->err;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * trace-cmd-xen agent: serve trace-cmd's agent protocol on this machine.
- * TCP mode (-N) for now; vchan (--xen) comes with the simulator.
+ * --xen: over libxenvchan to dom0 (needs Xen or the simulator's libraries);
+ * -N: over TCP, as trace-cmd's `agent -N`.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,11 +22,15 @@ int cmd_agent(int argc, char **argv);
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: trace-cmd-xen agent -N HOST [-p PORT] (--secret-file FILE | --insecure)\n\n"
-		"Serve trace-cmd's agent protocol over TCP to HOST only, one session\n"
-		"at a time, recording this machine's ftrace in a tracefs instance of\n"
-		"its own. The host may ask for events (-e), buffer size (-b), clock (-C)\n"
-		"and --file-version; any other record option is refused.\n\n"
+		"usage: trace-cmd-xen agent --xen [--domid N]\n"
+		"       trace-cmd-xen agent -N HOST [-p PORT] (--secret-file FILE | --insecure)\n\n"
+		"Serve trace-cmd's agent protocol, one session at a time, recording\n"
+		"this machine's ftrace in a tracefs instance of its own: over vchan to\n"
+		"dom0 in a Xen guest (--xen), or over TCP to HOST only (-N). The host\n"
+		"may ask for events (-e), buffer size (-b), clock (-C) and\n"
+		"--file-version; any other record option is refused.\n\n"
+		"  --xen               serve dom0 over libxenvchan, advertised in xenstore\n"
+		"  --domid N           our domain id (default: read from xenstore)\n"
 		"  -N HOST             the only host allowed to connect\n"
 		"  -p PORT             control port (default %d)\n"
 		"  --secret-file FILE  require the secret in FILE from the host\n"
@@ -62,11 +67,14 @@ int cmd_agent(int argc, char **argv)
 		{ "insecure", no_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "xen", no_argument, NULL, 'x' },
+		{ "domid", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static uint8_t secret[TMSG_MAX_SECRET + 1];
-	struct agent_config cfg = { .port = TMSG_AGENT_PORT };
-	unsigned long port;
+	struct agent_config cfg = { .port = TMSG_AGENT_PORT,
+				    .domid = AGENT_DOMID_SELF };
+	unsigned long port, id;
+	bool xen = false;
 	char *end;
 	int c, ret;
 
@@ -98,8 +106,16 @@ int cmd_agent(int argc, char **argv)
 			cfg.insecure = true;
 			break;
 		case 'x':
-			tcx_err("agent", "--xen (vchan) is not available yet; use -N");
-			return TCX_EXIT_FAIL;
+			xen = true;
+			break;
+		case 'd':
+			id = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || id >= 0x7ff0) {
+				tcx_err("agent", "--domid: bad domain id '%s'", optarg);
+				return TCX_EXIT_USAGE;
+			}
+			cfg.domid = (unsigned int)id;
+			break;
 		case 'h':
 			usage(stdout);
 			return TCX_EXIT_OK;
@@ -108,11 +124,11 @@ int cmd_agent(int argc, char **argv)
 			return TCX_EXIT_USAGE;
 		}
 	}
-	if (optind < argc || !cfg.peer_host ||
-	    (!cfg.secret_len && !cfg.insecure)) {
+	if (optind < argc || (xen && cfg.peer_host) ||
+	    (!xen && (!cfg.peer_host || (!cfg.secret_len && !cfg.insecure)))) {
 		usage(stderr);
 		return TCX_EXIT_USAGE;
 	}
-	ret = agent_serve_tcp(&cfg);
+	ret = xen ? agent_serve_xen(&cfg) : agent_serve_tcp(&cfg);
 	return ret ? TCX_EXIT_FAIL : TCX_EXIT_OK;
 }

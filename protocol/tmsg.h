@@ -590,6 +590,11 @@ int tmsg_xs_advertise(unsigned int domid, const char *caps,
 int tmsg_xs_withdraw(unsigned int domid);
 
 /**
+ * tmsg_xs_self_domid - this domain's id, from xenstore's relative "domid"
+ */
+int tmsg_xs_self_domid(unsigned int *domid);
+
+/**
  * tmsg_xs_lookup - read the advertisement of the agent in domain @domid
  *
  * Returns 0, or -ENOENT if it has none.

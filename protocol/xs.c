@@ -97,11 +97,50 @@ int tmsg_xs_withdraw(unsigned int domid)
 	return ret;
 }
 
+/* Plain decimal below 2^31, as domain ids are; -1 otherwise. */
+static long parse_id(const char *s)
+{
+	long v = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > 0x7fffffff / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	return v;
+}
+
+int tmsg_xs_self_domid(unsigned int *domid)
+{
+	struct xs_handle *xs = open_xs();
+	unsigned int n;
+	char buf[16];
+	char *v;
+	long id;
+
+	if (!xs)
+		return -EIO;
+	/* Relative paths resolve under the caller's home. */
+	v = xs_read(xs, XBT_NULL, "domid", &n);
+	xs_close(xs);
+	if (!v)
+		return tmsg_fail(-ENOENT, "xenstore: no \"domid\" node (not a Xen guest?)");
+	snprintf(buf, sizeof(buf), "%.*s", (int)n, v);
+	free(v);
+	id = parse_id(buf);
+	if (id < 0)
+		return tmsg_fail(-EINVAL, "xenstore: domid \"%s\"", buf);
+	*domid = (unsigned int)id;
+	return 0;
+}
+
 int tmsg_xs_lookup(unsigned int domid, struct tmsg_xs_agent *out)
 {
 	struct xs_handle *xs = open_xs();
 	char state[16], port[16];
-	uint64_t p = 0;
+	long p;
 
 	memset(out, 0, sizeof(*out));
 	if (!xs)
@@ -115,11 +154,9 @@ int tmsg_xs_lookup(unsigned int domid, struct tmsg_xs_agent *out)
 	xs_get(xs, domid, "version", out->version, sizeof(out->version));
 	xs_get(xs, domid, "caps", out->caps, sizeof(out->caps));
 	if (!xs_get(xs, domid, "port", port, sizeof(port))) {
-		/* Guest-written: accept plain decimal only. */
-		for (char *c = port; *c && p <= UINT32_MAX; c++)
-			p = *c >= '0' && *c <= '9' ? p * 10 + (uint64_t)(*c - '0') :
-			    UINT64_MAX;
-		out->port = p <= UINT32_MAX ? (unsigned int)p : 0;
+		/* Guest-written: plain decimal only. */
+		p = parse_id(port);
+		out->port = p >= 0 ? (unsigned int)p : 0;
 	}
 	xs_close(xs);
 	return 0;
