@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent.h"
 #include "tmsg.h"
 
 struct mem_transport {
@@ -57,6 +58,22 @@ static const struct tmsg_transport_ops mem_ops = {
 
 #define CHECK(c) do { if (!(c)) abort(); } while (0)
 
+/* What the agent's allow-list lets through is a name, never a path. */
+static void check_allow_list(const struct tmsg_trace_req *r)
+{
+	struct agent_record_opts o;
+	char err[256];
+
+	if (agent_parse_record_args((int)r->argc, r->argv, &o, err, sizeof(err)))
+		return;
+	CHECK(o.nr_events <= AGENT_MAX_EVENTS);
+	for (int i = 0; i < o.nr_events; i++)
+		CHECK(!strchr(o.events[i], '/') && !strchr(o.events[i], '.'));
+	CHECK(!strchr(o.clock, '/') && !strchr(o.clock, '.'));
+	CHECK(o.buffer_kb <= AGENT_MAX_BUFFER_KB);
+	CHECK(o.file_version == 6 || o.file_version == 7);
+}
+
 static void check_req(const struct tmsg *m)
 {
 	static struct tmsg again;
@@ -64,6 +81,7 @@ static void check_req(const struct tmsg *m)
 
 	if (tmsg_parse_trace_req(m, &a))
 		return;
+	check_allow_list(&a);
 	CHECK(tmsg_make_trace_req(&again, &a) == 0);
 	CHECK(tmsg_parse_trace_req(&again, &b) == 0);
 	CHECK(a.flags == b.flags && a.trace_id == b.trace_id);
