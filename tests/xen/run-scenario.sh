@@ -281,8 +281,10 @@ rcline=$(marker 'SCENARIO EXIT rc=')
 src=$(echo "$rcline" | sed -n 's/.*SCENARIO EXIT rc=\([0-9]*\).*/\1/p')
 check $(( ${src:-1} != 0 )) "dom0.sh exited 0 (${rcline:-no exit marker})"
 [ "${src:-1}" != 0 ] && [ $timed_out = 0 ] && show_tail "$LOG" 40
+# an empty disk reads as an empty tar: dom0-rc is the proof that dom0's
+# /init finished and wrote the archive
 exported=1
-if tar -C "$OUT" -xf "$EXPORT" 2>/dev/null; then exported=0; fi
+if tar -C "$OUT" -xf "$EXPORT" 2>/dev/null && [ -f "$OUT/dom0-rc" ]; then exported=0; fi
 rm -f "$EXPORT"
 check $exported "results returned through the virtio disk ($OUT)"
 
