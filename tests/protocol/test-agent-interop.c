@@ -182,8 +182,18 @@ static int sh(const char *fmt, ...)
 }
 
 /* Stock record against the agent for about @ms, then Ctrl-C. */
+static int stock_record_tsync(const struct agent_proc *a, const char *out,
+			      const char *guest_opts, int ms, bool tsync);
+
 static int stock_record(const struct agent_proc *a, const char *out,
 			const char *guest_opts, int ms)
+{
+	return stock_record_tsync(a, out, guest_opts, ms, false);
+}
+
+/* With @tsync the host offers "ptp"; the agent answers with none. */
+static int stock_record_tsync(const struct agent_proc *a, const char *out,
+			      const char *guest_opts, int ms, bool tsync)
 {
 	char target[64], log[160], cmd[512];
 	pid_t pid;
@@ -192,9 +202,9 @@ static int stock_record(const struct agent_proc *a, const char *out,
 	snprintf(target, sizeof(target), "127.0.0.1:%u", a->port);
 	snprintf(log, sizeof(log), "%s/%s.log", dir, out);
 	snprintf(cmd, sizeof(cmd),
-		 "exec " TRACE_CMD " record -d --no-filter --tsync-interval -1 "
-		 "-o %s.dat -e sched:sched_switch -A %s %s", out, target,
-		 guest_opts);
+		 "exec " TRACE_CMD " record -d --no-filter %s "
+		 "-o %s.dat -e sched:sched_switch -A %s %s",
+		 tsync ? "" : "--tsync-interval -1", out, target, guest_opts);
 	{
 		char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 
@@ -263,8 +273,9 @@ static void test_disallowed_option(void **state)
 	snprintf(guest, sizeof(guest), "%s/bad-127.0.0.1.dat", dir);
 	assert_int_equal(grep_count(a.log, "option \"-p\" is not allowed"), 1);
 	assert_int_equal(grep_count(a.log, "tracing"), 0);
-	/* and the next session works */
-	stock_record(&a, "good", "-e sched:sched_wakeup", 1000);
+	/* and the next session works, this time with the host offering
+	 * time sync (the agent answers none) */
+	stock_record_tsync(&a, "good", "-e sched:sched_wakeup", 1000, true);
 	snprintf(guest, sizeof(guest), "%s/good-127.0.0.1.dat", dir);
 	assert_int_equal(sh(TRACE_CMD " report -i %s > %s/good.txt 2>&1",
 			    guest, dir), 0);
@@ -405,6 +416,30 @@ static void test_own_session_and_vanishing_peer(void **state)
 	free(m);
 }
 
+/* An agent killed with SIGKILL leaves its instance; the next one removes it. */
+static void test_killed_agent_cleaned_up(void **state)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	struct own_session o;
+	struct agent_proc a, b;
+
+	start_agent(&a, "--insecure");
+	own_start(&a, &o, m);
+	assert_int_equal(sh("ls /sys/kernel/tracing/instances | grep -q '^tcx-agent-%d-'",
+			    (int)a.pid), 0);
+	kill(a.pid, SIGKILL);
+	reap(a.pid, 5000);
+	own_free(&o);
+	assert_int_equal(sh("ls /sys/kernel/tracing/instances | grep -q '^tcx-agent-%d-'",
+			    (int)a.pid), 0);
+	start_agent(&b, "--insecure");
+	assert_int_not_equal(sh("ls /sys/kernel/tracing/instances | grep -q '^tcx-agent-%d-'",
+				(int)a.pid), 0);
+	assert_int_equal(grep_count(b.log, "removed stale instance"), 1);
+	stop_agent(&b);
+	free(m);
+}
+
 static void test_secret_and_garbage(void **state)
 {
 	struct agent_proc a;
@@ -463,6 +498,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stock_record_drives_agent),
 		cmocka_unit_test(test_disallowed_option),
 		cmocka_unit_test(test_own_session_and_vanishing_peer),
+		cmocka_unit_test(test_killed_agent_cleaned_up),
 		cmocka_unit_test(test_secret_and_garbage),
 	};
 
