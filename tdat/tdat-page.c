@@ -300,8 +300,8 @@ static int page_check(struct tdat_writer *w, int cpu, const uint8_t *page,
 {
 	uint32_t dsize = w->page_size - w->hdr;
 	const uint8_t *d = page + w->hdr;
-	uint64_t flags, ts;
-	uint32_t commit, pos = 0, h, type, len;
+	uint64_t flags, ts, len;
+	uint32_t commit, pos = 0, h, type, delta, arg;
 
 	memcpy(&ts, page, 8);
 	if (w->long_size == 8) {
@@ -326,39 +326,43 @@ static int page_check(struct tdat_writer *w, int cpu, const uint8_t *page,
 		memcpy(&h, d + pos, 4);
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 		type = h >> 27;
-		len = h & TDAT_DELTA_MAX;
+		delta = h & TDAT_DELTA_MAX;
 #else
 		type = h & 31;
-		len = h >> 5;
+		delta = h >> 5;
 #endif
-		ts += len;	/* the delta */
-		switch (type) {
-		case TDAT_TYPE_PADDING:
-		case TDAT_TYPE_TIME_EXTEND:
-		case TDAT_TYPE_TIME_STAMP:
-		case 0:
+		if (type == 0 || type >= TDAT_TYPE_PADDING) {
+			/* these carry a word after the header */
 			if (commit - pos < 8)
 				goto bad;
-			memcpy(&len, d + pos + 4, 4);
-			if (type == TDAT_TYPE_PADDING) {
-				len += 4;
-			} else if (type == 0) {
-				if (len < 4)
-					goto bad;
-				len = 4 + ((len + 3) & ~3u);
-				(*events)++;
-			} else {
-				uint64_t ext = ((uint64_t)len << TDAT_DELTA_BITS);
-
-				if (type == TDAT_TYPE_TIME_EXTEND)
-					ts += ext;
-				else
-					ts = (ext + (h >> 5)) | (ts & ~((1ull << 59) - 1));
-				len = 8;
-			}
+			memcpy(&arg, d + pos + 4, 4);
+		}
+		/* 64-bit sizes: a hostile length word cannot wrap */
+		switch (type) {
+		case TDAT_TYPE_PADDING:
+			len = 4 + (uint64_t)arg;
+			ts += delta;
+			break;
+		case TDAT_TYPE_TIME_EXTEND:
+			ts += ((uint64_t)arg << TDAT_DELTA_BITS) + delta;
+			len = 8;
+			break;
+		case TDAT_TYPE_TIME_STAMP:
+			ts = (((uint64_t)arg << TDAT_DELTA_BITS) + delta) |
+			     (ts & ~((1ull << 59) - 1));
+			len = 8;
+			break;
+		case 0:
+			/* the length word counts itself; readers round the rest */
+			if (arg < 4)
+				goto bad;
+			len = 8 + (((uint64_t)arg - 4 + 3) & ~3ull);
+			ts += delta;
+			(*events)++;
 			break;
 		default:
-			len = 4 + type * 4;
+			len = 4 + 4 * (uint64_t)type;
+			ts += delta;
 			(*events)++;
 			break;
 		}

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <traceevent/kbuffer.h>
 
 #include "tdat.h"
 #include "tfile.h"
@@ -647,6 +648,99 @@ static void raw_pages(int v)
 }
 VERSIONED(raw_pages)
 
+
+/* Random and hostile raw pages: what is accepted must decode in bounds. */
+static void raw_page_fuzz(void **s)
+{
+	char *path = path_in(tmpdir, "fuzz.dat");
+	struct tdat_writer *w = mk(7, path, 0, 0);
+	struct kbuffer *k = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
+	uint64_t seed = 0x9e3779b97f4a7c15ull, ts = 1;
+	int accepted = 0, rejected = 0, i, j, ret;
+
+	(void)s;
+	assert_int_equal(tdat_start_data(w), 0);
+	for (i = 0; i < 3000; i++) {
+		/* exact-size heap copy: ASan catches a read past the page */
+		uint8_t *pg = malloc(4096);
+		uint32_t pos = 0, commit;
+		uint64_t c64;
+
+		memset(pg, 0, 4096);
+		memcpy(pg, &ts, 8);
+		for (;;) {
+			uint32_t word, size;
+
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			word = (uint32_t)(seed >> 32);
+			/* mostly plausible events, sometimes any word at all */
+			if (i % 4 != 3)
+				word = (word & ~31u) | (uint32_t)(1 + (seed >> 8) % 28);
+			size = (word & 31) && (word & 31) <= 28 ? 4 + 4 * (word & 31) : 8;
+			if (pos + size > 4080)
+				break;
+			memcpy(pg + 16 + pos, &word, 4);
+			memcpy(pg + 16 + pos + 4, &seed, 4);
+			pos += size;
+		}
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		/* a commit on the events' end, or anywhere (even past the page) */
+		commit = i % 2 ? pos : (uint32_t)(seed >> 33) % 4200;
+		c64 = commit | ((seed & 1) ? 0 : TDAT_MISSED_EVENTS);
+		memcpy(pg + 8, &c64, 8);
+		ret = tdat_write_page(w, 0, pg);
+		if (ret == -ERANGE) {
+			/* a hostile TIME_STAMP moved the CPU's clock: start over */
+			assert_int_equal(tdat_close(w), 0);
+			w = mk(7, path, 0, 0);
+			assert_int_equal(tdat_start_data(w), 0);
+			ret = tdat_write_page(w, 0, pg);
+		}
+		if (ret == 0) {
+			unsigned long long t;
+			void *d;
+
+			accepted += commit != 0;
+			kbuffer_load_subbuffer(k, pg);
+			for (j = 0, d = kbuffer_read_event(k, &t); d && j < 5000;
+			     d = kbuffer_next_event(k, &t), j++)
+				assert_true((uint8_t *)d + kbuffer_event_size(k) <= pg + 4096);
+			ts += 1ull << 40;	/* later than any event on the page */
+		} else {
+			rejected++;
+		}
+		free(pg);
+	}
+	/* a length word made to wrap 32-bit arithmetic */
+	{
+		uint8_t pg[4096] = {0};
+		uint32_t hw = 0, big = 0xfffffffeu;
+		uint64_t c64 = 8;
+
+		memcpy(pg, &ts, 8);
+		memcpy(pg + 8, &c64, 8);
+		memcpy(pg + 16, &hw, 4);
+		memcpy(pg + 20, &big, 4);
+		assert_int_equal(tdat_write_page(w, 0, pg), -EBADMSG);
+		/*
+		 * 32-bit rounding would make this event 4 bytes long, its length
+		 * word a padding of 4 and then a small event ending at the commit
+		 */
+		big = 0xfffffffdu;
+		c64 = 20;
+		memcpy(pg + 8, &c64, 8);
+		memcpy(pg + 20, &big, 4);
+		memcpy(pg + 24, &(uint32_t){ 4 }, 4);
+		memcpy(pg + 28, &(uint32_t){ 1 }, 4);
+		assert_int_equal(tdat_write_page(w, 0, pg), -EBADMSG);
+	}
+	kbuffer_free(k);
+	print_message("# %d raw pages accepted, %d rejected\n", accepted, rejected);
+	assert_true(accepted > 100);
+	assert_true(rejected > 100);
+	assert_int_equal(tdat_close(w), 0);
+}
+
 /* ---- errors ---- */
 
 static void errors(void **s)
@@ -781,6 +875,7 @@ int main(void)
 		cmocka_unit_test(readable_while_writing_v7),
 		cmocka_unit_test(raw_pages_v6),
 		cmocka_unit_test(raw_pages_v7),
+		cmocka_unit_test(raw_page_fuzz),
 		cmocka_unit_test(errors),
 		cmocka_unit_test(stats_and_reserve),
 	};
