@@ -93,13 +93,8 @@ static int build_parts(struct tdat_writer *w, struct tdat_buf part[6])
 	ret |= tdat_buf_u64(&part[0], w->header_page_len);
 	ret |= tdat_buf_put(&part[0], w->header_page, w->header_page_len);
 	ret |= tdat_buf_str(&part[0], "header_event");
-	{
-		extern const char *tdat_header_event_text(void);
-		const char *he = tdat_header_event_text();
-
-		ret |= tdat_buf_u64(&part[0], strlen(he));
-		ret |= tdat_buf_put(&part[0], he, strlen(he));
-	}
+	ret |= tdat_buf_u64(&part[0], strlen(tdat_header_event_text()));
+	ret |= tdat_buf_put(&part[0], tdat_header_event_text(), strlen(tdat_header_event_text()));
 	ret |= tdat_buf_u32(&part[1], w->nftrace);
 	ret |= tdat_buf_put(&part[1], w->ftrace.data, w->ftrace.len);
 	ret |= tdat_buf_u32(&part[2], w->nsys);
@@ -638,8 +633,6 @@ int tdat_file_finish(struct tdat_writer *w)
 	}
 	return ret;
 }
-
-void tdat_free(struct tdat_writer *w);
 
 int tdat_close(struct tdat_writer *w)
 {

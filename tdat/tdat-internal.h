@@ -156,6 +156,10 @@ int tdat_write_metadata(struct tdat_writer *w);
 int tdat_append_options_section(int fd, uint64_t done_off, const struct tdat_optlist *l,
 				uint64_t *new_done_off);
 
+/* tdat-meta.c */
+void tdat_free(struct tdat_writer *w);
+const char *tdat_header_event_text(void);
+
 /* tdat-page.c */
 void tdat_page_finish(struct tdat_writer *w, struct tdat_cpu *c);
 int tdat_cpu_flush_all(struct tdat_writer *w, struct tdat_cpu *c);

@@ -130,7 +130,6 @@ static const char header_event[] =
 	"\ttime_stamp : type == 31\n"
 	"\tdata max type_len  == 28\n";
 
-const char *tdat_header_event_text(void);
 const char *tdat_header_event_text(void)
 {
 	return header_event;
@@ -682,7 +681,6 @@ int tdat_start_data(struct tdat_writer *w)
 	return 0;
 }
 
-void tdat_free(struct tdat_writer *w);
 void tdat_free(struct tdat_writer *w)
 {
 	int i;
