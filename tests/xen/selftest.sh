@@ -53,9 +53,13 @@ exit) exit 0 ;;
 esac
 STUBEOF
 chmod +x "$STUB"
+# a copy of the scenario under another name, so that these runs keep their
+# own files (xen-tests/selftest-stub/) and leave the real boot's alone
+rm -rf "$W/selftest-stub"
+cp -r "$HERE/scenarios/selftest-dom0-fails" "$W/selftest-stub"
 stub_run() {	# MODE TIMEOUT TAG: run-scenario.sh in the background (pid in BGPID)
 	STUB_MODE=$1 STUB_PIDFILE=$W/$3.pid TCX_QEMU=$STUB \
-		"$RS" --tap --timeout "$2" --builddir "$BUILDDIR" selftest-dom0-fails >"$W/$3.tap" 2>&1 &
+		"$RS" --tap --timeout "$2" --builddir "$BUILDDIR" "$W/selftest-stub" >"$W/$3.tap" 2>&1 &
 	BGPID=$!
 }
 gone() {	# PIDFILE: the stub's process no longer exists
