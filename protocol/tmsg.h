@@ -463,6 +463,35 @@ ssize_t tmsg_recv_data(struct tmsg_transport *t, tmsg_data_sink sink,
  */
 int tmsg_v3_client_handshake(struct tmsg_transport *t, int timeout_ms);
 
+/* ---- the host's side of an agent session ------------------------------ */
+
+/**
+ * tmsg_host_request - send TRACE_REQ and wait for TRACE_RESP
+ * @timeout_ms: for the answer (trace-cmd waits for ever: -1)
+ * @resp:	 filled on success; free with tmsg_trace_resp_free()
+ * @why:	 on refusal, the agent's reason if it gave one
+ *
+ * Returns 0, -EPERM if the agent answered NOT_SUPP (refused), or the
+ * errors of tmsg_recv()/tmsg_parse_trace_resp().
+ */
+int tmsg_host_request(struct tmsg_transport *ctl,
+		      const struct tmsg_trace_req *req,
+		      struct tmsg_trace_resp *resp, int timeout_ms,
+		      char *why, size_t why_len);
+
+/**
+ * tmsg_fd_sink - a tmsg_data_sink that writes to the file descriptor
+ * pointed to by @arg (an int *)
+ */
+int tmsg_fd_sink(void *arg, const void *buf, size_t len);
+
+/**
+ * tmsg_host_close - send CLOSE and wait for CLOSE_RESP
+ *
+ * Returns 0, or an error if the agent did not confirm within @timeout_ms.
+ */
+int tmsg_host_close(struct tmsg_transport *ctl, int timeout_ms);
+
 /* ---- TCP and vsock --------------------------------------------------- */
 
 /**

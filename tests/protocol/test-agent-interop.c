@@ -285,15 +285,16 @@ static void test_disallowed_option(void **state)
 	stop_agent(&a);
 }
 
-/* Our own client: TRACE_REQ with or without the secret, bad bytes. */
+/* Our own client: TRACE_REQ with or without the secret. Returns 0 if
+ * accepted (then closes at once), else the error and the reason. */
 static int request(const struct agent_proc *a, const char *secret,
 		   char *why, size_t len)
 {
 	const char *argv[] = { "-e", "sched:sched_switch" };
 	struct tmsg_trace_req req = { .trace_id = 1, .argc = 2, .argv = argv };
-	struct tmsg *m = malloc(sizeof(*m));
+	struct tmsg_trace_resp resp;
 	struct tmsg_transport *t;
-	int fd = wait_port(a->port), cmd;
+	int fd = wait_port(a->port), ret;
 
 	assert_true(fd >= 0);
 	t = tmsg_fd_transport(fd, "agent");
@@ -301,15 +302,10 @@ static int request(const struct agent_proc *a, const char *secret,
 		req.secret = (const uint8_t *)secret;
 		req.secret_len = strlen(secret);
 	}
-	assert_int_equal(tmsg_make_trace_req(m, &req), 0);
-	assert_int_equal(tmsg_send(t, m), 0);
-	assert_int_equal(tmsg_recv(t, m, 10000), 0);
-	cmd = (int)m->cmd;
-	if (cmd == TMSG_NOT_SUPP)
-		assert_int_equal(tmsg_parse_not_supp(m, why, len), 0);
+	ret = tmsg_host_request(t, &req, &resp, 10000, why, len);
+	tmsg_trace_resp_free(&resp);
 	tmsg_close(t);
-	free(m);
-	return cmd;
+	return ret;
 }
 
 static int count_sink(void *arg, const void *buf, size_t len)
@@ -337,10 +333,8 @@ static void own_start(const struct agent_proc *a, struct own_session *o,
 
 	assert_true(fd >= 0);
 	o->ctl = tmsg_fd_transport(fd, "agent");
-	assert_int_equal(tmsg_make_trace_req(m, &req), 0);
-	assert_int_equal(tmsg_send(o->ctl, m), 0);
-	assert_int_equal(tmsg_wait_for(o->ctl, TMSG_TRACE_RESP, m, 10000), 0);
-	assert_int_equal(tmsg_parse_trace_resp(m, &o->resp), 0);
+	assert_int_equal(tmsg_host_request(o->ctl, &req, &o->resp, 10000,
+					   NULL, 0), 0);
 	assert_string_equal(o->resp.tsync_proto, "");
 	assert_true(o->resp.cpus >= 1 && o->resp.cpus <= 16);
 	for (uint32_t c = 0; c < o->resp.cpus; c++) {
@@ -354,6 +348,7 @@ static void own_start(const struct agent_proc *a, struct own_session *o,
 	n = tmsg_recv_data(o->ctl, count_sink, &o->meta, TMSG_WAIT_MS, 0);
 	assert_true(n > 0);
 	assert_int_equal((size_t)n, o->meta);
+	(void)m;
 }
 
 static void own_free(struct own_session *o)
@@ -362,6 +357,36 @@ static void own_free(struct own_session *o)
 		tmsg_close(o->data[c]);
 	tmsg_close(o->ctl);
 	tmsg_trace_resp_free(&o->resp);
+}
+
+/* As own_start(), storing the metadata in a file as a recorder does. */
+static void own_start_meta_fd(const struct agent_proc *a, struct own_session *o,
+			      struct tmsg *m)
+{
+	const char *argv[] = { "-e", "sched:sched_switch" };
+	struct tmsg_trace_req req = { .trace_id = 8, .argc = 2, .argv = argv };
+	char path[128], magic[10];
+	char port[16];
+	int fd = wait_port(a->port), out;
+
+	assert_true(fd >= 0);
+	o->ctl = tmsg_fd_transport(fd, "agent");
+	assert_int_equal(tmsg_host_request(o->ctl, &req, &o->resp, 10000,
+					   NULL, 0), 0);
+	for (uint32_t c = 0; c < o->resp.cpus; c++) {
+		snprintf(port, sizeof(port), "%u", o->resp.ports[c]);
+		fd = tmsg_tcp_connect("127.0.0.1", port, 5000);
+		assert_true(fd >= 0);
+		o->data[c] = tmsg_fd_transport(fd, "data");
+	}
+	snprintf(path, sizeof(path), "%s/meta.dat", dir);
+	out = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(out >= 0);
+	assert_true(tmsg_recv_data(o->ctl, tmsg_fd_sink, &out, TMSG_WAIT_MS, 0) > 0);
+	assert_int_equal(pread(out, magic, 10, 0), 10);
+	assert_memory_equal(magic, "\x17\x08\x44tracing", 10);
+	close(out);
+	(void)m;
 }
 
 /* A whole session by the book, then one whose host vanishes. */
@@ -398,6 +423,13 @@ static void test_own_session_and_vanishing_peer(void **state)
 	assert_int_equal(tmsg_wait_for(o.ctl, TMSG_CLOSE_RESP, m, 10000), 0);
 	own_free(&o);
 
+	/* the metadata into a file, then CLOSE/CLOSE_RESP by the library */
+	own_start_meta_fd(&a, &o, m);
+	for (uint32_t c = 0; c < o.resp.cpus; c++)
+		o.data[c]->io_timeout_ms = 10000;
+	assert_int_equal(tmsg_host_close(o.ctl, 15000), 0);
+	own_free(&o);
+
 	/* a host that goes away mid-session, without CLOSE */
 	own_start(&a, &o, m);
 	own_free(&o);
@@ -410,8 +442,8 @@ static void test_own_session_and_vanishing_peer(void **state)
 	assert_int_equal(tmsg_wait_for(o.ctl, TMSG_CLOSE_RESP, m, 15000), 0);
 	own_free(&o);
 	stop_agent(&a);
-	assert_int_equal(grep_count(a.log, "tracing"), 3);
-	assert_int_equal(grep_count(a.log, "pages sent"), 3);
+	assert_int_equal(grep_count(a.log, "tracing"), 4);
+	assert_int_equal(grep_count(a.log, "pages sent"), 4);
 	assert_int_equal(grep_count(a.log, "peer asks for: -e sched:sched_switch -b 512"), 3);
 	free(m);
 }
@@ -453,10 +485,10 @@ static void test_secret_and_garbage(void **state)
 	snprintf(arg, sizeof(arg), "--secret-file=%s", path);
 	start_agent(&a, arg);
 
-	assert_int_equal(request(&a, NULL, why, sizeof(why)), TMSG_NOT_SUPP);
+	assert_int_equal(request(&a, NULL, why, sizeof(why)), -EPERM);
 	assert_non_null(strstr(why, "requires a secret"));
-	assert_int_equal(request(&a, "opensesamE", why, sizeof(why)),
-			 TMSG_NOT_SUPP);
+	assert_non_null(strstr(tmsg_error(), "refused the session: this agent"));
+	assert_int_equal(request(&a, "opensesamE", why, sizeof(why)), -EPERM);
 	assert_string_equal(why, "wrong secret");
 
 	/* garbage: an oversized header, then an unknown command */

@@ -837,6 +837,70 @@ static void test_v3_handshake(void **state)
 	tmsg_close(t);
 }
 
+/* The host side helpers against a scripted agent. */
+static void test_host_request(void **state)
+{
+	struct tmsg *o = malloc(sizeof(*o));
+	struct tmsg_trace_req req = { .trace_id = 9 };
+	struct tmsg_trace_resp resp;
+	uint8_t b[TMSG_WIRE_MAX];
+	char why[64];
+	struct pair p;
+	size_t n;
+
+	make_pair(&p, 1000);
+	/* accepted */
+	peer_write(&p, stock_trace_resp, 62);
+	assert_int_equal(tmsg_host_request(p.t, &req, &resp, 1000, why,
+					   sizeof(why)), 0);
+	assert_int_equal(resp.ports[1], 1501);
+	tmsg_trace_resp_free(&resp);
+	assert_int_equal(peer_read_cmd(&p), TMSG_TRACE_REQ);
+	{
+		uint8_t rest[16];
+
+		assert_int_equal(read(p.peer, rest, 16), 16);
+	}
+	/* refused with a reason */
+	tmsg_make_not_supp(o, "option \"-p\" is not allowed");
+	n = tmsg_encode(o, b);
+	peer_write(&p, b, n);
+	assert_int_equal(tmsg_host_request(p.t, &req, &resp, 1000, why,
+					   sizeof(why)), -EPERM);
+	assert_string_equal(why, "option \"-p\" is not allowed");
+	assert_non_null(strstr(tmsg_error(), "refused the session: option"));
+	assert_null(resp.ports);
+	/* refused by a stock agent: no reason; or with a garbled one */
+	tmsg_make(o, TMSG_NOT_SUPP);
+	n = tmsg_encode(o, b);
+	peer_write(&p, b, n);
+	assert_int_equal(tmsg_host_request(p.t, &req, &resp, 1000, why,
+					   sizeof(why)), -EPERM);
+	assert_string_equal(why, "");
+	memcpy(o->payload, "x\x1b[2J", 6);
+	o->len = 6;
+	n = tmsg_encode(o, b);
+	peer_write(&p, b, n);
+	assert_int_equal(tmsg_host_request(p.t, &req, &resp, 1000, why,
+					   sizeof(why)), -EPERM);
+	assert_string_equal(why, "");
+	/* a TRACE_RESP that does not parse */
+	memcpy(b, stock_trace_resp, 62);
+	b[19] = 3;	/* 3 cpus, 2 ports */
+	peer_write(&p, b, 62);
+	assert_int_equal(tmsg_host_request(p.t, &req, &resp, 1000, NULL, 0),
+			 -EBADMSG);
+	/* CLOSE then CLOSE_RESP */
+	tmsg_make(o, TMSG_CLOSE_RESP);
+	n = tmsg_encode(o, b);
+	peer_write(&p, b, n);
+	assert_int_equal(tmsg_host_close(p.t, 1000), 0);
+	/* an agent that never confirms */
+	assert_int_equal(tmsg_host_close(p.t, 50), -ETIMEDOUT);
+	free_pair(&p);
+	free(o);
+}
+
 static void test_tcp(void **state)
 {
 	struct sockaddr_storage peer;
@@ -915,6 +979,7 @@ int main(void)
 		cmocka_unit_test(test_data_interleaved),
 		cmocka_unit_test(test_peer_stops_reading),
 		cmocka_unit_test(test_v3_handshake),
+		cmocka_unit_test(test_host_request),
 		cmocka_unit_test(test_tcp),
 		cmocka_unit_test(test_vchan_paths),
 	};

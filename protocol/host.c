@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The recorder's side of an agent session, as `trace-cmd record -A` runs
+ * it: TRACE_REQ / TRACE_RESP, the metadata into a file, CLOSE / CLOSE_RESP.
+ * The data streams are the caller's: TCP, vsock or vchan by the ports in
+ * TRACE_RESP.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "priv.h"
+
+int tmsg_host_request(struct tmsg_transport *ctl,
+		      const struct tmsg_trace_req *req,
+		      struct tmsg_trace_resp *resp, int timeout_ms,
+		      char *why, size_t why_len)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	int ret;
+
+	memset(resp, 0, sizeof(*resp));
+	if (why_len)
+		why[0] = 0;
+	if (!m)
+		return tmsg_fail(-ENOMEM, "out of memory");
+	ret = tmsg_make_trace_req(m, req);
+	if (!ret)
+		ret = tmsg_send(ctl, m);
+	if (!ret)
+		ret = tmsg_recv(ctl, m, timeout_ms);
+	if (!ret && m->cmd == TMSG_NOT_SUPP) {
+		/* An agent that refuses: keep its reason if it is sane. */
+		if (tmsg_parse_not_supp(m, why, why_len) && why_len)
+			why[0] = 0;
+		ret = tmsg_fail(-EPERM, "%s: the agent refused the session%s%s",
+				ctl->name, why_len && why[0] ? ": " : "",
+				why_len ? why : "");
+	} else if (!ret) {
+		ret = tmsg_parse_trace_resp(m, resp);
+		if (ret)
+			tmsg_fail(ret, "%s: %s", ctl->name, tmsg_error());
+	}
+	free(m);
+	return ret;
+}
+
+int tmsg_fd_sink(void *arg, const void *buf, size_t len)
+{
+	int fd = *(int *)arg;
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int tmsg_host_close(struct tmsg_transport *ctl, int timeout_ms)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	int ret;
+
+	if (!m)
+		return tmsg_fail(-ENOMEM, "out of memory");
+	ret = tmsg_send_cmd(ctl, TMSG_CLOSE);
+	if (!ret)
+		ret = tmsg_wait_for(ctl, TMSG_CLOSE_RESP, m, timeout_ms);
+	free(m);
+	return ret;
+}
