@@ -667,8 +667,11 @@ int tdat_start_data(struct tdat_writer *w)
 				return ret;
 		}
 	}
-	w->cpu = calloc(w->max_cpus, sizeof(*w->cpu));
-	w->active = calloc(w->max_cpus, sizeof(*w->active));
+	/* a retry after a failed allocation keeps what it got */
+	if (!w->cpu)
+		w->cpu = calloc(w->max_cpus, sizeof(*w->cpu));
+	if (!w->active)
+		w->active = calloc(w->max_cpus, sizeof(*w->active));
 	if (!w->cpu || !w->active)
 		return tdat_err(w, -ENOMEM, "no memory for %d CPUs", w->max_cpus);
 	ret = tdat_write_metadata(w);

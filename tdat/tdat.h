@@ -245,7 +245,8 @@ int tdat_write_event(struct tdat_writer *w, int cpu, uint64_t ts,
 
 /**
  * tdat_reserve - room for a @len-byte payload on @cpu at @ts, to be filled
- * by the caller before the next call on that CPU (zero-copy tdat_write_event)
+ * by the caller before the next call on that CPU and before tdat_flush() or
+ * tdat_close() (zero-copy tdat_write_event)
  *
  * Returns a pointer into the page, or NULL (see tdat_error()).
  */
