@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -799,6 +801,62 @@ static void errors(void **s)
 	assert_int_equal(tdat_close(NULL), 0);
 }
 
+
+/* Write errors: a file size limit makes the disk "full" part way. */
+static void io_errors(int v)
+{
+	char *path = path_in(tmpdir, "full.dat");
+	struct rlimit old, lim;
+	struct tdat_writer *w;
+	struct tf f;
+	int i, ret = 0, n;
+
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	lim = old;
+	lim.rlim_cur = 256 << 10;
+
+	/* the first region cannot even be reserved */
+	w = mk(v, path, 0, 4);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	for (i = 0; i < 20000 && !ret; i++) {
+		uint8_t p[16] = { 0x89, 0x13 };
+
+		ret = tdat_write_event(w, 0, 10 + i, p, 16);
+	}
+	assert_int_equal(ret, -EFBIG);
+	assert_non_null(strstr(tdat_error(w), "full.dat"));
+	assert_int_equal(tdat_write_event(w, 0, 1000000, (uint8_t[16]){ 0x89, 0x13 }, 16), -EFBIG);
+	assert_int_equal(tdat_close(w), -EFBIG);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	load(path, &f);
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 0);
+	tf_free(&f);
+
+	/* small regions: the pages written before the limit stay readable */
+	w = mk(v, path, 4096, 4);
+	assert_int_equal(tdat_start_data(w), 0);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (i = 0, ret = 0; i < 200000 && !ret; i++) {
+		uint8_t p[16] = { 0x89, 0x13 };
+
+		memcpy(p + 8, &(uint64_t){ i }, 8);
+		ret = tdat_write_event(w, i & 1, 10 + i, p, 16);
+	}
+	assert_int_equal(ret, -EFBIG);
+	assert_int_equal(tdat_close(w), -EFBIG);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	load(path, &f);
+	n = tf_events(&f, 0, evs, MAXEV) + tf_events(&f, 1, evs, MAXEV);
+	print_message("# %d of %d events readable after the write error\n", n, i);
+	assert_true(n > 1000);
+	assert_true(n < i);
+	tf_free(&f);
+}
+VERSIONED(io_errors)
+
 static void stats_and_reserve(void **s)
 {
 	char *path = path_in(tmpdir, "stats.dat");
@@ -877,6 +935,8 @@ int main(void)
 		cmocka_unit_test(raw_pages_v7),
 		cmocka_unit_test(raw_page_fuzz),
 		cmocka_unit_test(errors),
+		cmocka_unit_test(io_errors_v6),
+		cmocka_unit_test(io_errors_v7),
 		cmocka_unit_test(stats_and_reserve),
 	};
 
