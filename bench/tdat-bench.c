@@ -99,6 +99,48 @@ fail:
 	exit(1);
 }
 
+/* Raw kernel pages through tdat_write_page (the agent's path). */
+static struct stamp run_pages(const char *path, long n, uint64_t *bytes)
+{
+	struct tdat_params p = { .version = 7, .max_cpus = 1, .cpus = 1 };
+	struct tdat_writer *w = tdat_create(path, &p);
+	uint8_t ev[16] = { 0x89, 0x13 }, page[4096];
+	long pages = n / 204, i;
+	struct stamp t0, t;
+	uint64_t ts;
+	int j;
+
+	if (!w || tdat_add_event_format(w, "xen", fmt) || tdat_start_data(w))
+		goto fail;
+	/* one full page of 204 events, as a kernel would hand it over */
+	memset(page, 0, sizeof(page));
+	for (j = 0; j < 204; j++) {
+		uint32_t h = 4 | (3u << 5);
+
+		memcpy(page + 16 + j * 20, &h, 4);
+		memcpy(page + 16 + j * 20 + 4, ev, 16);
+	}
+	ts = 4080;
+	memcpy(page + 8, &ts, 8);
+	t0 = now();
+	for (i = 0; i < pages; i++) {
+		ts = 1000 + (uint64_t)i * 1000;
+		memcpy(page, &ts, 8);
+		if (tdat_write_page(w, 0, page))
+			goto fail;
+	}
+	if (tdat_flush(w))
+		goto fail;
+	t = since(t0);
+	*bytes = (uint64_t)pages * 4096;
+	if (tdat_close(w))
+		goto fail;
+	return t;
+fail:
+	fprintf(stderr, "tdat-bench: %s\n", w ? tdat_error(w) : tdat_last_error());
+	exit(1);
+}
+
 /* The reference: write() the same bytes in the same chunks, no encoding. */
 static struct stamp run_copy(const char *path, uint64_t bytes)
 {
@@ -134,10 +176,12 @@ int main(int argc, char **argv)
 	long n = argc > 1 ? atol(argv[1]) : 10000000;
 	const char *dir = argc > 2 ? argv[2] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	char a[512], b[512];
+	/* reserve: 0 write_event, 1 tdat_reserve, 2 raw pages */
 	struct { const char *name; int ncpu, reserve; } cases[] = {
 		{ "write_event, 1 CPU", 1, 0 },
 		{ "reserve, 1 CPU", 1, 1 },
 		{ "write_event, 4 CPUs interleaved", 4, 0 },
+		{ "write_page (raw 4 KiB pages)", 1, 2 },
 	};
 	int failed = 0;
 	unsigned int i, r;
@@ -153,7 +197,10 @@ int main(int argc, char **argv)
 		bool met;
 
 		for (r = 0; r < 3; r++) {
-			t = run_tdat(a, n, cases[i].ncpu, cases[i].reserve, &bytes);
+			if (cases[i].reserve == 2)
+				t = run_pages(a, n, &bytes);
+			else
+				t = run_tdat(a, n, cases[i].ncpu, cases[i].reserve, &bytes);
 			unlink(a);
 			c = run_copy(b, bytes);
 			unlink(b);

@@ -258,6 +258,8 @@ void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len);
  *
  * Closes the current page; the next one carries MISSED_EVENTS (and the
  * count, MISSED_STORED, when known), which readers report as lost events.
+ * Readers report a loss with the event after it: a loss with no later
+ * event on @cpu is only counted in the stats.
  */
 int tdat_mark_missed(struct tdat_writer *w, int cpu, uint64_t count);
 
