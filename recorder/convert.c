@@ -199,7 +199,7 @@ static void conv_emit(void *ctx, const struct rec_record *r)
 		e = rec_event_lookup(0xffffffff);
 		len = rec_event_encode(e, r, pid, 0, b);
 	}
-	if (!strcmp(e->name, "unknown"))
+	if (e->xen_id == 0xffffffff)	/* the xen/unknown entry */
 		c->sum->unknown++;
 	put(c, r->cpu, r->tsc, b, len);
 	if (e->enc == REC_ENC_VMENTRY) {
@@ -307,14 +307,20 @@ static int fill_domains(struct conv *c)
 
 static int scan(struct conv *c, int fd)
 {
-	struct rec_stream_params p = { .unordered = true };
+	/* GEN for LOST_RECORDS, SCHED for everything naming a vCPU */
+	struct rec_stream_params p = { .unordered = true, .class_mask = 0x003 };
 	struct rec_stream *s = rec_stream_new(&p, scan_emit, c);
+	struct rec_stream_stats st;
 	struct rec_read_result res;
 	int ret;
 
 	if (!s)
 		return -ENOMEM;
 	ret = rec_read_xentrace(fd, s, &res, NULL, NULL);
+	rec_stream_get_stats(s, &st);
+	/* every pCPU with data, whatever its records' classes */
+	if (st.max_cpu > c->max_cpu)
+		c->max_cpu = st.max_cpu;
 	if (ret != -EBADMSG && ret < 0)
 		snprintf(c->errmsg, sizeof(c->errmsg), "%.200s: %.256s", c->o->input, res.msg);
 	else

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The record stream: raw per-pCPU ring bytes are parsed into records as
- * they arrive and queued per pCPU; a binary heap over the queue heads
- * emits them in TSC order once no pCPU that may still send data can send
- * an older one (or once the queued bytes pass the bound).
+ * The record stream. Each pCPU has a queue of its raw window bytes (whole
+ * records only; a record split between two feeds waits in a carry buffer).
+ * Feeding only walks the record headers, to learn the newest TSC each pCPU
+ * has delivered; records are decoded when they reach the head of their
+ * queue. A binary heap over the queue heads emits them in TSC order once
+ * no pCPU that may still send data can send an older one, or once the
+ * queued bytes pass the bound. Raw bytes are about half the size of
+ * decoded records, which is what keeps the merge cheap.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,18 +20,28 @@
 #define TRC_GEN_WRAP	0x0001f002u
 
 #define DEFAULT_BOUND	(64u << 20)
+#define FEED_SLICE	(64u << 10)	/* bytes queued between bound checks */
 
 struct cpu_q {
-	struct rec_record	*q;	/* ring of queued records */
-	size_t			head, count, cap;
-	size_t			pending;	/* trailing records still without TSC */
-	uint64_t		last_tsc;	/* TSC of the newest record fed */
-	bool			has_tsc;
-	bool			seen;		/* sent data or was announced */
-	bool			data;		/* sent data */
-	int			heap_pos;	/* -1: not in the heap */
-	uint8_t			carry[40];	/* a record split between two feeds */
-	uint8_t			carry_len;
+	uint8_t		*buf;		/* queued raw records: [start, end) */
+	size_t		start, end, cap;
+	struct rec_record head;		/* decoded head record, if has_head */
+	bool		has_head;
+	uint64_t	cur_tsc;	/* TSC of the last record decoded */
+	bool		has_cur;
+	uint64_t	first_fed;	/* first TSC ever fed (for records before it) */
+	uint64_t	last_fed;	/* newest TSC fed */
+	bool		fed_tsc;
+	bool		seen;		/* sent data or was announced */
+	bool		data;		/* sent data */
+	bool		in_heap;
+	uint8_t		carry[40];	/* a record split between two feeds */
+	uint8_t		carry_len;
+};
+
+struct hent {
+	uint64_t	key;		/* TSC of the pCPU's head record */
+	int		cpu;
 };
 
 struct rec_stream {
@@ -34,12 +49,12 @@ struct rec_stream {
 	rec_emit_fn		emit;
 	void			*ctx;
 	struct cpu_q		*cpus;
-	int			*heap;		/* pCPU ids ordered by head TSC */
+	struct hent		*heap;		/* pCPUs by the TSC of their head */
 	int			nheap;
 	int			max_seen;	/* highest pCPU seen or expected */
-	size_t			queued;		/* records queued in total */
+	size_t			queued;		/* raw bytes queued in total */
 	uint64_t		barrier;
-	int			waiting;	/* pCPUs seen or expected, without a TSC yet */
+	int			waiting;	/* pCPUs seen or expected, no TSC fed yet */
 	uint64_t		last_emitted;
 	bool			emitted_any;
 	struct rec_stream_stats	st;
@@ -51,6 +66,11 @@ static inline uint32_t rd32(const uint8_t *p)
 
 	memcpy(&v, p, 4);
 	return v;
+}
+
+static inline unsigned int rec_size(uint32_t hdr)
+{
+	return 4 + ((hdr >> 31) ? 8 : 0) + ((hdr >> 28) & 7) * 4;
 }
 
 struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
@@ -66,6 +86,8 @@ struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
 		s->p.max_cpus = REC_MAX_CPUS;
 	if (!s->p.max_buffered)
 		s->p.max_buffered = DEFAULT_BOUND;
+	if (!s->p.unordered)
+		s->p.class_mask = 0;
 	s->emit = emit;
 	s->ctx = ctx;
 	s->cpus = calloc(s->p.max_cpus, sizeof(*s->cpus));
@@ -75,8 +97,6 @@ struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (int i = 0; i < s->p.max_cpus; i++)
-		s->cpus[i].heap_pos = -1;
 	s->st.max_cpu = -1;
 	return s;
 }
@@ -87,7 +107,7 @@ void rec_stream_free(struct rec_stream *s)
 		return;
 	if (s->cpus)
 		for (int i = 0; i < s->p.max_cpus; i++)
-			free(s->cpus[i].q);
+			free(s->cpus[i].buf);
 	free(s->cpus);
 	free(s->heap);
 	free(s);
@@ -98,75 +118,144 @@ void rec_stream_get_stats(const struct rec_stream *s, struct rec_stream_stats *s
 	*st = s->st;
 }
 
-/* ---- heap of pCPUs keyed by the TSC of their queue head ---- */
+/* ---- decoding ---- */
 
-static inline uint64_t head_tsc(const struct rec_stream *s, int cpu)
+/* Decode the record at @p (complete, @size bytes) without its time rules. */
+static inline void decode(const uint8_t *p, int cpu, struct rec_record *r)
 {
-	const struct cpu_q *c = &s->cpus[cpu];
+	uint32_t hdr = rd32(p);
+	unsigned int off = 4;
 
-	return c->q[c->head].tsc;
+	r->event = hdr & 0x0fffffff;
+	r->nr = (hdr >> 28) & 7;
+	r->cpu = cpu;
+	r->flags = 0;
+	r->tsc = 0;
+	if (hdr & 0x80000000u) {
+		r->tsc = rd32(p + 4) | ((uint64_t)rd32(p + 8) << 32);
+		r->flags = REC_F_TSC;
+		off = 12;
+	}
+	memset(r->w, 0, sizeof(r->w));
+	memcpy(r->w, p + off, r->nr * 4u);
 }
 
-static inline bool heap_less(const struct rec_stream *s, int a, int b)
+/*
+ * The time rules, in pCPU order: a record without TSC takes the previous
+ * one of its pCPU (or, before the first, that first TSC); a record older
+ * than its predecessor is counted as skew and clamped, never moved.
+ */
+static inline void stamp(struct rec_stream *s, struct cpu_q *c, struct rec_record *r)
 {
-	uint64_t ta = head_tsc(s, a), tb = head_tsc(s, b);
+	if (r->flags & REC_F_TSC) {
+		if (c->has_cur && r->tsc < c->cur_tsc) {
+			uint64_t d = c->cur_tsc - r->tsc;
 
-	return ta < tb || (ta == tb && a < b);
+			s->st.skew++;
+			if (d > s->st.max_skew)
+				s->st.max_skew = d;
+			r->tsc = c->cur_tsc;
+			r->flags |= REC_F_SKEW;
+		}
+		c->cur_tsc = r->tsc;
+		c->has_cur = true;
+		return;
+	}
+	s->st.no_tsc++;
+	r->tsc = c->has_cur ? c->cur_tsc : c->first_fed;
 }
 
-static void heap_set(struct rec_stream *s, int pos, int cpu)
+/* ---- heap of pCPUs keyed by the TSC of their head record ---- */
+
+/* Ties go to the lower pCPU, so equal TSCs come out in a stable order. */
+static inline bool hless(const struct hent *a, const struct hent *b)
 {
-	s->heap[pos] = cpu;
-	s->cpus[cpu].heap_pos = pos;
+	return a->key < b->key || (a->key == b->key && a->cpu < b->cpu);
 }
 
 static void heap_up(struct rec_stream *s, int pos)
 {
-	int cpu = s->heap[pos];
+	struct hent e = s->heap[pos];
 
 	while (pos > 0) {
 		int parent = (pos - 1) / 2;
 
-		if (!heap_less(s, cpu, s->heap[parent]))
+		if (!hless(&e, &s->heap[parent]))
 			break;
-		heap_set(s, pos, s->heap[parent]);
+		s->heap[pos] = s->heap[parent];
 		pos = parent;
 	}
-	heap_set(s, pos, cpu);
+	s->heap[pos] = e;
 }
 
 static void heap_down(struct rec_stream *s, int pos)
 {
-	int cpu = s->heap[pos];
+	struct hent e = s->heap[pos];
 
 	for (;;) {
 		int l = 2 * pos + 1, m = l;
 
 		if (l >= s->nheap)
 			break;
-		if (l + 1 < s->nheap && heap_less(s, s->heap[l + 1], s->heap[l]))
+		if (l + 1 < s->nheap && hless(&s->heap[l + 1], &s->heap[l]))
 			m = l + 1;
-		if (!heap_less(s, s->heap[m], cpu))
+		if (!hless(&s->heap[m], &e))
 			break;
-		heap_set(s, pos, s->heap[m]);
+		s->heap[pos] = s->heap[m];
 		pos = m;
 	}
-	heap_set(s, pos, cpu);
-}
-
-static void heap_push(struct rec_stream *s, int cpu)
-{
-	heap_set(s, s->nheap++, cpu);
-	heap_up(s, s->nheap - 1);
+	s->heap[pos] = e;
 }
 
 static void heap_pop(struct rec_stream *s)
 {
-	s->cpus[s->heap[0]].heap_pos = -1;
+	s->cpus[s->heap[0].cpu].in_heap = false;
 	if (--s->nheap > 0) {
-		heap_set(s, 0, s->heap[s->nheap]);
+		s->heap[0] = s->heap[s->nheap];
 		heap_down(s, 0);
 	}
+}
+
+/*
+ * Decode the next head record of @c, skipping wrap fillers. False when
+ * nothing is queued, or when the records cannot be timed yet (no TSC fed).
+ */
+static bool load_head(struct rec_stream *s, int cpu)
+{
+	struct cpu_q *c = &s->cpus[cpu];
+
+	if (!c->fed_tsc)
+		return false;
+	while (c->start < c->end) {
+		const uint8_t *p = c->buf + c->start;
+		unsigned int size = rec_size(rd32(p));
+
+		c->start += size;
+		s->queued -= size;
+		if ((rd32(p) & 0x0fffffff) == TRC_GEN_WRAP) {
+			s->st.fillers++;
+			continue;
+		}
+		decode(p, cpu, &c->head);
+		stamp(s, c, &c->head);
+		c->has_head = true;
+		return true;
+	}
+	c->has_head = false;
+	return false;
+}
+
+static void heap_add(struct rec_stream *s, int cpu)
+{
+	struct cpu_q *c = &s->cpus[cpu];
+
+	if (c->in_heap || (!c->has_head && !load_head(s, cpu)))
+		return;
+	c->in_heap = true;
+	s->heap[s->nheap].cpu = cpu;
+	s->heap[s->nheap].key = c->head.tsc;
+	s->nheap++;
+	heap_up(s, s->nheap - 1);
 }
 
 /* ---- emission ---- */
@@ -193,21 +282,36 @@ static void emit_one(struct rec_stream *s, struct rec_record *r)
 	s->emit(s->ctx, r);
 }
 
-/* Emit the oldest queued record. */
-static void emit_top(struct rec_stream *s)
+/*
+ * Emit the top pCPU's records while they stay before @wm and before the
+ * runner-up's head (ties to the lower pCPU), then fix the heap once.
+ */
+static void emit_run(struct rec_stream *s, uint64_t wm, bool one)
 {
-	int cpu = s->heap[0];
+	int cpu = s->heap[0].cpu;
 	struct cpu_q *c = &s->cpus[cpu];
-	struct rec_record r = c->q[c->head];
+	struct hent lim = { UINT64_MAX, INT_MAX };
 
-	c->head = (c->head + 1) % c->cap;
-	c->count--;
-	s->queued--;
-	if (c->count > c->pending)
-		heap_down(s, 0);
-	else
-		heap_pop(s);
-	emit_one(s, &r);
+	if (s->nheap > 1) {
+		lim = s->heap[1];
+		if (s->nheap > 2 && hless(&s->heap[2], &lim))
+			lim = s->heap[2];
+	}
+	for (;;) {
+		struct rec_record r = c->head;
+		uint64_t t;
+
+		emit_one(s, &r);
+		if (!load_head(s, cpu))
+			break;
+		t = c->head.tsc;
+		if (one || t > wm || t > lim.key || (t == lim.key && cpu > lim.cpu)) {
+			s->heap[0].key = t;
+			heap_down(s, 0);
+			return;
+		}
+	}
+	heap_pop(s);
 }
 
 /* The TSC up to which every pCPU that sent data has delivered. */
@@ -220,8 +324,8 @@ static uint64_t watermark(const struct rec_stream *s)
 	for (int i = 0; i <= s->max_seen; i++) {
 		const struct cpu_q *c = &s->cpus[i];
 
-		if (c->seen && c->last_tsc < wm)
-			wm = c->last_tsc;
+		if (c->seen && c->last_fed < wm)
+			wm = c->last_fed;
 	}
 	return wm > s->barrier ? wm : s->barrier;
 }
@@ -229,107 +333,16 @@ static uint64_t watermark(const struct rec_stream *s)
 static void drain(struct rec_stream *s, bool all)
 {
 	uint64_t wm = all ? UINT64_MAX : watermark(s);
-	size_t bound = s->p.max_buffered / sizeof(struct rec_record);
 
-	while (s->nheap && head_tsc(s, s->heap[0]) <= wm)
-		emit_top(s);
+	while (s->nheap && s->heap[0].key <= wm)
+		emit_run(s, wm, false);
 	/* A pCPU that stays silent must not hold everything: past the
 	 * bound the oldest go out and stragglers are counted as late. */
-	if (s->queued > bound)
-		while (s->nheap && s->queued > bound / 4 * 3)
-			emit_top(s);
+	while (s->nheap && s->queued > s->p.max_buffered / 4 * 3)
+		emit_run(s, UINT64_MAX, true);
 }
 
-/* ---- parsing ---- */
-
-static int grow(struct cpu_q *c)
-{
-	size_t ncap = c->cap ? c->cap * 2 : 256;
-	struct rec_record *nq = malloc(ncap * sizeof(*nq));
-
-	if (!nq)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->count; i++)
-		nq[i] = c->q[(c->head + i) % c->cap];
-	free(c->q);
-	c->q = nq;
-	c->head = 0;
-	c->cap = ncap;
-	return 0;
-}
-
-/* Parse one complete record of @size bytes at @p. */
-static int take(struct rec_stream *s, int cpu, const uint8_t *p)
-{
-	struct cpu_q *c = &s->cpus[cpu];
-	uint32_t hdr = rd32(p);
-	struct rec_record r;
-	unsigned int off = 4;
-
-	r.event = hdr & 0x0fffffff;
-	r.nr = (hdr >> 28) & 7;
-	r.cpu = cpu;
-	r.flags = 0;
-	if (hdr & 0x80000000u) {
-		r.tsc = rd32(p + 4) | ((uint64_t)rd32(p + 8) << 32);
-		r.flags = REC_F_TSC;
-		off = 12;
-	}
-	if (r.event == TRC_GEN_WRAP) {
-		s->st.fillers++;
-		return 0;
-	}
-	memcpy(r.w, p + off, r.nr * 4u);
-	memset(r.w + r.nr, 0, (7u - r.nr) * 4u);
-
-	if (r.flags & REC_F_TSC) {
-		if (c->has_tsc && r.tsc < c->last_tsc) {
-			/* Kept in pCPU order, never moved: clamp and count. */
-			uint64_t d = c->last_tsc - r.tsc;
-
-			s->st.skew++;
-			if (d > s->st.max_skew)
-				s->st.max_skew = d;
-			r.tsc = c->last_tsc;
-			r.flags |= REC_F_SKEW;
-		}
-		if (!c->has_tsc && c->pending) {
-			/* Records before the pCPU's first TSC take that TSC. */
-			for (size_t i = 0; i < c->pending; i++)
-				c->q[(c->head + c->count - 1 - i) % c->cap].tsc = r.tsc;
-			c->pending = 0;
-		}
-		if (!c->has_tsc)
-			s->waiting--;
-		c->has_tsc = true;
-		c->last_tsc = r.tsc;
-	} else if (c->has_tsc) {
-		r.tsc = c->last_tsc;
-		s->st.no_tsc++;
-	} else {
-		r.tsc = 0;
-		s->st.no_tsc++;
-	}
-
-	if (s->p.unordered) {
-		emit_one(s, &r);
-		return 0;
-	}
-	if (c->count == c->cap && grow(c))
-		return -ENOMEM;
-	c->q[(c->head + c->count) % c->cap] = r;
-	c->count++;
-	s->queued++;
-	if (!c->has_tsc)
-		c->pending++;
-	else if (c->heap_pos < 0)
-		heap_push(s, cpu);
-	if (s->queued * sizeof(r) > s->st.peak_buffered)
-		s->st.peak_buffered = s->queued * sizeof(r);
-	if (s->queued * sizeof(r) > s->p.max_buffered)
-		drain(s, false);
-	return 0;
-}
+/* ---- feeding ---- */
 
 static void mark_seen(struct rec_stream *s, int cpu)
 {
@@ -351,9 +364,117 @@ int rec_stream_expect(struct rec_stream *s, int cpu)
 	return 0;
 }
 
-static inline unsigned int rec_size(uint32_t hdr)
+/* Room for @n more bytes at the end of @c's queue. */
+static int reserve(struct cpu_q *c, size_t n)
 {
-	return 4 + ((hdr >> 31) ? 8 : 0) + ((hdr >> 28) & 7) * 4;
+	if (c->end + n <= c->cap)
+		return 0;
+	if (c->start) {
+		memmove(c->buf, c->buf + c->start, c->end - c->start);
+		c->end -= c->start;
+		c->start = 0;
+	}
+	if (c->end + n > c->cap) {
+		size_t ncap = c->cap ? c->cap : 65536;
+		uint8_t *nb;
+
+		while (ncap < c->end + n)
+			ncap *= 2;
+		nb = realloc(c->buf, ncap);
+		if (!nb)
+			return -ENOMEM;
+		c->buf = nb;
+		c->cap = ncap;
+	}
+	return 0;
+}
+
+/* Unordered: decode and emit at once (a scan). */
+static void pass_through(struct rec_stream *s, int cpu, const uint8_t *p)
+{
+	struct cpu_q *c = &s->cpus[cpu];
+	uint32_t hdr = rd32(p);
+	struct rec_record r;
+
+	if (s->p.class_mask && !((hdr >> 16) & s->p.class_mask))
+		return;
+	if ((hdr & 0x0fffffff) == TRC_GEN_WRAP) {
+		s->st.fillers++;
+		return;
+	}
+	decode(p, cpu, &r);
+	if (!c->fed_tsc && (r.flags & REC_F_TSC))
+		c->first_fed = r.tsc;
+	c->fed_tsc = true;
+	stamp(s, c, &r);
+	emit_one(s, &r);
+}
+
+/*
+ * Queue complete records @p[0..len); @tsc_first and @tsc_max are the first
+ * and the largest TSC they carry (@has_tsc false: none).
+ */
+static int queue(struct rec_stream *s, int cpu, const uint8_t *p, size_t len,
+		 bool has_tsc, uint64_t tsc_first, uint64_t tsc_max)
+{
+	struct cpu_q *c = &s->cpus[cpu];
+	int ret;
+
+	if (s->p.unordered) {
+		for (size_t off = 0; off < len; off += rec_size(rd32(p + off)))
+			pass_through(s, cpu, p + off);
+		return 0;
+	}
+	if (has_tsc) {
+		if (!c->fed_tsc) {
+			c->fed_tsc = true;
+			c->first_fed = tsc_first;
+			s->waiting--;
+		}
+		if (tsc_max > c->last_fed)
+			c->last_fed = tsc_max;
+	}
+	ret = reserve(c, len);
+	if (ret)
+		return ret;
+	memcpy(c->buf + c->end, p, len);
+	c->end += len;
+	s->queued += len;
+	if (s->queued > s->st.peak_buffered)
+		s->st.peak_buffered = s->queued;
+	heap_add(s, cpu);
+	if (s->queued > s->p.max_buffered)
+		drain(s, false);
+	return 0;
+}
+
+/* Walk whole records from @p (at most @len bytes, about FEED_SLICE), then queue them. */
+static int queue_walk(struct rec_stream *s, int cpu, const uint8_t *p, size_t len, size_t *used)
+{
+	size_t slice = s->p.max_buffered / 4 < FEED_SLICE ? s->p.max_buffered / 4 : FEED_SLICE;
+	uint64_t first = 0, max = 0;
+	bool has = false;
+	size_t n = 0;
+
+	while (n + 4 <= len && n < slice) {
+		uint32_t hdr = rd32(p + n);
+		unsigned int size = rec_size(hdr);
+
+		if (n + size > len)
+			break;
+		if ((hdr >> 31) && (hdr & 0x0fffffff) != TRC_GEN_WRAP) {
+			uint64_t t = rd32(p + n + 4) | ((uint64_t)rd32(p + n + 8) << 32);
+
+			if (!has)
+				first = t;
+			has = true;
+			if (t > max)
+				max = t;
+		}
+		n += size;
+	}
+	*used = n;
+	return n ? queue(s, cpu, p, n, has, first, max) : 0;
 }
 
 int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
@@ -384,22 +505,25 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 		p += n;
 		len -= n;
 		if (c->carry_len >= 4 && c->carry_len == rec_size(rd32(c->carry))) {
+			size_t used;
+
+			ret = queue_walk(s, cpu, c->carry, c->carry_len, &used);
 			c->carry_len = 0;
-			ret = take(s, cpu, c->carry);
 			if (ret)
 				return ret;
 		}
 	}
+	/* Whole records, in slices so the bound is checked as we go. */
 	while (len >= 4) {
-		unsigned int size = rec_size(rd32(p));
+		size_t n;
 
-		if (size > len)
-			break;
-		ret = take(s, cpu, p);
+		ret = queue_walk(s, cpu, p, len, &n);
 		if (ret)
 			return ret;
-		p += size;
-		len -= size;
+		if (!n)
+			break;
+		p += n;
+		len -= n;
 	}
 	if (len) {
 		memcpy(c->carry, p, len);
@@ -431,22 +555,18 @@ int rec_stream_barrier(struct rec_stream *s, uint64_t tsc)
 
 int rec_stream_finish(struct rec_stream *s)
 {
-	/* pCPUs that never showed a TSC: their records take the latest one. */
 	for (int i = 0; i <= s->max_seen; i++) {
 		struct cpu_q *c = &s->cpus[i];
 
 		s->st.cut_bytes += c->carry_len;
 		c->carry_len = 0;
-		if (!c->seen || c->has_tsc)
+		if (!c->seen || c->fed_tsc)
 			continue;
+		/* never a TSC on this pCPU: its records take the latest one */
 		s->waiting--;
-		for (size_t k = 0; k < c->count; k++)
-			c->q[(c->head + k) % c->cap].tsc = s->last_emitted;
-		c->pending = 0;
-		c->has_tsc = true;
-		c->last_tsc = s->last_emitted;
-		if (c->count && c->heap_pos < 0)
-			heap_push(s, i);
+		c->fed_tsc = true;
+		c->first_fed = c->last_fed = s->last_emitted;
+		heap_add(s, i);
 	}
 	drain(s, true);
 	return 0;

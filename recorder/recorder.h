@@ -67,11 +67,15 @@ typedef void (*rec_emit_fn)(void *ctx, const struct rec_record *r);
  *		records arriving later than that are counted as late
  * @unordered:	emit each record as soon as it is parsed, without merging
  *		(for a quick scan)
+ * @class_mask:	with @unordered, only records of these classes (bits 16-27
+ *		of the id, shifted down: 0x002 for SCHED) are decoded and emitted;
+ *		0 for all
  */
 struct rec_stream_params {
 	int		max_cpus;
 	size_t		max_buffered;
 	bool		unordered;
+	uint32_t	class_mask;
 };
 
 /**
