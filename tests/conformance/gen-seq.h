@@ -62,7 +62,7 @@ static inline uint64_t hg_host_ts(int i)
 
 /* TIME_SHIFT samples: two per vCPU, interpolated. */
 static const uint64_t hg_ts_t[HG_NVCPU][2] = {
-	{ 2000000, 20000000 }, { 2500000, 21000000 },
+	{ 2000000, 20000000 }, { 0, 21000000 },	/* ts 0 is kept too */
 };
 static const int64_t hg_ts_off[HG_NVCPU][2] = {
 	{ 6000000, 6000900 }, { 0, -12345 },	/* offset 0 is kept by readers */
