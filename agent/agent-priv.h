@@ -13,9 +13,22 @@
 
 struct tracefs_instance;
 
-/* One session's tracing: our instance and what the metadata needs. */
+/* An event by name, as found in a tracing directory. */
+struct agent_event {
+	char system[64];
+	char name[64];
+};
+
+/*
+ * One session's tracing: our instance and what the metadata needs. A
+ * simulated guest kernel (--tracing-dir on a directory that is not tracefs)
+ * has no instance: @sim_dir is read as it is.
+ */
 struct agent_trace {
 	struct tracefs_instance *inst;
+	char *sim_dir;
+	struct agent_event *events;	/* simulated: the matched events */
+	int nr_events;
 	int ncpus;
 	uint32_t page_size;
 	int version;
@@ -25,7 +38,15 @@ struct agent_trace {
 extern volatile sig_atomic_t agent_stop;
 
 int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
-		      unsigned int seq, char *err, size_t errlen);
+		      unsigned int seq, const char *tracing_dir,
+		      char *err, size_t errlen);
+/* Whether @dir is a mounted tracefs (else a simulated kernel). */
+bool agent_is_tracefs(const char *dir);
+/* A simulated kernel: match events, count CPUs (simdir.c). */
+int agent_sim_setup(struct agent_trace *tr, const char *dir,
+		    const struct agent_record_opts *o, char *err, size_t errlen);
+/* trace_pipe_raw of @cpu (malloc'ed). */
+char *agent_trace_raw_path(struct agent_trace *tr, int cpu);
 void agent_trace_teardown(struct agent_trace *tr);
 int agent_trace_on(struct agent_trace *tr, bool on);
 /* The trace.dat metadata (*out malloc'ed, its first *out_len bytes). */

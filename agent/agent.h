@@ -67,6 +67,11 @@ int agent_parse_record_args(int argc, const char *const *argv,
  * @domid:	  Xen mode: our domain id (AGENT_DOMID_SELF: ask xenstore)
  * @peer_domid:	  Xen mode: the recorder's domain (0, dom0)
  * @ring_kb:	  Xen mode: per-CPU ring size in KiB (0: 1024, the most)
+ * @tracing_dir:  NULL for the mounted tracefs; another tracefs mount; or a
+ *		  simulated guest kernel, a directory shaped like tracefs
+ *		  (events/<system>/<event>/format, events/header_page,
+ *		  per_cpu/cpuN/trace_pipe_raw, optionally trace_clock), read
+ *		  as it is, with no instance and nothing written
  */
 #define AGENT_DOMID_SELF	(~0u)
 
@@ -83,6 +88,7 @@ struct agent_config {
 	unsigned int domid;
 	unsigned int peer_domid;
 	unsigned int ring_kb;
+	const char *tracing_dir;
 };
 
 /**

@@ -182,27 +182,19 @@ static int respond(struct session *s)
 
 static int start_streams(struct session *s)
 {
-	char *dir = tracefs_instance_get_dir(s->tr.inst);
 	int ret = 0;
 
-	if (!dir)
-		return -ENOMEM;
 	for (int c = 0; c < s->tr.ncpus && !ret; c++) {
 		struct agent_stream *st = &s->streams[c];
-		char *p = NULL;
 
-		if (asprintf(&p, "%s/per_cpu/cpu%d/trace_pipe_raw", dir, c) < 0)
-			ret = -ENOMEM;
 		st->cpu = c;
-		st->raw_path = p;
+		st->raw_path = agent_trace_raw_path(&s->tr, c);
 		st->peer_host = s->peer_host;
 		st->page_size = s->tr.page_size;
 		st->stop = &s->stop;
 		st->log = s->log;
-		if (!ret)
-			ret = agent_stream_start(st);
+		ret = st->raw_path ? agent_stream_start(st) : -ENOMEM;
 	}
-	tracefs_put_tracing_file(dir);
 	return ret;
 }
 
@@ -286,7 +278,8 @@ static int run_session(struct session *s)
 	ret = read_request(s, &o);
 	if (ret)
 		return ret;
-	ret = agent_trace_setup(&s->tr, &o, s->seq, why, sizeof(why));
+	ret = agent_trace_setup(&s->tr, &o, s->seq, s->cfg->tracing_dir, why,
+				sizeof(why));
 	if (ret) {
 		refuse(s, why);
 		return ret;
@@ -345,14 +338,31 @@ static void on_signal(int sig)
 	agent_stop = 1;
 }
 
-static void setup_process(FILE *log)
+static int setup_process(const struct agent_config *cfg, FILE *log)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	if (cfg->tracing_dir) {
+		char dir[4096];
+
+		/* libtracefs copies it, but takes a char * */
+		snprintf(dir, sizeof(dir), "%s", cfg->tracing_dir);
+		if (access(dir, R_OK | X_OK) || tracefs_set_tracing_dir(dir) < 0) {
+			fprintf(log, "agent: --tracing-dir %s: %s\n",
+				cfg->tracing_dir, strerror(errno));
+			return -EINVAL;
+		}
+		if (!agent_is_tracefs(cfg->tracing_dir)) {
+			fprintf(log, "agent: %s is not tracefs: reading it as a "
+				"simulated kernel\n", cfg->tracing_dir);
+			return 0;
+		}
+	}
 	agent_cleanup_stale(log);
+	return 0;
 }
 
 int agent_serve_tcp(const struct agent_config *cfg)
@@ -361,7 +371,8 @@ int agent_serve_tcp(const struct agent_config *cfg)
 	unsigned int bound;
 	int lfd, served = 0;
 
-	setup_process(log);
+	if (setup_process(cfg, log))
+		return -EINVAL;
 	if (!cfg->peer_host) {
 		fprintf(log, "agent: TCP mode needs the peer's address (-N)\n");
 		return -EINVAL;
@@ -428,7 +439,8 @@ int agent_serve_xen(const struct agent_config *cfg)
 	bool advertised = false;
 	int served = 0, ret;
 
-	setup_process(log);
+	if (setup_process(cfg, log))
+		return -EINVAL;
 	if (domid == AGENT_DOMID_SELF) {
 		ret = tmsg_xs_self_domid(&domid);
 		if (ret) {

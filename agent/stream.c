@@ -154,7 +154,10 @@ static void *stream_main(void *arg)
 		}
 		if (*s->stop)
 			break;		/* tracing is off and the buffer empty */
-		poll(&pfd, 1, POLL_MS);
+		if (n == 0)
+			nap(s);		/* a file or FIFO at its end for now */
+		else
+			poll(&pfd, 1, POLL_MS);
 	}
 out:
 	if (raw >= 0)

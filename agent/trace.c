@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -90,12 +92,25 @@ static int enable_event(struct tracefs_instance *inst, const char *ev)
 	return tracefs_event_enable(inst, NULL, name);
 }
 
+bool agent_is_tracefs(const char *dir)
+{
+	struct statfs st;
+
+	return !statfs(dir, &st) && st.f_type == TRACEFS_MAGIC;
+}
+
 int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
-		      unsigned int seq, char *err, size_t errlen)
+		      unsigned int seq, const char *tracing_dir,
+		      char *err, size_t errlen)
 {
 	char name[64];
 
 	memset(tr, 0, sizeof(*tr));
+	tr->page_size = (uint32_t)getpagesize();
+	tr->version = o->file_version;
+	if (tracing_dir && !agent_is_tracefs(tracing_dir))
+		return agent_sim_setup(tr, tracing_dir, o, err, errlen);
+
 	snprintf(name, sizeof(name), INSTANCE_PREFIX "%d-%u", (int)getpid(), seq);
 	tr->inst = tracefs_instance_create(name);
 	if (!tr->inst) {
@@ -126,16 +141,30 @@ int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
 		goto fail;
 	}
 	tr->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
-	tr->page_size = (uint32_t)getpagesize();
-	tr->version = o->file_version;
 	return 0;
 fail:
 	agent_trace_teardown(tr);
 	return -EINVAL;
 }
 
+char *agent_trace_raw_path(struct agent_trace *tr, int cpu)
+{
+	char *dir = tr->inst ? tracefs_instance_get_dir(tr->inst) : NULL;
+	char *p = NULL;
+
+	if (asprintf(&p, "%s/per_cpu/cpu%d/trace_pipe_raw",
+		     tr->inst ? dir : tr->sim_dir, cpu) < 0)
+		p = NULL;
+	tracefs_put_tracing_file(dir);
+	return p;
+}
+
 void agent_trace_teardown(struct agent_trace *tr)
 {
+	free(tr->sim_dir);
+	free(tr->events);
+	tr->sim_dir = NULL;
+	tr->events = NULL;
 	if (!tr->inst)
 		return;
 	tracefs_trace_off(tr->inst);
@@ -147,34 +176,47 @@ void agent_trace_teardown(struct agent_trace *tr)
 
 int agent_trace_on(struct agent_trace *tr, bool on)
 {
+	if (!tr->inst)
+		return 0;	/* a simulated kernel runs on its own */
 	return on ? tracefs_trace_on(tr->inst) : tracefs_trace_off(tr->inst);
 }
 
-/* Formats of every event enabled in the instance, from its set_event. */
+static int add_format(struct tdat_writer *w, const char *sys, const char *ev)
+{
+	int size, ret;
+	char *fmt = tracefs_event_file_read(NULL, sys, ev, "format", &size);
+
+	if (!fmt)
+		return -ENOENT;
+	ret = tdat_add_event_format(w, sys, fmt);
+	free(fmt);
+	return ret;
+}
+
+/* Formats of every event enabled: the instance's set_event, or the
+ * events matched in a simulated kernel. */
 static int add_formats(struct agent_trace *tr, struct tdat_writer *w)
 {
-	char *list = tracefs_instance_file_read(tr->inst, "set_event", NULL);
-	char *save = NULL, *line;
+	char *list, *save = NULL, *line;
 	int n = 0;
 
+	if (!tr->inst) {
+		for (int i = 0; i < tr->nr_events; i++)
+			n += !add_format(w, tr->events[i].system,
+					 tr->events[i].name);
+		return n ? 0 : -ENOENT;
+	}
+	list = tracefs_instance_file_read(tr->inst, "set_event", NULL);
 	if (!list)
 		return -EIO;
 	for (line = strtok_r(list, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *colon = strchr(line, ':');
-		char *fmt;
-		int size;
 
 		if (!colon)
 			continue;
 		*colon = 0;
-		fmt = tracefs_event_file_read(NULL, line, colon + 1, "format",
-					      &size);
-		if (!fmt)
-			continue;
-		if (!tdat_add_event_format(w, line, fmt))
-			n++;
-		free(fmt);
+		n += !add_format(w, line, colon + 1);
 	}
 	free(list);
 	return n ? 0 : -ENOENT;
@@ -226,7 +268,8 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	clock = tracefs_get_clock(tr->inst);
-	par.clock = clock ? clock : "local";
+	/* a simulated guest without trace_clock stamps with its TSC */
+	par.clock = clock ? clock : tr->inst ? "local" : "x86-tsc";
 	w = tdat_create(path, &par);
 	free(clock);
 	if (!w) {
@@ -244,7 +287,8 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 		snprintf(err, errlen, "no event formats could be read");
 		goto out;
 	}
-	add_cmdlines(w);
+	if (tr->inst)
+		add_cmdlines(w);
 	tdat_set_traceid(w, trace_id);
 	if (!uname(&u)) {
 		snprintf(uts, sizeof(uts), "%s %s %s %s", u.sysname, u.nodename,

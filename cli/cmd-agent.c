@@ -22,8 +22,9 @@ int cmd_agent(int argc, char **argv);
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: trace-cmd-xen agent --xen [--domid N]\n"
-		"       trace-cmd-xen agent -N HOST [-p PORT] (--secret-file FILE | --insecure)\n\n"
+		"usage: trace-cmd-xen agent --xen [--domid N] [--tracing-dir DIR]\n"
+		"       trace-cmd-xen agent -N HOST [-p PORT] (--secret-file FILE | --insecure)\n"
+		"                           [--tracing-dir DIR]\n\n"
 		"Serve trace-cmd's agent protocol, one session at a time, recording\n"
 		"this machine's ftrace in a tracefs instance of its own: over vchan to\n"
 		"dom0 in a Xen guest (--xen), or over TCP to HOST only (-N). The host\n"
@@ -31,6 +32,9 @@ static void usage(FILE *f)
 		"--file-version; any other record option is refused.\n\n"
 		"  --xen               serve dom0 over libxenvchan, advertised in xenstore\n"
 		"  --domid N           our domain id (default: read from xenstore)\n"
+		"  --tracing-dir DIR   trace there: another tracefs mount, or a\n"
+		"                      simulated guest kernel (a directory shaped\n"
+		"                      like tracefs, read as it is)\n"
 		"  -N HOST             the only host allowed to connect\n"
 		"  -p PORT             control port (default %d)\n"
 		"  --secret-file FILE  require the secret in FILE from the host\n"
@@ -68,6 +72,7 @@ int cmd_agent(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "xen", no_argument, NULL, 'x' },
 		{ "domid", required_argument, NULL, 'd' },
+		{ "tracing-dir", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static uint8_t secret[TMSG_MAX_SECRET + 1];
@@ -104,6 +109,9 @@ int cmd_agent(int argc, char **argv)
 			break;
 		case 'i':
 			cfg.insecure = true;
+			break;
+		case 't':
+			cfg.tracing_dir = optarg;
 			break;
 		case 'x':
 			xen = true;

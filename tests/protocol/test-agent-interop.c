@@ -30,6 +30,8 @@
 
 #include <cmocka.h>
 
+#include "agent-priv.h"
+#include "tdat.h"
 #include "tmsg.h"
 
 #define TRACE_CMD	"/usr/bin/trace-cmd"
@@ -101,27 +103,28 @@ static int wait_port(unsigned int port)
 	return -1;
 }
 
-static void start_agent(struct agent_proc *a, const char *extra)
+static void start_agent2(struct agent_proc *a, const char *extra,
+			 const char *extra2)
 {
 	char port[16];
-	char *argv[7] = { (char *)agent_bin, "-N", "127.0.0.1", "-p", port,
-			  NULL, NULL };
-	char secret_arg[160];
+	char *argv[8] = { (char *)agent_bin, "-N", "127.0.0.1", "-p", port,
+			  (char *)extra, (char *)extra2, NULL };
 	int fd;
 
 	a->port = free_port();
 	snprintf(port, sizeof(port), "%u", a->port);
 	snprintf(a->log, sizeof(a->log), "%s/agent-%u.log", dir, a->port);
-	if (extra) {
-		snprintf(secret_arg, sizeof(secret_arg), "%s", extra);
-		argv[5] = secret_arg;
-	}
 	a->pid = spawn(argv, a->log);
 	/* A first connection that sends nothing: proves it listens, and
 	 * that a silent peer does not block the next session for long. */
 	fd = wait_port(a->port);
 	assert_true(fd >= 0);
 	close(fd);
+}
+
+static void start_agent(struct agent_proc *a, const char *extra)
+{
+	start_agent2(a, extra, NULL);
 }
 
 static void stop_agent(struct agent_proc *a)
@@ -472,6 +475,106 @@ static void test_killed_agent_cleaned_up(void **state)
 	free(m);
 }
 
+static const char tick_format[] =
+	"name: tick\n"
+	"ID: 900\n"
+	"format:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	"\n"
+	"\tfield:unsigned int n;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\n"
+	"print fmt: \"n=%u\", REC->n\n";
+
+static void put_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * A simulated guest kernel as the simulator will provide it: a directory
+ * with formats and per-CPU trace_pipe_raw holding pages. Pages from a
+ * tdat-written file; the stock host must get every event back.
+ */
+static void test_simulated_kernel(void **state)
+{
+	struct tdat_params par = { .version = 6, .page_size = 4096,
+				   .max_cpus = 2, .cpus = 2 };
+	char k[128], path[256], arg[160];
+	struct tdat_writer *w;
+	struct agent_proc a;
+	uint8_t *buf;
+	size_t len, meta;
+	FILE *f;
+
+	snprintf(k, sizeof(k), "%s/simk", dir);
+	assert_int_equal(sh("mkdir -p %s/events/tcx/tick %s/per_cpu/cpu0 "
+			    "%s/per_cpu/cpu1 && cp /sys/kernel/tracing/events/header_page "
+			    "%s/events/", k, k, k, k), 0);
+	snprintf(path, sizeof(path), "%s/events/tcx/tick/format", k);
+	put_file(path, tick_format, strlen(tick_format));
+
+	snprintf(path, sizeof(path), "%s/pages.dat", dir);
+	w = tdat_create(path, &par);
+	assert_non_null(w);
+	assert_int_equal(tdat_add_event_format(w, "tcx", tick_format), 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	for (int i = 0; i < 20; i++)
+		for (int c = 0; c < 2; c++) {
+			uint8_t ev[12] = { 0x84, 0x03, 0, 0, 9, 0, 0, 0 };
+
+			ev[8] = (uint8_t)(c * 100 + i);
+			assert_int_equal(tdat_write_event(w, c, 5000 + i * 10, ev,
+							  12), 0);
+		}
+	assert_int_equal(tdat_close(w), 0);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	len = (size_t)ftell(f);
+	rewind(f);
+	buf = malloc(len);
+	assert_int_equal(fread(buf, 1, len, f), len);
+	fclose(f);
+	assert_int_equal(agent_meta_length(buf, len, 6, &meta), 0);
+	for (int c = 0; c < 2; c++) {
+		const uint8_t *e = buf + meta + 10 + 16 * c;
+
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw",
+			 k, c);
+		assert_true(le64(e) + le64(e + 8) <= len);
+		put_file(path, buf + le64(e), le64(e + 8));
+	}
+	free(buf);
+
+	snprintf(arg, sizeof(arg), "--tracing-dir=%s", k);
+	start_agent2(&a, "--insecure", arg);
+	stock_record(&a, "sim", "-e tcx:tick", 1000);
+	stop_agent(&a);
+	assert_int_equal(grep_count(a.log, "simulated kernel"), 1);
+	assert_int_equal(sh(TRACE_CMD " report -i %s/sim-127.0.0.1.dat > %s/sim.txt 2>&1",
+			    dir, dir), 0);
+	snprintf(path, sizeof(path), "%s/sim.txt", dir);
+	assert_int_equal(grep_count(path, "tick:"), 40);
+	assert_int_equal(grep_count(path, "n=119"), 1);
+	assert_int_equal(grep_count(path, "cpus=2"), 1);
+}
+
 static void test_secret_and_garbage(void **state)
 {
 	struct agent_proc a;
@@ -531,6 +634,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_disallowed_option),
 		cmocka_unit_test(test_own_session_and_vanishing_peer),
 		cmocka_unit_test(test_killed_agent_cleaned_up),
+		cmocka_unit_test(test_simulated_kernel),
 		cmocka_unit_test(test_secret_and_garbage),
 	};
 
