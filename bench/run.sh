@@ -10,6 +10,7 @@ set -u
 build=${1:?usage: bench/run.sh BUILDDIR}
 benches=(
 	bench/tdat-bench
+	bench/convert-bench
 )
 rc=0
 for b in "${benches[@]}"; do

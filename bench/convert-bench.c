@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * convert-bench: records converted per second on a >= 1 GB synthetic
+ * xentrace capture (xtgen, in a temporary directory deleted afterwards),
+ * against `xenalyze --summary` and a plain copy of the same file, all in
+ * this run. Rates are per CPU-second of the child (user + system: the
+ * machine is shared), wall-clock alongside; max RSS shows memory stays
+ * flat (a capture 8x smaller is converted too).
+ *
+ *   convert-bench [SIZE_MB]	(default 1024)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xtgen.h"
+
+struct run {
+	double	wall, cpu;
+	long	rss_kb;
+	int	status;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Run argv with stdout to @out (NULL: /dev/null); time it. */
+static struct run spawn(char *const argv[], const char *out)
+{
+	struct run r = { 0 };
+	struct rusage ru;
+	double t0 = now();
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int nul = open("/dev/null", O_WRONLY);
+
+		if (fd < 0 || nul < 0)
+			_exit(127);
+		dup2(fd, 1);
+		dup2(nul, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0 || wait4(pid, &r.status, 0, &ru) < 0) {
+		r.status = -1;
+		return r;
+	}
+	r.wall = now() - t0;
+	r.cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	r.rss_kb = ru.ru_maxrss;
+	return r;
+}
+
+static int make_capture(const char *path, uint64_t size_mb, struct xtgen_truth *t)
+{
+	struct xtgen_params p;
+	FILE *f;
+	int ret;
+
+	/* an HVM/PV mix on 8 pCPUs: 4 domains of 4 vCPUs */
+	xtgen_defaults(&p);
+	p.ncpus = 8;
+	p.ndoms = 4;
+	p.nvcpus = 4;
+	p.events_per_slice = 30;
+	p.lost_every = 50;
+	p.epochs = 2;
+	f = fopen("/dev/null", "w");
+	if (!f || xtgen_write(&p, f, t))
+		return -1;
+	fclose(f);
+	p.epochs = size_mb * 1048576 / (t->bytes / 2) + 1;
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ret = xtgen_write(&p, f, t);
+	if (fclose(f) || ret)
+		return -1;
+	return 0;
+}
+
+static void line(const char *what, const struct run *r, uint64_t records, uint64_t bytes)
+{
+	printf("  %-22s %7.2f s CPU %7.2f s wall %8.1f M rec/CPU-s %7.1f MB/s  max RSS %6ld KB\n",
+	       what, r->cpu, r->wall, records / r->cpu / 1e6, bytes / r->wall / 1048576.0,
+	       r->rss_kb);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t size_mb = argc > 1 ? strtoull(argv[1], NULL, 0) : 1024;
+	const char *tmpbase = getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+	struct xtgen_truth *t = calloc(1, sizeof(*t)), *ts = calloc(1, sizeof(*ts));
+	char dir[512], cap[600], small[600], out[600], copy[600], cmd[700];
+	struct run rcopy, rxa, rconv, rsmall;
+	struct stat st;
+	int rc = 1;
+
+	snprintf(dir, sizeof(dir), "%s/tcx-convert-bench-XXXXXX", tmpbase);
+	if (!t || !ts || !mkdtemp(dir)) {
+		perror("convert-bench: temporary directory");
+		return 1;
+	}
+	snprintf(cap, sizeof(cap), "%s/capture.bin", dir);
+	snprintf(small, sizeof(small), "%s/small.bin", dir);
+	snprintf(out, sizeof(out), "%s/out.dat", dir);
+	snprintf(copy, sizeof(copy), "%s/copy.bin", dir);
+
+	if (make_capture(cap, size_mb, t) || make_capture(small, size_mb / 8 + 1, ts) ||
+	    stat(cap, &st)) {
+		fprintf(stderr, "convert-bench: cannot write the captures in %s\n", dir);
+		goto out;
+	}
+	printf("convert-bench: %" PRIu64 " records, %.0f MB (%d pCPUs), in %s\n",
+	       t->records, st.st_size / 1048576.0, t->max_cpu + 1, dir);
+
+	/* the same file three ways, back to back */
+	rcopy = spawn((char *[]){ "cp", cap, copy, NULL }, NULL);
+	unlink(copy);
+	rxa = spawn((char *[]){ "xenalyze", "--cpu-hz=2.4G", "--summary", cap, NULL }, NULL);
+	rconv = spawn((char *[]){ TCX_BIN, "convert", cap, "-o", out, "--cpu-hz", "2.4G", "-q",
+				  NULL }, NULL);
+	unlink(out);
+	rsmall = spawn((char *[]){ TCX_BIN, "convert", small, "-o", out, "--cpu-hz", "2.4G",
+				   "-q", NULL }, NULL);
+	unlink(out);
+	if (rconv.status || rsmall.status || rcopy.status) {
+		fprintf(stderr, "convert-bench: a run failed (convert %d, small %d, cp %d)\n",
+			rconv.status, rsmall.status, rcopy.status);
+		goto out;
+	}
+	line("cp (plain copy)", &rcopy, t->records, st.st_size);
+	if (rxa.status)
+		printf("  xenalyze --summary: failed (status %d)\n", rxa.status);
+	else
+		line("xenalyze --summary", &rxa, t->records, st.st_size);
+	line("trace-cmd-xen convert", &rconv, t->records, st.st_size);
+	line("convert (1/8 size)", &rsmall, ts->records, st.st_size / 8);
+
+	printf("convert: %.1f M records/CPU-s (%.1f M/s wall); target >= 20: %s\n",
+	       t->records / rconv.cpu / 1e6, t->records / rconv.wall / 1e6,
+	       t->records / rconv.cpu >= 20e6 ? "met" : "NOT met");
+	if (!rxa.status)
+		printf("convert vs xenalyze --summary: %.2fx its speed per CPU-s (%.2fx wall); "
+		       "target >= 3x: %s\n", rxa.cpu / rconv.cpu, rxa.wall / rconv.wall,
+		       rxa.cpu / rconv.cpu >= 3 ? "met" : "NOT met");
+	printf("convert vs plain copy: %.2fx the copy's wall time, %.2fx its CPU time\n",
+	       rconv.wall / rcopy.wall, rconv.cpu / (rcopy.cpu > 0 ? rcopy.cpu : 1e-3));
+	printf("memory: max RSS %ld KB for the full capture, %ld KB for 1/8 of it (%s)\n",
+	       rconv.rss_kb, rsmall.rss_kb,
+	       rconv.rss_kb < 2 * rsmall.rss_kb + 8192 ? "flat" : "GROWS");
+	rc = 0;
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "convert-bench: could not remove %s\n", dir);
+	free(t);
+	free(ts);
+	return rc;
+}
