@@ -53,10 +53,17 @@ static int read_request(struct session *s, struct agent_record_opts *o)
 	char why[256];
 	int ret;
 
-	ret = tmsg_wait_for(s->ctl, TMSG_TRACE_REQ, s->m, REQ_WAIT_MS);
+	ret = tmsg_recv(s->ctl, s->m, REQ_WAIT_MS);
 	if (ret) {
 		fprintf(s->log, "agent: %s\n", tmsg_error());
 		return ret;
+	}
+	if (s->m->cmd != TMSG_TRACE_REQ) {
+		/* TRACE_PROXY included: we are never a proxy's agent */
+		snprintf(why, sizeof(why), "%s is not supported here; expected TRACE_REQ",
+			 tmsg_cmd_name(s->m->cmd));
+		refuse(s, why);
+		return -EPROTO;
 	}
 	ret = tmsg_parse_trace_req(s->m, &req);
 	if (ret) {

@@ -602,6 +602,20 @@ static void test_secret_and_garbage(void **state)
 	assert_int_equal(write(fd, "\0\0\0\x0c\0\0\0\x63\0\0\0\0", 12), 12);
 	close(fd);
 
+	/* a proxy's request: refused with a reason */
+	{
+		struct tmsg_trace_req preq = { .proxy = true, .cpus = 1 };
+		struct tmsg_trace_resp resp;
+		struct tmsg_transport *t;
+
+		fd = wait_port(a.port);
+		t = tmsg_fd_transport(fd, "agent");
+		assert_int_equal(tmsg_host_request(t, &preq, &resp, 10000, why,
+						   sizeof(why)), -EPERM);
+		assert_non_null(strstr(why, "TRACE_PROXY is not supported"));
+		tmsg_close(t);
+	}
+
 	/* and the stock host, without the secret: refused */
 	stock_record(&a, "nosecret", "", 300);
 	stop_agent(&a);
