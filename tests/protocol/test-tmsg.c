@@ -954,6 +954,23 @@ static void test_vchan_paths(void **state)
 	assert_non_null(strstr(tmsg_error(), "longer than"));
 	assert_null(tmsg_vchan_server(0, "/local/domain/1/data/trace-cmd-xen/1",
 				      (1 << 20) + 1, 0));
+
+	/* Without Xen (or the simulator's libraries) everything fails
+	 * cleanly, with a message, and leaks nothing. */
+	if (!access("/dev/xen", F_OK) || getenv("LD_LIBRARY_PATH"))
+		return;
+	struct tmsg_xs_agent ag;
+	unsigned int id;
+
+	assert_null(tmsg_vchan_server(0, "/local/domain/1/data/trace-cmd-xen/1",
+				      0, 1 << 20));
+	assert_non_null(strstr(tmsg_error(), "vchan server for domain 0"));
+	assert_null(tmsg_vchan_client(1, "/local/domain/1/data/trace-cmd-xen/1"));
+	assert_non_null(strstr(tmsg_error(), "vchan client to domain 1"));
+	assert_true(tmsg_xs_lookup(1, &ag) < 0);
+	assert_false(ag.ready);
+	assert_true(tmsg_xs_self_domid(&id) < 0);
+	assert_true(tmsg_xs_advertise(1, "x", 0) < 0);
 }
 
 int main(void)
