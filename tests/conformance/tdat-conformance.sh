@@ -139,6 +139,18 @@ for V in 6 7; do
 	ok $st "v$V: report reads the 5000 flushed events of the killed writer"
 	checker seq "$c" 5000 2 0
 
+	# 32 CPUs at the default 256 MiB strides: data offsets past 4 GiB in
+	# an 8 GiB sparse file while writing; compact once closed
+	bash -c '"$@"; exit $?' _ "$gen" crash "$c" $V 6400 10 32 0 2>/dev/null
+	st=$?
+	[ $st = 137 ] && [ "$(stat -c %s "$c")" -gt $((4 << 30)) ]
+	ok $? "v$V: 32 CPUs killed while their regions span $(($(stat -c %s "$c") >> 20)) MiB"
+	checker seq "$c" 6400 32 0
+	rm -f "$c"
+	"$gen" plain "$c" $V 6400 32 && [ "$(stat -c %s "$c")" -lt $((1 << 20)) ]
+	ok $? "v$V: the same closed is compact ($(stat -c %s "$c") bytes)"
+	checker seq "$c" 6400 32 1
+
 	# killed at arbitrary points while regions grow and move: never a
 	# file the reader refuses or misreads
 	for d in 0.03 0.08; do

@@ -6,7 +6,8 @@
  *   tdat-gen host FILE VERSION            Xen-style host: pCPUs, vCPU tasks, GUEST
  *   tdat-gen guest FILE VERSION           guest: TRACEID, TIME_SHIFT (v7: appended
  *                                         after close, as trace-cmd does)
- *   tdat-gen crash FILE VERSION N M       N events flushed, M more, then SIGKILL
+ *   tdat-gen crash FILE VERSION N M [NCPU [REGION]]
+ *                                         N events flushed, M more, then SIGKILL
  */
 #include <signal.h>
 #include <stdio.h>
@@ -91,7 +92,7 @@ static void seq_event(int i, int ncpu)
 
 static void create(const char *path, int version, int cpus, const char *clock, uint64_t region)
 {
-	struct tdat_params pa = { .version = version, .max_cpus = 16, .cpus = cpus,
+	struct tdat_params pa = { .version = version, .max_cpus = 64, .cpus = cpus,
 				  .clock = clock, .region_size = region };
 
 	w = tdat_create(path, &pa);
@@ -119,20 +120,20 @@ static int gen_plain(const char *path, int version, int n, int ncpu, uint64_t re
 	return 0;
 }
 
-static int gen_crash(const char *path, int version, int n, int m)
+static int gen_crash(const char *path, int version, int n, int m, int ncpu, uint64_t region)
 {
 	int i;
 
-	create(path, version, 2, NULL, 4096);
+	create(path, version, ncpu, NULL, region);
 	ck(tdat_add_event_format(w, SEQ_SYSTEM, fmt_seq), "format");
 	ck(tdat_add_cmdline(w, SEQ_PID, SEQ_COMM), "cmdline");
 	ck(tdat_start_data(w), "start");
 	for (i = 0; i < n; i++)
-		seq_event(i, 2);
+		seq_event(i, ncpu);
 	ck(tdat_flush(w), "flush");
 	/* fewer than a batch: these stay in memory and die with us */
 	for (; i < n + m; i++)
-		seq_event(i, 2);
+		seq_event(i, ncpu);
 	fflush(NULL);
 	raise(SIGKILL);
 	return 1;
@@ -241,8 +242,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "plain") && argc >= 6)
 		return gen_plain(argv[2], version, atoi(argv[4]), atoi(argv[5]),
 				 argc > 6 ? strtoull(argv[6], NULL, 0) : 0);
-	if (!strcmp(argv[1], "crash") && argc == 6)
-		return gen_crash(argv[2], version, atoi(argv[4]), atoi(argv[5]));
+	if (!strcmp(argv[1], "crash") && argc >= 6)
+		return gen_crash(argv[2], version, atoi(argv[4]), atoi(argv[5]),
+				 argc > 6 ? atoi(argv[6]) : 2,
+				 argc > 7 ? strtoull(argv[7], NULL, 0) : 4096);
 	if (!strcmp(argv[1], "host"))
 		return gen_host(argv[2], version);
 	if (!strcmp(argv[1], "guest"))
