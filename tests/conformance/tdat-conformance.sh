@@ -171,6 +171,13 @@ for V in 6 7; do
 	done
 done
 
+# our appender on a file stock trace-cmd wrote (zstd, its own layout)
+"$gen" guest "$T/g0.dat" 7 noshift &&
+	trace-cmd convert -i "$T/g0.dat" -o "$T/gz.dat" --file-version 7 --compression zstd >/dev/null 2>&1 &&
+	"$gen" tshift "$T/gz.dat" 7
+ok $? "TIME_SHIFT appended to a zstd file written by trace-cmd convert"
+checker hostguest "$T/host7.dat" "$T/gz.dat" "$T/want"
+
 cmp -s "$T/rep6" "$T/rep7"
 ok $? "v6 and v7 files of the same events report the same"
 echo "1..$n"

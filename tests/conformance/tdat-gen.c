@@ -4,12 +4,15 @@
  *
  *   tdat-gen plain FILE VERSION N NCPU    the gen-seq.h sequence, local clock
  *   tdat-gen host FILE VERSION            Xen-style host: pCPUs, vCPU tasks, GUEST
- *   tdat-gen guest FILE VERSION           guest: TRACEID, TIME_SHIFT (v7: appended
+ *   tdat-gen guest FILE VERSION [noshift] guest: TRACEID, TIME_SHIFT (v7: appended
  *                                         after close, as trace-cmd does)
+ *   tdat-gen tshift FILE 7                append the guest's TIME_SHIFT to any v7
+ *                                         file (one written by trace-cmd too)
  *   tdat-gen crash FILE VERSION N M [NCPU [REGION]]
  *                                         N events flushed, M more, then SIGKILL
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,10 +198,24 @@ static void fill_shift(struct tdat_time_shift_cpu *c)
 						     hg_ts_scale[v], hg_ts_frac[v] };
 }
 
-static int gen_guest(const char *path, int version)
+static int append_shift(const char *path)
 {
 	struct tdat_time_shift_cpu c[HG_NVCPU];
 	struct tdat_appender *a;
+
+	fill_shift(c);
+	a = tdat_append_open(path);
+	if (!a || tdat_append_time_shift(a, HG_HOST_ID, TDAT_TSHIFT_INTERPOLATE,
+					 HG_NVCPU, c) || tdat_append_close(a)) {
+		fprintf(stderr, "tdat-gen: append: %s\n", tdat_append_error(a));
+		return 1;
+	}
+	return 0;
+}
+
+static int gen_guest(const char *path, int version, bool shift)
+{
+	struct tdat_time_shift_cpu c[HG_NVCPU];
 	int i;
 
 	fill_shift(c);
@@ -208,7 +225,7 @@ static int gen_guest(const char *path, int version)
 	ck(tdat_set_traceid(w, HG_GUEST_ID), "traceid");
 	tsc_common();
 	/* a version 6 file cannot take options after its data */
-	if (version == 6)
+	if (version == 6 && shift)
 		ck(tdat_set_time_shift(w, HG_HOST_ID, TDAT_TSHIFT_INTERPOLATE, HG_NVCPU, c), "tshift");
 	ck(tdat_start_data(w), "start");
 	for (i = 0; i < HG_EVENTS; i++) {
@@ -221,15 +238,7 @@ static int gen_guest(const char *path, int version)
 	}
 	ck(tdat_close(w), "close");
 	w = NULL;
-	if (version == 7) {
-		a = tdat_append_open(path);
-		if (!a || tdat_append_time_shift(a, HG_HOST_ID, TDAT_TSHIFT_INTERPOLATE,
-						 HG_NVCPU, c) || tdat_append_close(a)) {
-			fprintf(stderr, "tdat-gen: append: %s\n", tdat_append_error(a));
-			return 1;
-		}
-	}
-	return 0;
+	return version == 7 && shift ? append_shift(path) : 0;
 }
 
 int main(int argc, char **argv)
@@ -249,7 +258,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "host"))
 		return gen_host(argv[2], version);
 	if (!strcmp(argv[1], "guest"))
-		return gen_guest(argv[2], version);
+		return gen_guest(argv[2], version, !(argc > 4 && !strcmp(argv[4], "noshift")));
+	if (!strcmp(argv[1], "tshift"))
+		return append_shift(argv[2]);
 usage:
 	fprintf(stderr, "usage: tdat-gen plain|crash|host|guest FILE VERSION [args]\n");
 	return 2;
