@@ -6,6 +6,7 @@
  * TRACE_RESP.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -43,6 +44,49 @@ int tmsg_host_request(struct tmsg_transport *ctl,
 	}
 	free(m);
 	return ret;
+}
+
+static struct tmsg_transport *open_stream(const char *host,
+					  unsigned int domid, uint32_t cpu,
+					  uint32_t port)
+{
+	char name[64], pstr[16];
+	int fd;
+
+	if (!host) {
+		char path[TMSG_VCHAN_PATH_MAX + 1];
+
+		if (tmsg_vchan_path(path, sizeof(path), domid, port))
+			return NULL;
+		return tmsg_vchan_client(domid, path);
+	}
+	if (!port || port > 65535) {
+		tmsg_fail(-EINVAL, "%s: cpu%u: port %u", host, cpu, port);
+		return NULL;
+	}
+	snprintf(pstr, sizeof(pstr), "%u", port);
+	fd = tmsg_tcp_connect(host, pstr, TMSG_WAIT_MS);
+	if (fd < 0)
+		return NULL;
+	snprintf(name, sizeof(name), "%s:%u cpu%u", host, port, cpu);
+	return tmsg_fd_transport(fd, name);
+}
+
+int tmsg_host_open_streams(const char *host, unsigned int domid,
+			   const struct tmsg_trace_resp *resp,
+			   struct tmsg_transport **out)
+{
+	for (uint32_t c = 0; c < resp->cpus; c++) {
+		out[c] = open_stream(host, domid, c, resp->ports[c]);
+		if (!out[c]) {
+			while (c--) {
+				tmsg_close(out[c]);
+				out[c] = NULL;
+			}
+			return -EIO;
+		}
+	}
+	return 0;
 }
 
 int tmsg_fd_sink(void *arg, const void *buf, size_t len)

@@ -480,6 +480,19 @@ int tmsg_host_request(struct tmsg_transport *ctl,
 		      char *why, size_t why_len);
 
 /**
+ * tmsg_host_open_streams - connect to the data streams a TRACE_RESP names
+ * @host:  TCP: the agent's address; NULL for vchan
+ * @domid: vchan: the agent's domain (streams at tmsg_vchan_path())
+ * @resp:  the agent's answer
+ * @out:   @resp->cpus transports, filled in CPU order
+ *
+ * On failure every stream opened so far is closed again.
+ */
+int tmsg_host_open_streams(const char *host, unsigned int domid,
+			   const struct tmsg_trace_resp *resp,
+			   struct tmsg_transport **out);
+
+/**
  * tmsg_fd_sink - a tmsg_data_sink that writes to the file descriptor
  * pointed to by @arg (an int *)
  */

@@ -330,7 +330,6 @@ static void own_start(const struct agent_proc *a, struct own_session *o,
 {
 	const char *argv[] = { "-e", "sched:sched_switch", "-b", "512" };
 	struct tmsg_trace_req req = { .trace_id = 7, .argc = 4, .argv = argv };
-	char port[16];
 	ssize_t n;
 	int fd = wait_port(a->port);
 
@@ -340,13 +339,10 @@ static void own_start(const struct agent_proc *a, struct own_session *o,
 					   NULL, 0), 0);
 	assert_string_equal(o->resp.tsync_proto, "");
 	assert_true(o->resp.cpus >= 1 && o->resp.cpus <= 16);
-	for (uint32_t c = 0; c < o->resp.cpus; c++) {
+	for (uint32_t c = 0; c < o->resp.cpus; c++)
 		assert_true(o->resp.ports[c] >= TMSG_DATA_PORT_START);
-		snprintf(port, sizeof(port), "%u", o->resp.ports[c]);
-		fd = tmsg_tcp_connect("127.0.0.1", port, 5000);
-		assert_true(fd >= 0);
-		o->data[c] = tmsg_fd_transport(fd, "data");
-	}
+	assert_int_equal(tmsg_host_open_streams("127.0.0.1", 0, &o->resp,
+						o->data), 0);
 	o->meta = 0;
 	n = tmsg_recv_data(o->ctl, count_sink, &o->meta, TMSG_WAIT_MS, 0);
 	assert_true(n > 0);
