@@ -360,6 +360,36 @@ static void header_long4(int v)
 }
 VERSIONED(header_long4)
 
+
+static void max_cpus_4096(int v)
+{
+	char *path = path_in(tmpdir, "wide.dat");
+	struct tdat_params p = { .version = v, .max_cpus = TDAT_MAX_CPUS };
+	struct tdat_writer *w = tdat_create(path, &p);
+	int cpus[] = { 4095, 7, 2048, 0 }, i;
+	struct tf f;
+
+	assert_non_null(w);
+	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	/* CPUs appear in any order; each one rewrites the table */
+	for (i = 0; i < 4; i++) {
+		ev(w, cpus[i], 100 + i, 16, i);
+		assert_int_equal(tdat_flush(w), 0);
+	}
+	assert_int_equal(tdat_write_event(w, 4096, 200, evs, 16), -EINVAL);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	assert_int_equal(f.cpus, 4096);
+	assert_int_equal(f.nent, v == 6 ? 4096 : 4);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(tf_events(&f, cpus[i], evs, MAXEV), 1);
+		assert_int_equal(evs[0].ts, 100 + i);
+	}
+	tf_free(&f);
+}
+VERSIONED(max_cpus_4096)
+
 /* ---- options ---- */
 
 static void late_and_appended_options(void **s)
@@ -920,6 +950,8 @@ int main(void)
 		cmocka_unit_test(missed_unknown_v7),
 		cmocka_unit_test(sparse_cpus_v6),
 		cmocka_unit_test(sparse_cpus_v7),
+		cmocka_unit_test(max_cpus_4096_v6),
+		cmocka_unit_test(max_cpus_4096_v7),
 		cmocka_unit_test(header_long4_v6),
 		cmocka_unit_test(header_long4_v7),
 		cmocka_unit_test(late_and_appended_options),

@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #define TF_MAX_OPTS	256
-#define TF_MAX_CPUS	64
+#define TF_MAX_CPUS	4096
 
 struct tf_opt {
 	uint16_t	id;
