@@ -193,6 +193,13 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 		goto fail;
 	h->t0 = xsim_rdtsc();
 	default_offsets(h);
+	for (unsigned int i = 0; i < c->ndoms; i++) {
+		if (!c->dom[i].domid)
+			continue;	/* dom0 traces this machine's real ftrace */
+		h->guest[i] = xsim_guest_new(h, i);
+		if (!h->guest[i])
+			goto fail;
+	}
 	if (xsim_sched_start(h))
 		goto fail;
 	truth_header(h);
@@ -210,6 +217,8 @@ fail:
 		close(h->listen_fd);
 	if (h->notify_fd >= 0)
 		close(h->notify_fd);
+	for (unsigned int i = 0; i < XSIM_MAX_DOMAINS; i++)
+		xsim_guest_free(h->guest[i]);
 	xsim_tbuf_free(h->tb);
 	if (h->mem)
 		munmap(h->mem, h->mem_pages * XSIM_PAGE_SIZE);
@@ -564,8 +573,9 @@ static void accept_client(struct server *s)
 int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 {
 	struct server *s = calloc(1, sizeof(*s));
-	struct pollfd pf[MAX_CLIENTS + 2];
-	int idx[MAX_CLIENTS + 2];
+	struct pollfd pf[MAX_CLIENTS + 2 + 2 * XSIM_MAX_DOMAINS];
+	int idx[MAX_CLIENTS + 2 + 2 * XSIM_MAX_DOMAINS];
+	uint64_t next_tick = 0;
 	int ret = 0;
 
 	if (!s)
@@ -581,6 +591,20 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 		idx[n++] = -1;
 		pf[n] = (struct pollfd){ .fd = h->notify_fd, .events = POLLIN };
 		idx[n++] = -2;
+		/* markers before requests: a marker written before a hypercall
+		 * is queued before it */
+		for (unsigned int g = 0; g < h->conf.ndoms; g++) {
+			int fds[2];
+
+			if (!h->guest[g])
+				continue;
+			xsim_guest_fds(h->guest[g], fds);
+			for (int k = 0; k < 2; k++) {
+				pf[n] = (struct pollfd){ .fd = fds[k],
+							 .events = POLLIN };
+				idx[n++] = -3 - (int)g;
+			}
+		}
 		for (int i = 0; i < MAX_CLIENTS; i++) {
 			if (s->cl[i].fd < 0)
 				continue;
@@ -588,16 +612,25 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 						 .events = POLLIN };
 			idx[n++] = i;
 		}
-		r = poll(pf, n, 200);
+		r = poll(pf, n, 20);
 		if (r < 0 && errno != EINTR) {
 			ret = -1;
 			break;
+		}
+		if (xsim_rdtsc() >= next_tick) {
+			for (unsigned int g = 0; g < h->conf.ndoms; g++)
+				if (h->guest[g])
+					xsim_guest_tick(h->guest[g], false);
+			next_tick = xsim_rdtsc() + 20ull * h->conf.cpu_khz;
 		}
 		for (int k = 0; r > 0 && k < n; k++) {
 			if (!pf[k].revents)
 				continue;
 			if (idx[k] == -1) {
 				accept_client(s);
+			} else if (idx[k] <= -3) {
+				xsim_guest_input(h->guest[-3 - idx[k]],
+						 pf[k].fd);
 			} else if (idx[k] == -2) {
 				uint64_t cnt;
 
@@ -638,6 +671,14 @@ void xsim_host_stop(struct xsim_host *h)
 			   (unsigned long)st.fillers, (unsigned long)st.virqs,
 			   (unsigned long)st.first_tsc,
 			   (unsigned long)st.last_tsc);
+	}
+	for (unsigned int i = 0; i < h->conf.ndoms; i++) {
+		if (!h->guest[i])
+			continue;
+		xsim_guest_tick(h->guest[i], true);
+		xsim_guest_stats(h->guest[i]);
+		xsim_guest_free(h->guest[i]);
+		h->guest[i] = NULL;
 	}
 	xsim_truth(h, "end at=%lu\n", (unsigned long)end);
 	fclose(h->truth);

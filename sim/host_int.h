@@ -8,6 +8,11 @@
 
 #include "xsim.h"
 
+/* Longest marker kept: its event must fit the short ring-buffer header. */
+#define XSIM_MARKER_MAX	92
+
+struct xsim_guest;
+
 enum vstate { VS_RUNNING = 0, VS_RUNNABLE = 1, VS_BLOCKED = 2 };
 
 struct xsim_vcpu {
@@ -54,6 +59,7 @@ struct xsim_host {
 	FILE *truth;
 	unsigned int nvcpus;
 	struct xsim_vcpu vcpu[XSIM_MAX_DOMAINS * XSIM_MAX_VCPUS];
+	struct xsim_guest *guest[XSIM_MAX_DOMAINS];	/* by conf index */
 	struct xsim_pcpu pcpu[XSIM_MAX_PCPUS];
 };
 
@@ -62,5 +68,23 @@ int xsim_sched_start(struct xsim_host *h);
 void xsim_sched_stop(struct xsim_host *h);
 void xsim_truth(struct xsim_host *h, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* guest.c: a guest kernel's tracefs directory */
+struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom);
+void xsim_guest_free(struct xsim_guest *g);
+/* pCPU thread of vCPU @c: the guest switches between its task and idle */
+void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
+		       bool to_task);
+/* pCPU thread: guest kernel activity while running */
+void xsim_guest_activity(struct xsim_guest *g, unsigned int c, uint64_t host);
+/* pCPU thread running vCPU @c: stamp the oldest queued marker at @host */
+bool xsim_guest_marker(struct xsim_guest *g, unsigned int c, uint64_t host);
+bool xsim_guest_pending(struct xsim_guest *g);
+/* serve loop: the marker FIFOs to poll, and reading them */
+int xsim_guest_fds(struct xsim_guest *g, int fds[2]);
+void xsim_guest_input(struct xsim_guest *g, int fd);
+/* serve loop, now and then: control files, partial pages */
+void xsim_guest_tick(struct xsim_guest *g, bool final);
+void xsim_guest_stats(struct xsim_guest *g);
 
 #endif /* XSIM_HOST_INT_H */

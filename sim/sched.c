@@ -207,7 +207,11 @@ static void guest_event(struct xsim_pcpu *p, uint64_t t)
 					    __HYPERVISOR_vcpu_op,
 					    __HYPERVISOR_xen_version };
 	struct xsim_vcpu *v = p->cur;
+	struct xsim_guest *g = p->h->guest[v->dom];
 
+	/* what the guest kernel was doing when it trapped */
+	if (g)
+		xsim_guest_activity(g, v->id, stamp(p, t));
 	if (is_hvm(p->h, v)) {
 		vmexit(p, rnd(&p->rng) % EX_HLT, t);
 		vmentry(p, p->clk + STEP);
@@ -291,6 +295,10 @@ static void do_switch(struct xsim_pcpu *p, struct xsim_vcpu *next,
 		start_running(p, next);
 		if (is_hvm(h, next))
 			vmentry(p, p->clk + STEP);
+		/* back from a block, the guest runs its task again */
+		if (h->guest[next->dom])
+			xsim_guest_switch(h->guest[next->dom], next->id,
+					  stamp(p, p->clk), true);
 	}
 }
 
@@ -377,6 +385,9 @@ static void block_cur(struct xsim_pcpu *p, uint64_t t)
 	uint32_t w[2] = { v->domid, v->id };
 	uint64_t e;
 
+	/* the guest goes idle, then halts or blocks */
+	if (p->h->guest[v->dom])
+		xsim_guest_switch(p->h->guest[v->dom], v->id, stamp(p, t), false);
 	if (is_hvm(p->h, v))
 		vmexit(p, EX_HLT, t);
 	else
@@ -491,6 +502,12 @@ static void *pcpu_main(void *arg)
 
 		/* Check for stop now and then when far behind (stress). */
 		while (step(p, now) && ++n < 100000)
+			;
+		/* markers written meanwhile, stamped now on the running vCPU */
+		while (p->cur && h->guest[p->cur->dom] &&
+		       xsim_guest_pending(h->guest[p->cur->dom]) &&
+		       xsim_guest_marker(h->guest[p->cur->dom], p->cur->id,
+					 stamp(p, xsim_rdtsc())))
 			;
 		if (n < 100000)
 			nanosleep(&tick, NULL);

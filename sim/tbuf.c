@@ -321,6 +321,9 @@ static void put_lost(struct xsim_tbuf *tb, struct pcpu_tb *p,
 	if (put(tb, p, TRC_LOST_RECORDS, true, r->tsc, 4, ed)) {
 		p->st.lost_reported += p->lost;
 		p->st.lost_recs++;
+	} else {
+		/* disabled under our feet: Xen zeroes the count all the same */
+		p->st.lost_cleared += p->lost;
 	}
 	p->lost = 0;
 }

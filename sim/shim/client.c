@@ -115,12 +115,17 @@ int xsim_call(struct xsim_conn *c, struct xsim_msg *m, const void *data,
 	ssize_t n;
 
 	m->len = len;
-	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0)
+	/* a hypercall is not interrupted by signals (xentrace has SIGALRM) */
+	while ((n = sendmsg(c->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
 		return -1;
 	buf = malloc(sizeof(*m) + XSIM_MSG_MAX);
 	if (!buf)
 		return -1;
-	n = recv(c->fd, buf, sizeof(*m) + XSIM_MSG_MAX, 0);
+	while ((n = recv(c->fd, buf, sizeof(*m) + XSIM_MSG_MAX, 0)) < 0 &&
+	       errno == EINTR)
+		;
 	if (n < (ssize_t)sizeof(*m)) {
 		free(buf);
 		errno = n < 0 ? errno : EPIPE;

@@ -78,7 +78,11 @@ int xenevtchn_unmask(xenevtchn_handle *xce, evtchn_port_t port)
 xenevtchn_port_or_error_t xenevtchn_pending(xenevtchn_handle *xce)
 {
 	uint32_t port;
-	ssize_t n = read(xce->conn.evtfd, &port, sizeof(port));
+	ssize_t n;
+
+	while ((n = read(xce->conn.evtfd, &port, sizeof(port))) < 0 &&
+	       errno == EINTR)
+		;
 
 	if (n != sizeof(port)) {
 		if (n >= 0)

@@ -86,6 +86,7 @@ void simhost_cleanup(struct simhost *h)
 		simhost_stop(h);
 	if (h->tmp[0] && !getenv("XENSIM_KEEP"))
 		nftw(h->tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	memset(h, 0, sizeof(*h));
 }
 
 static int redirect(const char *path, int fd)

@@ -24,6 +24,15 @@
 
 #include "simhost.h"
 
+/* One host per test, stopped and removed even when the test fails. */
+static struct simhost sim;
+
+static int cleanup(void **state)
+{
+	simhost_cleanup(&sim);
+	return 0;
+}
+
 #define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
 #define XENALYZE	"/usr/bin/xenalyze"
 #define MAXV		64
@@ -221,31 +230,30 @@ static unsigned int xenalyze_runs(const char *path, struct vrun *out)
 	return nv;
 }
 
-static void scratch(const struct simhost *h, const char *name, char *buf,
-		    size_t len)
+static void scratch(const struct simhost *host, const char *name,
+		    char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s", h->tmp, name);
+	snprintf(buf, len, "%s/%s", host->tmp, name);
 }
 
 static void test_drainable_rate(void **state)
 {
-	struct simhost h;
 	struct truth t;
 	struct filestats fs;
 	struct vrun exp[MAXV], got[MAXV];
 	char out[512], sum[512], err[512], hz[64], hzarg[80];
 	unsigned int ne, ng, compared = 0;
 
-	assert_int_equal(simhost_start(&h, conf_path("basic.conf")), 0);
-	scratch(&h, "trace.bin", out, sizeof(out));
-	scratch(&h, "xentrace.err", err, sizeof(err));
+	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	scratch(&sim, "trace.bin", out, sizeof(out));
+	scratch(&sim, "xentrace.err", err, sizeof(err));
 	{
 		char *argv[] = { XENTRACE, "-T", "2", out, NULL };
 
-		assert_int_equal(run_cmd(&h, argv, NULL, err), 0);
+		assert_int_equal(run_cmd(&sim, argv, NULL, err), 0);
 	}
-	assert_int_equal(simhost_stop(&h), 0);
-	assert_int_equal(truth_load(h.dir, &t), 0);
+	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(truth_load(sim.dir, &t), 0);
 
 	/* every record the simulator wrote is in the file, nothing lost */
 	read_xentrace(out, &fs);
@@ -260,8 +268,8 @@ static void test_drainable_rate(void **state)
 	}
 
 	/* xenalyze reads it cleanly; run times equal the ground truth */
-	scratch(&h, "xenalyze.sum", sum, sizeof(sum));
-	scratch(&h, "xenalyze.err", err, sizeof(err));
+	scratch(&sim, "xenalyze.sum", sum, sizeof(sum));
+	scratch(&sim, "xenalyze.err", err, sizeof(err));
 	snprintf(hz, sizeof(hz), "%u", t.cpu_khz);
 	snprintf(hzarg, sizeof(hzarg), "--cpu-hz=%sK", hz);
 	{
@@ -292,28 +300,27 @@ static void test_drainable_rate(void **state)
 	}
 	assert_true(compared >= 5);	/* dom0 x2, guest1 x2, guest2, idle */
 	truth_free(&t);
-	simhost_cleanup(&h);
+	simhost_cleanup(&sim);
 }
 
 static void test_stress_lost(void **state)
 {
-	struct simhost h;
 	struct truth t;
 	struct filestats fs;
 	char out[512], err[512], sum[512];
 	uint64_t dropped = 0, reported = 0;
 
-	assert_int_equal(simhost_start(&h, conf_path("stress.conf")), 0);
-	scratch(&h, "trace.bin", out, sizeof(out));
-	scratch(&h, "xentrace.err", err, sizeof(err));
+	assert_int_equal(simhost_start(&sim, conf_path("stress.conf")), 0);
+	scratch(&sim, "trace.bin", out, sizeof(out));
+	scratch(&sim, "xentrace.err", err, sizeof(err));
 	{
 		/* 2-page buffers, 1 s */
 		char *argv[] = { XENTRACE, "-S", "2", "-T", "1", out, NULL };
 
-		assert_int_equal(run_cmd(&h, argv, NULL, err), 0);
+		assert_int_equal(run_cmd(&sim, argv, NULL, err), 0);
 	}
-	assert_int_equal(simhost_stop(&h), 0);
-	assert_int_equal(truth_load(h.dir, &t), 0);
+	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(truth_load(sim.dir, &t), 0);
 	read_xentrace(out, &fs);
 	for (unsigned int c = 0; c < t.pcpus; c++) {
 		const struct truth_stats *s = &t.st[c];
@@ -337,8 +344,8 @@ static void test_stress_lost(void **state)
 	assert_true(reported * 2 > dropped);
 
 	/* and xenalyze still parses the file */
-	scratch(&h, "xenalyze.sum", sum, sizeof(sum));
-	scratch(&h, "xenalyze.err", err, sizeof(err));
+	scratch(&sim, "xenalyze.sum", sum, sizeof(sum));
+	scratch(&sim, "xenalyze.err", err, sizeof(err));
 	{
 		char hzarg[80];
 		char *argv[] = { XENALYZE, hzarg, "-s", out, NULL };
@@ -347,34 +354,33 @@ static void test_stress_lost(void **state)
 		assert_int_equal(run_cmd(NULL, argv, sum, err), 0);
 	}
 	truth_free(&t);
-	simhost_cleanup(&h);
+	simhost_cleanup(&sim);
 }
 
 /* One consumer per host: a second xentrace cannot bind VIRQ_TBUF. */
 static void test_second_xentrace_fails(void **state)
 {
-	struct simhost h;
 	char out1[512], out2[512], err[512], line[256];
 	pid_t first;
 	FILE *f;
 	bool said = false;
 
-	assert_int_equal(simhost_start(&h, conf_path("basic.conf")), 0);
-	scratch(&h, "one.bin", out1, sizeof(out1));
-	scratch(&h, "two.bin", out2, sizeof(out2));
-	scratch(&h, "two.err", err, sizeof(err));
+	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	scratch(&sim, "one.bin", out1, sizeof(out1));
+	scratch(&sim, "two.bin", out2, sizeof(out2));
+	scratch(&sim, "two.err", err, sizeof(err));
 	first = fork();
 	assert_true(first >= 0);
 	if (!first) {
 		char *argv[] = { XENTRACE, "-T", "2", out1, NULL };
 
-		_exit(run_cmd(&h, argv, NULL, "/dev/null"));
+		_exit(run_cmd(&sim, argv, NULL, "/dev/null"));
 	}
 	usleep(700 * 1000);
 	{
 		char *argv[] = { XENTRACE, "-T", "1", out2, NULL };
 
-		assert_int_equal(run_cmd(&h, argv, NULL, err), 1);
+		assert_int_equal(run_cmd(&sim, argv, NULL, err), 1);
 	}
 	f = fopen(err, "r");
 	assert_non_null(f);
@@ -388,16 +394,16 @@ static void test_second_xentrace_fails(void **state)
 		assert_int_equal(waitpid(first, &st, 0), first);
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
-	assert_int_equal(simhost_stop(&h), 0);
-	simhost_cleanup(&h);
+	assert_int_equal(simhost_stop(&sim), 0);
+	simhost_cleanup(&sim);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_drainable_rate),
-		cmocka_unit_test(test_stress_lost),
-		cmocka_unit_test(test_second_xentrace_fails),
+		cmocka_unit_test_teardown(test_drainable_rate, cleanup),
+		cmocka_unit_test_teardown(test_stress_lost, cleanup),
+		cmocka_unit_test_teardown(test_second_xentrace_fails, cleanup),
 	};
 
 	return cmocka_run_group_tests_name("stock xentrace on xensim", tests,

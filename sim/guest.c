@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * A guest's kernel as a directory shaped like tracefs, DIR/dom<ID>/tracing:
+ * format files, control files libtracefs writes, and per-CPU trace_pipe_raw
+ * FIFOs fed with kernel ring-buffer pages stamped in the guest's TSC (the
+ * x86-tsc clock), only while that vCPU runs on some pCPU. trace_marker and
+ * trace_marker_raw are FIFOs the daemon reads; a marker is stamped by the
+ * next pCPU thread that runs one of the guest's vCPUs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host_int.h"
+
+#define PAGE		4096u
+#define PAGE_HDR	16u		/* u64 timestamp, u64 commit */
+#define MISSED_EVENTS	(1ull << 31)	/* commit flag: pages were lost */
+#define TS_BITS		27
+#define FLUSH_AFTER_MS	50		/* partial pages reach readers this late */
+
+/* Event ids of the simulated guest kernel, as its format files say. */
+enum { ID_PRINT = 5, ID_RAW = 19, ID_SWITCH = 316, ID_WAKEUP = 318 };
+
+struct gcpu {
+	pthread_mutex_t lock;
+	int fd;				/* trace_pipe_raw, O_RDWR|O_NONBLOCK */
+	uint8_t page[PAGE];
+	unsigned int len;		/* event bytes after the header */
+	bool open, missed;
+	uint64_t page_ts, last_ts;	/* guest TSC */
+	uint64_t opened_host;		/* host TSC when the page was opened */
+	uint64_t events, pages, dropped;
+	bool in_task;			/* the guest task (not idle) runs */
+};
+
+struct marker {
+	bool raw;
+	uint16_t len;
+	uint8_t data[XSIM_MARKER_MAX];
+};
+
+struct xsim_guest {
+	struct xsim_host *h;
+	unsigned int dom, nvcpus;
+	uint32_t domid;
+	char *dir;			/* .../tracing */
+	uint64_t ratio;
+	unsigned int frac;
+	int marker_fd, raw_fd;
+	int on;				/* tracing_on, atomically */
+	unsigned int enabled;		/* EV_* bits, atomically */
+	pthread_mutex_t qlock;
+	struct marker q[64];
+	unsigned int qhead, qlen;
+	uint64_t markers_lost;
+	struct gcpu cpu[XSIM_MAX_VCPUS];
+};
+
+enum { EV_SWITCH = 1, EV_WAKEUP = 2, EV_PRINT = 4, EV_RAW = 8 };
+
+static const char common_fields[] =
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+
+static const struct {
+	const char *sys, *name;
+	int id, bit;
+	const char *fields, *fmt;
+} events[] = {
+	{ "sched", "sched_switch", ID_SWITCH, EV_SWITCH,
+	  "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+	  "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+	  "\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n"
+	  "\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n"
+	  "\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n"
+	  "\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n"
+	  "\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n",
+	  "\"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s ==> next_comm=%s next_pid=%d next_prio=%d\", "
+	  "REC->prev_comm, REC->prev_pid, REC->prev_prio, REC->prev_state ? __print_flags(REC->prev_state, \"|\", { 0x01, \"S\" }, { 0x02, \"D\" }) : \"R\", "
+	  "REC->next_comm, REC->next_pid, REC->next_prio" },
+	{ "sched", "sched_wakeup", ID_WAKEUP, EV_WAKEUP,
+	  "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+	  "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+	  "\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n"
+	  "\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n",
+	  "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu" },
+	{ "ftrace", "print", ID_PRINT, EV_PRINT,
+	  "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
+	  "\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n",
+	  "\"%ps: %s\", (void *)REC->ip, REC->buf" },
+	{ "ftrace", "raw_data", ID_RAW, EV_RAW,
+	  "\tfield:unsigned int id;\toffset:8;\tsize:4;\tsigned:0;\n"
+	  "\tfield:char buf[];\toffset:12;\tsize:0;\tsigned:0;\n",
+	  "\"id:%04x %08x\", REC->id, (int)REC->buf[0]" },
+};
+
+static const char header_page[] =
+	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+	"\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+	"\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+	"\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+static const char header_event[] =
+	"# compressed entry header\n"
+	"\ttype_len    :    5 bits\n"
+	"\ttime_delta  :   27 bits\n"
+	"\tarray       :   32 bits\n\n"
+	"\tpadding     : type == 29\n"
+	"\ttime_extend : type == 30\n"
+	"\ttime_stamp : type == 31\n"
+	"\tdata max type_len  == 28\n";
+
+static const char clocks[] =
+	"local global counter uptime perf mono mono_raw boot tai x86-tsc";
+
+static int put_file(const char *dir, const char *name, const char *text)
+{
+	char *p;
+	int fd, ret = -1;
+
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		return -1;
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		ret = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
+		close(fd);
+	}
+	free(p);
+	return ret;
+}
+
+/* Read a small control file; "" if missing. */
+static void get_file(const char *dir, const char *name, char *buf, size_t len)
+{
+	char *p;
+	int fd;
+	ssize_t n = 0;
+
+	buf[0] = '\0';
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		return;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+static int mkdirs(const char *base, const char *rel)
+{
+	char *p;
+	int ret;
+
+	if (asprintf(&p, "%s/%s", base, rel) < 0)
+		return -1;
+	ret = mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
+	free(p);
+	return ret;
+}
+
+static int open_fifo(const char *dir, const char *name)
+{
+	char *p;
+	int fd;
+
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		return -1;
+	unlink(p);
+	/* O_RDWR: opening never blocks and a reader never sees EOF */
+	fd = mkfifo(p, 0666) ? -1 :
+	     open(p, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	free(p);
+	if (fd >= 0)
+		fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+	return fd;
+}
+
+static int make_tree(struct xsim_guest *g)
+{
+	char name[128], text[4096];
+
+	if (mkdirs(g->dir, "events") || mkdirs(g->dir, "per_cpu"))
+		return -1;
+	if (put_file(g->dir, "events/header_page", header_page) ||
+	    put_file(g->dir, "events/header_event", header_event) ||
+	    put_file(g->dir, "events/enable", "0\n") ||
+	    put_file(g->dir, "tracing_on", "1\n") ||
+	    put_file(g->dir, "trace_clock", "[local] global counter uptime perf mono mono_raw boot tai x86-tsc\n") ||
+	    put_file(g->dir, "buffer_size_kb", "1408\n") ||
+	    put_file(g->dir, "buffer_total_size_kb", "1408\n") ||
+	    put_file(g->dir, "buffer_percent", "50\n") ||
+	    put_file(g->dir, "current_tracer", "nop\n") ||
+	    put_file(g->dir, "available_tracers", "nop\n") ||
+	    put_file(g->dir, "set_event", "") ||
+	    put_file(g->dir, "saved_cmdlines", "1 init\n") ||
+	    put_file(g->dir, "printk_formats", "") ||
+	    put_file(g->dir, "README", "xensim: a simulated guest kernel's tracefs\n"))
+		return -1;
+	text[0] = '\0';
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		char fmt[4096];
+
+		snprintf(name, sizeof(name), "events/%s", events[i].sys);
+		if (mkdirs(g->dir, name))
+			return -1;
+		snprintf(name, sizeof(name), "events/%s/%s", events[i].sys,
+			 events[i].name);
+		if (mkdirs(g->dir, name))
+			return -1;
+		snprintf(fmt, sizeof(fmt), "name: %s\nID: %d\nformat:\n%s%s\nprint fmt: %s\n",
+			 events[i].name, events[i].id, common_fields,
+			 events[i].fields, events[i].fmt);
+		snprintf(name, sizeof(name), "events/%s/%s/format",
+			 events[i].sys, events[i].name);
+		if (put_file(g->dir, name, fmt))
+			return -1;
+		snprintf(name, sizeof(name), "events/%s/%s/enable",
+			 events[i].sys, events[i].name);
+		/* ftrace's own events are always on, as in the kernel */
+		if (put_file(g->dir, name, strcmp(events[i].sys, "ftrace") ? "0\n" : "1\n"))
+			return -1;
+		snprintf(name, sizeof(name), "events/%s/%s/filter",
+			 events[i].sys, events[i].name);
+		if (put_file(g->dir, name, "none\n"))
+			return -1;
+		snprintf(name, sizeof(name), "events/%s/enable", events[i].sys);
+		if (put_file(g->dir, name, "0\n"))
+			return -1;
+		snprintf(text + strlen(text), sizeof(text) - strlen(text),
+			 "%s:%s\n", events[i].sys, events[i].name);
+	}
+	if (put_file(g->dir, "available_events", text))
+		return -1;
+	for (unsigned int c = 0; c < g->nvcpus; c++) {
+		snprintf(name, sizeof(name), "per_cpu/cpu%u", c);
+		if (mkdirs(g->dir, name))
+			return -1;
+		snprintf(name, sizeof(name), "per_cpu/cpu%u/buffer_size_kb", c);
+		if (put_file(g->dir, name, "1408\n"))
+			return -1;
+		snprintf(name, sizeof(name), "per_cpu/cpu%u/trace_pipe_raw", c);
+		g->cpu[c].fd = open_fifo(g->dir, name);
+		if (g->cpu[c].fd < 0)
+			return -1;
+	}
+	g->marker_fd = open_fifo(g->dir, "trace_marker");
+	g->raw_fd = open_fifo(g->dir, "trace_marker_raw");
+	return g->marker_fd < 0 || g->raw_fd < 0 ? -1 : 0;
+}
+
+struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom)
+{
+	const struct xsim_dom_conf *d = &h->conf.dom[dom];
+	struct xsim_guest *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->h = h;
+	g->dom = dom;
+	g->domid = d->domid;
+	g->nvcpus = d->vcpus;
+	g->ratio = xsim_tsc_ratio(&h->conf, d);
+	g->frac = xsim_frac_bits(h->conf.vendor);
+	g->marker_fd = g->raw_fd = -1;
+	pthread_mutex_init(&g->qlock, NULL);
+	for (unsigned int c = 0; c < XSIM_MAX_VCPUS; c++) {
+		g->cpu[c].fd = -1;
+		pthread_mutex_init(&g->cpu[c].lock, NULL);
+	}
+	if (asprintf(&g->dir, "%s/dom%u", h->dir, d->domid) < 0) {
+		g->dir = NULL;
+		goto fail;
+	}
+	if (mkdir(g->dir, 0755) && errno != EEXIST)
+		goto fail;
+	free(g->dir);
+	if (asprintf(&g->dir, "%s/dom%u/tracing", h->dir, d->domid) < 0) {
+		g->dir = NULL;
+		goto fail;
+	}
+	if ((mkdir(g->dir, 0755) && errno != EEXIST) || make_tree(g))
+		goto fail;
+	g->on = 1;
+	g->enabled = EV_PRINT | EV_RAW;
+	return g;
+fail:
+	xsim_guest_free(g);
+	return NULL;
+}
+
+/* Guest TSC of vCPU @c at host TSC @t. */
+static uint64_t gtsc(const struct xsim_guest *g, unsigned int c, uint64_t t)
+{
+	const struct xsim_dom_conf *d = &g->h->conf.dom[g->dom];
+
+	return xsim_guest_tsc(t, g->ratio, g->frac, d->tsc_offset[c]);
+}
+
+/* Hand the page to readers; a full FIFO loses it, as an overrun would. */
+static void flush_locked(struct gcpu *gc)
+{
+	uint64_t commit = gc->len | (gc->missed ? MISSED_EVENTS : 0);
+
+	if (!gc->open)
+		return;
+	memcpy(gc->page, &gc->page_ts, 8);
+	memcpy(gc->page + 8, &commit, 8);
+	memset(gc->page + PAGE_HDR + gc->len, 0, PAGE - PAGE_HDR - gc->len);
+	if (write(gc->fd, gc->page, PAGE) == PAGE) {
+		gc->pages++;
+		gc->missed = false;
+	} else {
+		gc->dropped++;
+		gc->missed = true;
+	}
+	gc->open = false;
+	gc->len = 0;
+}
+
+static void put32(struct gcpu *gc, uint32_t v)
+{
+	memcpy(gc->page + PAGE_HDR + gc->len, &v, 4);
+	gc->len += 4;
+}
+
+/* Append one event (payload <= 112 bytes) at guest time @ts. */
+static void append(struct gcpu *gc, uint64_t ts, uint64_t host,
+		   const void *payload, unsigned int len)
+{
+	unsigned int plen = (len + 3) & ~3u, need;
+	uint64_t delta;
+
+	if (gc->open && ts < gc->last_ts)
+		ts = gc->last_ts;	/* never backwards within a CPU */
+	delta = gc->open ? ts - gc->last_ts : 0;
+	need = 4 + plen + (delta >> TS_BITS ? 8 : 0);
+	if (gc->open && PAGE_HDR + gc->len + need > PAGE)
+		flush_locked(gc);
+	if (!gc->open) {
+		gc->open = true;
+		gc->page_ts = ts;
+		gc->opened_host = host;
+		delta = 0;
+	}
+	if (delta >> TS_BITS) {
+		/* TIME_EXTEND: low 27 bits in the header, the rest after */
+		put32(gc, 30 | (uint32_t)(delta & ((1u << TS_BITS) - 1)) << 5);
+		put32(gc, (uint32_t)(delta >> TS_BITS));
+		delta = 0;
+	}
+	put32(gc, plen / 4 | (uint32_t)delta << 5);
+	memset(gc->page + PAGE_HDR + gc->len, 0, plen);
+	memcpy(gc->page + PAGE_HDR + gc->len, payload, len);
+	gc->len += plen;
+	gc->last_ts = ts;
+	gc->events++;
+}
+
+static void common(uint8_t *p, uint16_t id, int32_t pid)
+{
+	memcpy(p, &id, 2);
+	p[2] = 0;
+	p[3] = 0;
+	memcpy(p + 4, &pid, 4);
+}
+
+static bool wants(struct xsim_guest *g, int bit)
+{
+	return __atomic_load_n(&g->on, __ATOMIC_RELAXED) &&
+	       (__atomic_load_n(&g->enabled, __ATOMIC_RELAXED) & bit);
+}
+
+static int32_t task_pid(const struct xsim_guest *g, unsigned int c)
+{
+	return 1000 + (int32_t)c;
+}
+
+void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
+		       bool to_task)
+{
+	struct gcpu *gc = &g->cpu[c];
+	uint8_t e[64] = { 0 };
+	int32_t idle = 0, task = task_pid(g, c), prio = 120;
+	int64_t state = to_task ? 0 : 1;	/* the task sleeps (S) */
+	char idle_comm[16], task_comm[16] = "app";
+
+	if (gc->in_task == to_task)
+		return;
+	gc->in_task = to_task;
+	if (!wants(g, EV_SWITCH))
+		return;
+	snprintf(idle_comm, sizeof(idle_comm), "swapper/%u", c);
+	common(e, ID_SWITCH, to_task ? idle : task);
+	memcpy(e + 8, to_task ? idle_comm : task_comm, 16);
+	memcpy(e + 24, to_task ? &idle : &task, 4);
+	memcpy(e + 28, &prio, 4);
+	memcpy(e + 32, &state, 8);
+	memcpy(e + 40, to_task ? task_comm : idle_comm, 16);
+	memcpy(e + 56, to_task ? &task : &idle, 4);
+	memcpy(e + 60, &prio, 4);
+	pthread_mutex_lock(&gc->lock);
+	append(gc, gtsc(g, c, host), host, e, 64);
+	pthread_mutex_unlock(&gc->lock);
+}
+
+void xsim_guest_activity(struct xsim_guest *g, unsigned int c, uint64_t host)
+{
+	struct gcpu *gc = &g->cpu[c];
+	uint8_t e[36] = { 0 };
+	int32_t pid = 2000 + (int32_t)(host % 64), prio = 120, cpu = c;
+
+	if (!wants(g, EV_WAKEUP))
+		return;
+	common(e, ID_WAKEUP, task_pid(g, c));
+	snprintf((char *)e + 8, 16, "kworker/%u", pid % 8);
+	memcpy(e + 24, &pid, 4);
+	memcpy(e + 28, &prio, 4);
+	memcpy(e + 32, &cpu, 4);
+	pthread_mutex_lock(&gc->lock);
+	append(gc, gtsc(g, c, host), host, e, sizeof(e));
+	pthread_mutex_unlock(&gc->lock);
+}
+
+bool xsim_guest_marker(struct xsim_guest *g, unsigned int c, uint64_t host)
+{
+	struct gcpu *gc = &g->cpu[c];
+	uint8_t e[16 + XSIM_MARKER_MAX + 1] = { 0 };
+	struct marker m;
+	unsigned int len;
+
+	pthread_mutex_lock(&g->qlock);
+	if (!g->qlen) {
+		pthread_mutex_unlock(&g->qlock);
+		return false;
+	}
+	m = g->q[g->qhead];
+	g->qhead = (g->qhead + 1) % 64;
+	__atomic_sub_fetch(&g->qlen, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&g->qlock);
+	if (m.raw) {
+		common(e, ID_RAW, task_pid(g, c));
+		memcpy(e + 8, m.data, m.len);	/* u32 id, then data */
+		len = 8 + m.len;
+	} else {
+		uint64_t ip = 0xffffffff81000000ull;
+
+		common(e, ID_PRINT, task_pid(g, c));
+		memcpy(e + 8, &ip, 8);
+		memcpy(e + 16, m.data, m.len);
+		len = 16 + m.len + 1;	/* NUL-terminated */
+	}
+	if (__atomic_load_n(&g->on, __ATOMIC_RELAXED)) {
+		uint64_t ts = gtsc(g, c, host);
+
+		pthread_mutex_lock(&gc->lock);
+		append(gc, ts, host, e, len);
+		pthread_mutex_unlock(&gc->lock);
+		xsim_truth(g->h, "marker %u %u %lu %lu %s %u\n", g->domid, c,
+			   (unsigned long)host, (unsigned long)ts,
+			   m.raw ? "raw" : "text", m.len);
+	}
+	return true;
+}
+
+bool xsim_guest_pending(struct xsim_guest *g)
+{
+	return __atomic_load_n(&g->qlen, __ATOMIC_ACQUIRE) != 0;
+}
+
+static void read_markers(struct xsim_guest *g, int fd, bool raw)
+{
+	struct marker m;
+	ssize_t n;
+
+	/* one write() is one marker, as long as it fits PIPE_BUF */
+	while ((n = read(fd, m.data, sizeof(m.data))) > 0) {
+		if (raw && n < 4)
+			continue;	/* the kernel wants an id */
+		m.raw = raw;
+		m.len = n;
+		pthread_mutex_lock(&g->qlock);
+		if (g->qlen < 64) {
+			g->q[(g->qhead + g->qlen) % 64] = m;
+			__atomic_add_fetch(&g->qlen, 1, __ATOMIC_RELEASE);
+		} else {
+			g->markers_lost++;
+		}
+		pthread_mutex_unlock(&g->qlock);
+	}
+}
+
+int xsim_guest_fds(struct xsim_guest *g, int fds[2])
+{
+	fds[0] = g->marker_fd;
+	fds[1] = g->raw_fd;
+	return 2;
+}
+
+void xsim_guest_input(struct xsim_guest *g, int fd)
+{
+	read_markers(g, fd, fd == g->raw_fd);
+}
+
+/* Re-read what libtracefs may have written. */
+static void refresh(struct xsim_guest *g)
+{
+	char buf[256], name[128];
+	unsigned int en = 0;
+	bool all;
+
+	get_file(g->dir, "tracing_on", buf, sizeof(buf));
+	__atomic_store_n(&g->on, buf[0] != '0', __ATOMIC_RELAXED);
+	get_file(g->dir, "events/enable", buf, sizeof(buf));
+	all = buf[0] == '1';
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		snprintf(name, sizeof(name), "events/%s/%s/enable",
+			 events[i].sys, events[i].name);
+		get_file(g->dir, name, buf, sizeof(buf));
+		if (all || buf[0] == '1')
+			en |= events[i].bit;
+		snprintf(name, sizeof(name), "events/%s/enable", events[i].sys);
+		get_file(g->dir, name, buf, sizeof(buf));
+		if (buf[0] == '1')
+			en |= events[i].bit;
+	}
+	__atomic_store_n(&g->enabled, en, __ATOMIC_RELAXED);
+	/* a written clock name becomes the bracketed list again */
+	get_file(g->dir, "trace_clock", buf, sizeof(buf));
+	if (!strchr(buf, '[')) {
+		char *nl = strchr(buf, '\n'), out[256], *w = out;
+		const char *p = clocks;
+
+		if (nl)
+			*nl = '\0';
+		if (!buf[0])
+			snprintf(buf, sizeof(buf), "local");
+		while (*p) {
+			size_t l = strcspn(p, " ");
+			bool sel = strlen(buf) == l && !strncmp(p, buf, l);
+
+			w += snprintf(w, out + sizeof(out) - w, "%s%.*s%s ",
+				      sel ? "[" : "", (int)l, p, sel ? "]" : "");
+			p += l + (p[l] == ' ');
+		}
+		w[-1] = '\n';
+		put_file(g->dir, "trace_clock", out);
+	}
+}
+
+void xsim_guest_tick(struct xsim_guest *g, bool final)
+{
+	uint64_t now = xsim_rdtsc();
+	uint64_t age = (uint64_t)FLUSH_AFTER_MS * g->h->conf.cpu_khz;
+
+	refresh(g);
+	for (unsigned int c = 0; c < g->nvcpus; c++) {
+		struct gcpu *gc = &g->cpu[c];
+
+		pthread_mutex_lock(&gc->lock);
+		if (gc->open && (final || now - gc->opened_host > age))
+			flush_locked(gc);
+		pthread_mutex_unlock(&gc->lock);
+	}
+}
+
+void xsim_guest_stats(struct xsim_guest *g)
+{
+	for (unsigned int c = 0; c < g->nvcpus; c++) {
+		struct gcpu *gc = &g->cpu[c];
+
+		pthread_mutex_lock(&gc->lock);
+		xsim_truth(g->h, "gstats domid=%u vcpu=%u events=%lu pages=%lu dropped_pages=%lu\n",
+			   g->domid, c, (unsigned long)gc->events,
+			   (unsigned long)gc->pages, (unsigned long)gc->dropped);
+		pthread_mutex_unlock(&gc->lock);
+	}
+}
+
+void xsim_guest_free(struct xsim_guest *g)
+{
+	if (!g)
+		return;
+	for (unsigned int c = 0; c < XSIM_MAX_VCPUS; c++) {
+		if (g->cpu[c].fd >= 0)
+			close(g->cpu[c].fd);
+		pthread_mutex_destroy(&g->cpu[c].lock);
+	}
+	if (g->marker_fd >= 0)
+		close(g->marker_fd);
+	if (g->raw_fd >= 0)
+		close(g->raw_fd);
+	pthread_mutex_destroy(&g->qlock);
+	free(g->dir);
+	free(g);
+}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * A simulated guest kernel's tracefs directory, used through libtracefs as
+ * the agent will: formats parse, control files take effect, trace_pipe_raw
+ * gives ring-buffer pages that kbuffer decodes, every event's guest TSC maps
+ * back into a ground-truth run interval of that vCPU, and markers arrive
+ * once each, stamped while a vCPU of the guest runs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <event-parse.h>
+#include <kbuffer.h>
+#include <tracefs.h>
+
+#include "simhost.h"
+
+/* One host per test, stopped and removed even when the test fails. */
+static struct simhost sim;
+
+static int cleanup(void **state)
+{
+	simhost_cleanup(&sim);
+	return 0;
+}
+
+#define NCPU	2
+#define NMARK	20
+#define MAXPAGES 4096
+
+struct pages {
+	unsigned int n;
+	uint8_t *buf;		/* n pages of 4096 */
+};
+
+static void drain(struct tracefs_cpu *tc, struct pages *pg)
+{
+	int n;
+
+	while (pg->n < MAXPAGES &&
+	       (n = tracefs_cpu_read(tc, pg->buf + (size_t)pg->n * 4096, true)) > 0) {
+		assert_int_equal(n, 4096);
+		pg->n++;
+	}
+}
+
+static int64_t offset_of(const char *dir, unsigned int dom, unsigned int vcpu)
+{
+	char path[512], line[256];
+	FILE *f;
+	int64_t off = INT64_MIN;
+
+	snprintf(path, sizeof(path), "%s/truth", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int d, v, p;
+		long o;
+
+		if (sscanf(line, "vcpu domid=%u vcpu=%u pcpu=%u offset=%ld", &d,
+			   &v, &p, &o) == 4 && d == dom && v == vcpu)
+			off = o;
+	}
+	fclose(f);
+	assert_true(off != INT64_MIN);
+	return off;
+}
+
+static uint64_t gstat(const char *dir, unsigned int dom, unsigned int vcpu,
+		      const char *key)
+{
+	char path[512], line[256], pat[64];
+	FILE *f;
+	uint64_t val = UINT64_MAX;
+
+	snprintf(path, sizeof(path), "%s/truth", dir);
+	snprintf(pat, sizeof(pat), "gstats domid=%u vcpu=%u ", dom, vcpu);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *p;
+
+		if (strncmp(line, pat, strlen(pat)))
+			continue;
+		p = strstr(line, key);
+		if (p)
+			val = strtoull(p + strlen(key) + 1, NULL, 10);
+	}
+	fclose(f);
+	assert_true(val != UINT64_MAX);
+	return val;
+}
+
+/* Is host TSC @t inside a run of d<dom>v<vcpu>? */
+static bool running_at(const struct truth *t, unsigned int dom,
+		       unsigned int vcpu, uint64_t h)
+{
+	for (size_t i = 0; i < t->nrun; i++) {
+		const struct truth_run *r = &t->run[i];
+
+		if (r->dom == dom && r->vcpu == vcpu && h >= r->start &&
+		    (!r->end || h <= r->end))
+			return true;
+	}
+	return false;
+}
+
+static void test_guest_tracefs(void **state)
+{
+	struct truth t;
+	struct tep_handle *tep;
+	struct tracefs_cpu *tc[NCPU];
+	struct pages pg[NCPU];
+	char dir[512], *clock;
+	int raw, text;
+	unsigned int seen[NMARK + 1] = { 0 }, texts = 0;
+
+	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	snprintf(dir, sizeof(dir), "%s/dom1/tracing", sim.dir);
+	assert_int_equal(tracefs_set_tracing_dir(dir), 0);
+
+	/* the formats parse */
+	tep = tracefs_local_events(dir);
+	assert_non_null(tep);
+	assert_non_null(tep_find_event_by_name(tep, "sched", "sched_switch"));
+	assert_non_null(tep_find_event_by_name(tep, "sched", "sched_wakeup"));
+	assert_non_null(tep_find_event_by_name(tep, "ftrace", "raw_data"));
+	assert_int_equal(tep_get_header_page_size(tep), 8);
+
+	/* control files as libtracefs writes them */
+	assert_int_equal(tracefs_event_enable(NULL, "sched", NULL), 0);
+	assert_true(tracefs_instance_file_write(NULL, "trace_clock", "x86-tsc") > 0);
+	assert_int_equal(tracefs_trace_on(NULL), 0);
+	usleep(100 * 1000);
+	clock = tracefs_get_clock(NULL);
+	assert_non_null(clock);
+	assert_string_equal(clock, "x86-tsc");
+	free(clock);
+
+	for (int c = 0; c < NCPU; c++) {
+		tc[c] = tracefs_cpu_open(NULL, c, true);
+		assert_non_null(tc[c]);
+		pg[c].n = 0;
+		pg[c].buf = malloc((size_t)MAXPAGES * 4096);
+		assert_non_null(pg[c].buf);
+	}
+	{
+		char *r = tracefs_get_tracing_file("trace_marker_raw");
+		char *m = tracefs_get_tracing_file("trace_marker");
+
+		raw = open(r, O_WRONLY);
+		text = open(m, O_WRONLY);
+		tracefs_put_tracing_file(r);
+		tracefs_put_tracing_file(m);
+	}
+	assert_true(raw >= 0 && text >= 0);
+	for (uint32_t i = 1; i <= NMARK; i++) {
+		uint8_t m[12];
+		char s[32];
+
+		memcpy(m, &i, 4);
+		memcpy(m + 4, "xensim!!", 8);
+		assert_int_equal(write(raw, m, sizeof(m)), sizeof(m));
+		snprintf(s, sizeof(s), "mark %u\n", i);
+		assert_int_equal(write(text, s, strlen(s)), (ssize_t)strlen(s));
+		usleep(40 * 1000);
+		for (int c = 0; c < NCPU; c++)
+			drain(tc[c], &pg[c]);
+	}
+	close(raw);
+	close(text);
+	usleep(200 * 1000);
+	assert_int_equal(simhost_stop(&sim), 0);	/* flushes partial pages */
+	for (int c = 0; c < NCPU; c++) {
+		drain(tc[c], &pg[c]);
+		tracefs_cpu_close(tc[c]);
+	}
+	assert_int_equal(truth_load(sim.dir, &t), 0);
+
+	for (int c = 0; c < NCPU; c++) {
+		struct kbuffer *kb = kbuffer_alloc(KBUFFER_LSIZE_8,
+						   KBUFFER_ENDIAN_LITTLE);
+		int64_t off = offset_of(sim.dir, 1, c);
+		uint64_t last = 0, events = 0, outside = 0;
+
+		assert_non_null(kb);
+		assert_true(pg[c].n > 0);
+		for (unsigned int i = 0; i < pg[c].n; i++) {
+			unsigned long long ts;
+			void *rec;
+
+			assert_int_equal(kbuffer_load_subbuffer(kb, pg[c].buf + (size_t)i * 4096), 0);
+			assert_int_equal(kbuffer_missed_events(kb), 0);
+			for (rec = kbuffer_read_event(kb, &ts); rec;
+			     rec = kbuffer_next_event(kb, &ts)) {
+				uint16_t id;
+				struct tep_event *ev;
+
+				memcpy(&id, rec, 2);
+				ev = tep_find_event(tep, id);
+				assert_non_null(ev);
+				assert_true(ts >= last);
+				last = ts;
+				events++;
+				/* identity ratio: host = guest - offset */
+				if (!running_at(&t, 1, c, ts - off))
+					outside++;
+				if (id == 19) {
+					uint32_t n;
+
+					memcpy(&n, (uint8_t *)rec + 8, 4);
+					assert_true(n >= 1 && n <= NMARK);
+					assert_memory_equal((uint8_t *)rec + 12, "xensim!!", 8);
+					seen[n]++;
+				} else if (id == 5) {
+					assert_memory_equal((uint8_t *)rec + 16, "mark ", 5);
+					texts++;
+				}
+			}
+		}
+		print_message("# d1v%d: %lu pages, %lu events, last guest TSC %llu\n",
+			      c, (unsigned long)pg[c].n, (unsigned long)events,
+			      (unsigned long long)last);
+		assert_int_equal(outside, 0);
+		assert_int_equal(events, gstat(sim.dir, 1, c, "events"));
+		assert_int_equal(gstat(sim.dir, 1, c, "dropped_pages"), 0);
+		kbuffer_free(kb);
+		free(pg[c].buf);
+	}
+	for (int i = 1; i <= NMARK; i++)
+		assert_int_equal(seen[i], 1);
+	assert_int_equal(texts, NMARK);
+	tep_free(tep);
+	truth_free(&t);
+	simhost_cleanup(&sim);
+}
+
+/* Nothing is produced while tracing_on is 0 or no event is enabled. */
+static void test_guest_tracing_off(void **state)
+{
+	char dir[512];
+
+	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	snprintf(dir, sizeof(dir), "%s/dom1/tracing", sim.dir);
+	assert_int_equal(tracefs_set_tracing_dir(dir), 0);
+	assert_int_equal(tracefs_event_enable(NULL, "sched", NULL), 0);
+	assert_int_equal(tracefs_trace_off(NULL), 0);
+	usleep(300 * 1000);
+	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(gstat(sim.dir, 1, 0, "events"), 0);
+	assert_int_equal(gstat(sim.dir, 1, 1, "events"), 0);
+	simhost_cleanup(&sim);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_guest_tracefs, cleanup),
+		cmocka_unit_test_teardown(test_guest_tracing_off, cleanup),
+	};
+
+	return cmocka_run_group_tests_name("xensim guest tracefs", tests,
+					   NULL, NULL);
+}
