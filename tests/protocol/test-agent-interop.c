@@ -31,7 +31,7 @@
 #include <cmocka.h>
 
 #include "agent-priv.h"
-#include "tdat.h"
+#include "simkernel.h"
 #include "tmsg.h"
 
 #define TRACE_CMD	"/usr/bin/trace-cmd"
@@ -471,92 +471,20 @@ static void test_killed_agent_cleaned_up(void **state)
 	free(m);
 }
 
-static const char tick_format[] =
-	"name: tick\n"
-	"ID: 900\n"
-	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
-	"\tfield:unsigned int n;\toffset:8;\tsize:4;\tsigned:0;\n"
-	"\n"
-	"print fmt: \"n=%u\", REC->n\n";
-
-static void put_file(const char *path, const void *buf, size_t len)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, buf, len), (ssize_t)len);
-	close(fd);
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /*
  * A simulated guest kernel as the simulator will provide it: a directory
- * with formats and per-CPU trace_pipe_raw holding pages. Pages from a
- * tdat-written file; the stock host must get every event back.
+ * with formats and per-CPU trace_pipe_raw holding pages (simkernel.c). The
+ * stock host must get every event back.
  */
 static void test_simulated_kernel(void **state)
 {
-	struct tdat_params par = { .version = 6, .page_size = 4096,
-				   .max_cpus = 2, .cpus = 2 };
+	struct simk_pages pages;
 	char k[128], path[256], arg[160];
-	struct tdat_writer *w;
 	struct agent_proc a;
-	uint8_t *buf;
-	size_t len, meta;
-	FILE *f;
 
 	snprintf(k, sizeof(k), "%s/simk", dir);
-	assert_int_equal(sh("mkdir -p %s/events/tcx/tick %s/per_cpu/cpu0 "
-			    "%s/per_cpu/cpu1 && cp /sys/kernel/tracing/events/header_page "
-			    "%s/events/", k, k, k, k), 0);
-	snprintf(path, sizeof(path), "%s/events/tcx/tick/format", k);
-	put_file(path, tick_format, strlen(tick_format));
-
-	snprintf(path, sizeof(path), "%s/pages.dat", dir);
-	w = tdat_create(path, &par);
-	assert_non_null(w);
-	assert_int_equal(tdat_add_event_format(w, "tcx", tick_format), 0);
-	assert_int_equal(tdat_start_data(w), 0);
-	for (int i = 0; i < 20; i++)
-		for (int c = 0; c < 2; c++) {
-			uint8_t ev[12] = { 0x84, 0x03, 0, 0, 9, 0, 0, 0 };
-
-			ev[8] = (uint8_t)(c * 100 + i);
-			assert_int_equal(tdat_write_event(w, c, 5000 + i * 10, ev,
-							  12), 0);
-		}
-	assert_int_equal(tdat_close(w), 0);
-	f = fopen(path, "rb");
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	len = (size_t)ftell(f);
-	rewind(f);
-	buf = malloc(len);
-	assert_int_equal(fread(buf, 1, len, f), len);
-	fclose(f);
-	assert_int_equal(agent_meta_length(buf, len, 6, &meta), 0);
-	for (int c = 0; c < 2; c++) {
-		const uint8_t *e = buf + meta + 10 + 16 * c;
-
-		snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw",
-			 k, c);
-		assert_true(le64(e) + le64(e + 8) <= len);
-		put_file(path, buf + le64(e), le64(e + 8));
-	}
-	free(buf);
+	assert_int_equal(simk_create(k, &pages), 0);
+	simk_free(&pages);
 
 	snprintf(arg, sizeof(arg), "--tracing-dir=%s", k);
 	start_agent2(&a, "--insecure", arg);
@@ -566,7 +494,7 @@ static void test_simulated_kernel(void **state)
 	assert_int_equal(sh(TRACE_CMD " report -i %s/sim-127.0.0.1.dat > %s/sim.txt 2>&1",
 			    dir, dir), 0);
 	snprintf(path, sizeof(path), "%s/sim.txt", dir);
-	assert_int_equal(grep_count(path, "tick:"), 40);
+	assert_int_equal(grep_count(path, "tick:"), SIMK_CPUS * SIMK_PER_CPU);
 	assert_int_equal(grep_count(path, "n=119"), 1);
 	assert_int_equal(grep_count(path, "cpus=2"), 1);
 }

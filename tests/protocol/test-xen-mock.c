@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The vchan transport and the agent's Xen mode, end to end in one process,
+ * over mock-xen.c (an in-process stand-in for libxenvchan and xenstore)
+ * until the simulator provides the real drop-in libraries. The agent serves
+ * a simulated guest kernel; this test plays dom0 with the library's host
+ * helpers: find the agent in xenstore, connect the control vchan, TRACE_REQ,
+ * the per-CPU vchans, the metadata, every page byte for byte, CLOSE.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent-priv.h"
+#include "mock-xen.h"
+#include "simkernel.h"
+#include "tmsg.h"
+
+static char dir[64];
+
+/* ---- the transport alone ----------------------------------------------- */
+
+static void test_vchan_transport(void **state)
+{
+	const char *path = "/local/domain/5/data/trace-cmd-xen/9";
+	struct tmsg_transport *srv, *cli;
+	static uint8_t big[200000], got[200000];
+	struct tmsg *m = malloc(sizeof(*m));
+
+	srv = tmsg_vchan_server(0, path, 4096, 8192);
+	assert_non_null(srv);
+	assert_int_equal(tmsg_vchan_wait_client(srv, 20), 0);	/* nobody yet */
+	cli = tmsg_vchan_client(MOCK_DOMID, path);
+	assert_non_null(cli);
+	assert_int_equal(tmsg_vchan_wait_client(srv, 1000), 1);
+	assert_non_null(strstr(cli->name, "vchan client d5"));
+
+	/* a message each way */
+	tmsg_make_data(m, "ping", 4);
+	assert_int_equal(tmsg_send(cli, m), 0);
+	assert_int_equal(tmsg_recv(srv, m, 1000), 0);
+	assert_int_equal(m->len, 4);
+	assert_int_equal(tmsg_send_cmd(srv, TMSG_CLOSE_RESP), 0);
+	assert_int_equal(tmsg_recv(cli, m, 1000), 0);
+	assert_int_equal(m->cmd, TMSG_CLOSE_RESP);
+
+	/* nothing to read: a timeout, not a hang */
+	assert_int_equal(tmsg_recv(cli, m, 50), -ETIMEDOUT);
+
+	/* more than the 8 KiB ring, with no reader: the writer times out */
+	srv->io_timeout_ms = 100;
+	assert_int_equal(tmsg_write_full(srv, big, sizeof(big)), -ETIMEDOUT);
+	assert_non_null(strstr(tmsg_error(), "stopped reading"));
+	/* what fitted arrives */
+	assert_int_equal(tmsg_read_full(cli, got, 8192, 1000), 0);
+
+	/* the peer closes: end of stream after the data */
+	tmsg_make_data(m, "last", 4);
+	assert_int_equal(tmsg_send(srv, m), 0);
+	tmsg_close(srv);
+	assert_int_equal(tmsg_recv(cli, m, 1000), 0);
+	assert_memory_equal(m->payload, "last", 4);
+	assert_int_equal(tmsg_recv(cli, m, 1000), -ECONNRESET);
+	assert_false(mock_vchan_exists(path));		/* server removed it */
+	/* and writing to a closed peer fails */
+	assert_int_equal(tmsg_send_cmd(cli, TMSG_CLOSE), -EPIPE);
+	tmsg_close(cli);
+	free(m);
+}
+
+/* ---- the agent in Xen mode ---------------------------------------------- */
+
+struct agent_run {
+	struct agent_config cfg;
+	pthread_t th;
+	int ret;
+};
+
+static void *agent_main(void *arg)
+{
+	struct agent_run *r = arg;
+
+	r->ret = agent_serve_xen(&r->cfg);
+	return NULL;
+}
+
+static void xs_get(const char *node, char *buf, size_t len)
+{
+	struct tmsg_xs_agent a;
+
+	(void)node;
+	assert_int_equal(tmsg_xs_lookup(MOCK_DOMID, &a), 0);
+	snprintf(buf, len, "%s", a.ready ? "ready" : "not ready");
+}
+
+static void test_agent_xen_session(void **state)
+{
+	const char *argv[] = { "-e", "tcx:tick" };
+	struct tmsg_trace_req req = { .trace_id = 11, .argc = 2, .argv = argv };
+	struct tmsg_transport *ctl = NULL, *data[SIMK_CPUS];
+	struct tmsg_trace_resp resp;
+	struct tmsg_xs_agent ad;
+	struct simk_pages pages;
+	struct agent_run r = { 0 };
+	char k[128], log[128], path[64], why[128];
+	uint8_t *got;
+	ssize_t meta;
+	FILE *lf;
+
+	snprintf(k, sizeof(k), "%s/simk", dir);
+	assert_int_equal(simk_create(k, &pages), 0);
+	snprintf(log, sizeof(log), "%s/agent.log", dir);
+	lf = fopen(log, "w");
+	assert_non_null(lf);
+	setvbuf(lf, NULL, _IOLBF, 0);
+	r.cfg = (struct agent_config){
+		.domid = AGENT_DOMID_SELF,	/* from "domid": 5 */
+		.peer_domid = 0,
+		.sessions = 1,
+		.tracing_dir = k,
+		.log = lf,
+	};
+	assert_int_equal(pthread_create(&r.th, NULL, agent_main, &r), 0);
+
+	/* dom0: wait for state=ready, then connect to the control vchan */
+	for (int i = 0; i < 200; i++) {
+		if (!tmsg_xs_lookup(MOCK_DOMID, &ad) && ad.ready)
+			break;
+		usleep(10 * 1000);
+	}
+	assert_true(ad.ready);
+	assert_string_equal(ad.version, TMSG_XS_VERSION);
+	assert_non_null(strstr(ad.caps, "trace-cmd-v3"));
+	assert_int_equal(ad.port, 0);
+	assert_int_equal(tmsg_vchan_path(path, sizeof(path), MOCK_DOMID, ad.port), 0);
+	ctl = tmsg_vchan_client(MOCK_DOMID, path);
+	assert_non_null(ctl);
+
+	if (tmsg_host_request(ctl, &req, &resp, 5000, why, sizeof(why)))
+		fail_msg("%s", tmsg_error());
+	assert_int_equal(resp.cpus, SIMK_CPUS);
+	assert_int_equal(resp.ports[0], 1);
+	assert_int_equal(resp.ports[1], 2);
+	assert_string_equal(resp.tsync_proto, "");
+	assert_int_equal(tmsg_host_open_streams(NULL, MOCK_DOMID, &resp, data), 0);
+
+	/* the metadata: a v6 trace.dat up to "flyrecord" */
+	{
+		int fd = memfd_create("meta", 0);
+		size_t mlen = 0;
+		uint8_t *mb;
+
+		meta = tmsg_recv_data(ctl, tmsg_fd_sink, &fd, TMSG_WAIT_MS, 0);
+		assert_true(meta > 0);
+		mb = malloc(meta + 10);
+		assert_int_equal(pread(fd, mb, meta, 0), meta);
+		memcpy(mb + meta, "flyrecord", 10);
+		assert_int_equal(agent_meta_length(mb, meta + 10, 6, &mlen), 0);
+		assert_int_equal(mlen, meta);
+		assert_non_null(memmem(mb, meta, "name: tick", 10));
+		free(mb);
+		close(fd);
+	}
+
+	/* every page, byte for byte, on its CPU's vchan */
+	for (int c = 0; c < SIMK_CPUS; c++) {
+		got = malloc(pages.len[c]);
+		assert_int_equal(tmsg_read_full(data[c], got, pages.len[c], 5000), 0);
+		assert_memory_equal(got, pages.data[c], pages.len[c]);
+		free(got);
+	}
+
+	assert_int_equal(tmsg_host_close(ctl, 10000), 0);
+	/* the agent closed the data vchans: end of stream */
+	for (int c = 0; c < SIMK_CPUS; c++) {
+		uint8_t b;
+
+		assert_int_equal(tmsg_read_full(data[c], &b, 1, 5000), -ECONNRESET);
+		tmsg_close(data[c]);
+	}
+	tmsg_close(ctl);
+	tmsg_trace_resp_free(&resp);
+
+	pthread_join(r.th, NULL);
+	assert_int_equal(r.ret, 0);
+	xs_get("state", why, sizeof(why));
+	assert_string_equal(why, "not ready");		/* withdrawn */
+	assert_false(mock_vchan_exists(path));
+	fclose(lf);
+	simk_free(&pages);
+}
+
+static int setup(void **state)
+{
+	snprintf(dir, sizeof(dir), "/tmp/tcx-xenmock-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	mock_xen_reset();
+	if (getenv("TCX_KEEP"))
+		return 0;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) ? -1 : 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_vchan_transport),
+		cmocka_unit_test(test_agent_xen_session),
+	};
+
+	return cmocka_run_group_tests_name("xen-mock", tests, setup, teardown);
+}
