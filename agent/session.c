@@ -53,7 +53,12 @@ static int read_request(struct session *s, struct agent_record_opts *o)
 	char why[256];
 	int ret;
 
-	ret = tmsg_recv(s->ctl, s->m, REQ_WAIT_MS);
+	/* In slices, so that a signal is not kept waiting by a silent peer. */
+	for (int waited = 0;; waited += CLOSE_POLL_MS) {
+		ret = tmsg_recv(s->ctl, s->m, CLOSE_POLL_MS);
+		if (ret != -ETIMEDOUT || agent_stop || waited >= REQ_WAIT_MS)
+			break;
+	}
 	if (ret) {
 		fprintf(s->log, "agent: %s\n", tmsg_error());
 		return ret;

@@ -121,15 +121,24 @@ int tmsg_recv(struct tmsg_transport *t, struct tmsg *m, int timeout_ms)
 	ssize_t n;
 	int ret;
 
-	ret = tmsg_read_full(t, buf, TMSG_HDR_SIZE, timeout_ms);
+	/* The first byte within the caller's time: nothing is consumed
+	 * before it, so the caller may simply try again. */
+	ret = tmsg_read_full(t, buf, 1, timeout_ms);
 	if (ret)
 		return ret;
-	ret = tmsg_check_header(buf, &size);
-	if (ret)
-		return tmsg_fail(ret, "%s: invalid message: %s", t->name,
-				 tmsg_error());
-	ret = tmsg_read_full(t, buf + TMSG_HDR_SIZE, size - TMSG_HDR_SIZE,
-			     t->io_timeout_ms);
+	ret = tmsg_read_full(t, buf + 1, TMSG_HDR_SIZE - 1, t->io_timeout_ms);
+	if (!ret) {
+		ret = tmsg_check_header(buf, &size);
+		if (ret)
+			return tmsg_fail(ret, "%s: invalid message: %s",
+					 t->name, tmsg_error());
+		ret = tmsg_read_full(t, buf + TMSG_HDR_SIZE,
+				     size - TMSG_HDR_SIZE, t->io_timeout_ms);
+	}
+	if (ret == -ETIMEDOUT)
+		/* A started message that stalls: the stream is out of step. */
+		return tmsg_fail(-EPROTO, "%s: the peer stalled mid-message",
+				 t->name);
 	if (ret)
 		return ret;
 	n = tmsg_decode(m, buf, size);

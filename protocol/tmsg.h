@@ -421,8 +421,11 @@ int tmsg_send_cmd(struct tmsg_transport *t, uint32_t cmd);
  * @timeout_ms: for the first byte (-1 forever, as trace-cmd's untimed
  *		waits; TMSG_WAIT_MS for its timed ones)
  *
- * Returns 0, -ETIMEDOUT, -ECONNRESET, or -EBADMSG for a malformed or
- * oversized message (whose bytes are not consumed: end the session).
+ * Returns 0; -ETIMEDOUT if no message started within @timeout_ms (nothing
+ * consumed: the caller may wait again); -EPROTO if a started message
+ * stalled for t->io_timeout_ms; -ECONNRESET at end of stream; -EBADMSG for
+ * a malformed or oversized message. After any error but -ETIMEDOUT the
+ * stream is out of step: end the session.
  */
 int tmsg_recv(struct tmsg_transport *t, struct tmsg *m, int timeout_ms);
 

@@ -578,8 +578,13 @@ static void test_recv_stock_and_truncated(void **state)
 	assert_int_equal(tmsg_recv(p.t, m, 50), -ETIMEDOUT);
 	/* half a message, then silence: the io timeout ends it */
 	peer_write(&p, stock_trace_req, 30);
-	assert_int_equal(tmsg_recv(p.t, m, 1000), -ETIMEDOUT);
-	assert_non_null(strstr(tmsg_error(), "test peer"));
+	assert_int_equal(tmsg_recv(p.t, m, 1000), -EPROTO);
+	assert_non_null(strstr(tmsg_error(), "test peer: the peer stalled mid-message"));
+	free_pair(&p);
+	/* half a header too */
+	make_pair(&p, 100);
+	peer_write(&p, stock_trace_req, 5);
+	assert_int_equal(tmsg_recv(p.t, m, 1000), -EPROTO);
 	/* the rest arrives later: the session is over, but the stream is
 	 * still framed; half a header then a close: connection reset */
 	free_pair(&p);
