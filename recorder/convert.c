@@ -209,7 +209,8 @@ static void conv_emit(void *ctx, const struct rec_record *r)
 	} else if (e->enc == REC_ENC_VMEXIT) {
 		c->in_guest[r->cpu] = false;
 	}
-	if (rec_vcpus_update(c->vm, r, &sw))
+	/* only scheduler records move vCPUs */
+	if (rec_event_class(r->event) == REC_CLASS_SCHED && rec_vcpus_update(c->vm, r, &sw))
 		do_switch(c, r, &sw);
 }
 

@@ -21,6 +21,7 @@
 
 #define DEFAULT_BOUND	(64u << 20)
 #define FEED_SLICE	(64u << 10)	/* bytes queued between bound checks */
+#define QUEUE_SLACK	32		/* readable bytes after a queue's end */
 
 struct cpu_q {
 	uint8_t		*buf;		/* queued raw records: [start, end) */
@@ -140,6 +141,28 @@ static inline void decode(const uint8_t *p, int cpu, struct rec_record *r)
 	memcpy(r->w, p + off, r->nr * 4u);
 }
 
+/* The same for a queued record: the queue keeps QUEUE_SLACK bytes after
+ * its end, so the words are copied whole and the unused ones cleared. */
+static inline void decode_queued(const uint8_t *p, int cpu, struct rec_record *r)
+{
+	uint32_t hdr = rd32(p);
+	unsigned int off = 4;
+
+	r->event = hdr & 0x0fffffff;
+	r->nr = (hdr >> 28) & 7;
+	r->cpu = cpu;
+	r->flags = 0;
+	r->tsc = 0;
+	if (hdr & 0x80000000u) {
+		r->tsc = rd32(p + 4) | ((uint64_t)rd32(p + 8) << 32);
+		r->flags = REC_F_TSC;
+		off = 12;
+	}
+	memcpy(r->w, p + off, sizeof(r->w));
+	for (unsigned int i = r->nr; i < 7; i++)
+		r->w[i] = 0;
+}
+
 /*
  * The time rules, in pCPU order: a record without TSC takes the previous
  * one of its pCPU (or, before the first, that first TSC); a record older
@@ -236,7 +259,7 @@ static bool load_head(struct rec_stream *s, int cpu)
 			s->st.fillers++;
 			continue;
 		}
-		decode(p, cpu, &c->head);
+		decode_queued(p, cpu, &c->head);
 		stamp(s, c, &c->head);
 		c->has_head = true;
 		return true;
@@ -298,10 +321,9 @@ static void emit_run(struct rec_stream *s, uint64_t wm, bool one)
 			lim = s->heap[2];
 	}
 	for (;;) {
-		struct rec_record r = c->head;
 		uint64_t t;
 
-		emit_one(s, &r);
+		emit_one(s, &c->head);
 		if (!load_head(s, cpu))
 			break;
 		t = c->head.tsc;
@@ -364,9 +386,10 @@ int rec_stream_expect(struct rec_stream *s, int cpu)
 	return 0;
 }
 
-/* Room for @n more bytes at the end of @c's queue. */
+/* Room for @n more bytes at the end of @c's queue, plus the slack. */
 static int reserve(struct cpu_q *c, size_t n)
 {
+	n += QUEUE_SLACK;
 	if (c->end + n <= c->cap)
 		return 0;
 	if (c->start) {

@@ -275,7 +275,21 @@ int rec_event_format(const struct rec_event *e, char *buf, size_t size);
 const struct rec_event *rec_event_lookup(uint32_t event);
 
 /** rec_event_class - the class of a Xen event id */
-enum rec_class rec_event_class(uint32_t event);
+static inline enum rec_class rec_event_class(uint32_t event)
+{
+	switch ((event >> 16) & 0xfff) {
+	case 0x001: return REC_CLASS_GEN;
+	case 0x002: return REC_CLASS_SCHED;
+	case 0x004: return REC_CLASS_DOM0OP;
+	case 0x008: return REC_CLASS_HVM;
+	case 0x010: return REC_CLASS_MEM;
+	case 0x020: return REC_CLASS_PV;
+	case 0x040: return REC_CLASS_SHADOW;
+	case 0x080: return REC_CLASS_HW;
+	case 0x800: return REC_CLASS_GUEST;
+	default: return REC_CLASS_OTHER;
+	}
+}
 
 /** rec_class_name - "gen", "sched", ... for a class */
 const char *rec_class_name(enum rec_class c);

@@ -504,24 +504,6 @@ const struct rec_event *rec_event_at(int i)
 	return &fmts[i].pub;
 }
 
-enum rec_class rec_event_class(uint32_t event)
-{
-	uint32_t cls = (event >> 16) & 0xfff;
-
-	switch (cls) {
-	case 0x001: return REC_CLASS_GEN;
-	case 0x002: return REC_CLASS_SCHED;
-	case 0x004: return REC_CLASS_DOM0OP;
-	case 0x008: return REC_CLASS_HVM;
-	case 0x010: return REC_CLASS_MEM;
-	case 0x020: return REC_CLASS_PV;
-	case 0x040: return REC_CLASS_SHADOW;
-	case 0x080: return REC_CLASS_HW;
-	case 0x800: return REC_CLASS_GUEST;
-	default: return REC_CLASS_OTHER;
-	}
-}
-
 const char *rec_class_name(enum rec_class c)
 {
 	static const char *const names[REC_NR_CLASSES] = {
