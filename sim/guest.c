@@ -38,12 +38,6 @@ struct gcpu {
 	bool in_task;			/* the guest task (not idle) runs */
 };
 
-struct marker {
-	bool raw;
-	uint16_t len;
-	uint8_t data[XSIM_MARKER_MAX];
-};
-
 struct xsim_guest {
 	struct xsim_host *h;
 	unsigned int dom, nvcpus;
@@ -55,7 +49,7 @@ struct xsim_guest {
 	int on;				/* tracing_on, atomically */
 	unsigned int enabled;		/* EV_* bits, atomically */
 	pthread_mutex_t qlock;
-	struct marker q[64];
+	struct xsim_action q[64];
 	unsigned int qhead, qlen;
 	uint64_t markers_lost;
 	struct gcpu cpu[XSIM_MAX_VCPUS];
@@ -430,45 +424,66 @@ void xsim_guest_activity(struct xsim_guest *g, unsigned int c, uint64_t host)
 	pthread_mutex_unlock(&gc->lock);
 }
 
-bool xsim_guest_marker(struct xsim_guest *g, unsigned int c, uint64_t host)
+bool xsim_guest_pop(struct xsim_guest *g, struct xsim_action *a,
+		    uint64_t *now)
 {
-	struct gcpu *gc = &g->cpu[c];
-	uint8_t e[16 + XSIM_MARKER_MAX + 1] = { 0 };
-	struct marker m;
-	unsigned int len;
-
 	pthread_mutex_lock(&g->qlock);
 	if (!g->qlen) {
 		pthread_mutex_unlock(&g->qlock);
 		return false;
 	}
-	m = g->q[g->qhead];
+	/* time taken under the lock: actions keep their order across pCPUs */
+	*now = xsim_rdtsc();
+	*a = g->q[g->qhead];
 	g->qhead = (g->qhead + 1) % 64;
 	__atomic_sub_fetch(&g->qlen, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&g->qlock);
-	if (m.raw) {
+	return true;
+}
+
+bool xsim_guest_push(struct xsim_guest *g, const struct xsim_action *a)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&g->qlock);
+	if (g->qlen < 64) {
+		g->q[(g->qhead + g->qlen) % 64] = *a;
+		__atomic_add_fetch(&g->qlen, 1, __ATOMIC_RELEASE);
+		ok = true;
+	}
+	pthread_mutex_unlock(&g->qlock);
+	return ok;
+}
+
+void xsim_guest_mark(struct xsim_guest *g, unsigned int c, uint64_t host,
+		     const struct xsim_action *a)
+{
+	struct gcpu *gc = &g->cpu[c];
+	uint8_t e[16 + XSIM_MARKER_MAX + 1] = { 0 };
+	unsigned int len;
+	uint64_t ts;
+
+	if (!__atomic_load_n(&g->on, __ATOMIC_RELAXED))
+		return;
+	if (a->kind == XA_RAW) {
 		common(e, ID_RAW, task_pid(g, c));
-		memcpy(e + 8, m.data, m.len);	/* u32 id, then data */
-		len = 8 + m.len;
+		memcpy(e + 8, a->data, a->len);	/* u32 id, then data */
+		len = 8 + a->len;
 	} else {
 		uint64_t ip = 0xffffffff81000000ull;
 
 		common(e, ID_PRINT, task_pid(g, c));
 		memcpy(e + 8, &ip, 8);
-		memcpy(e + 16, m.data, m.len);
-		len = 16 + m.len + 1;	/* NUL-terminated */
+		memcpy(e + 16, a->data, a->len);
+		len = 16 + a->len + 1;	/* NUL-terminated */
 	}
-	if (__atomic_load_n(&g->on, __ATOMIC_RELAXED)) {
-		uint64_t ts = gtsc(g, c, host);
-
-		pthread_mutex_lock(&gc->lock);
-		append(gc, ts, host, e, len);
-		pthread_mutex_unlock(&gc->lock);
-		xsim_truth(g->h, "marker %u %u %lu %lu %s %u\n", g->domid, c,
-			   (unsigned long)host, (unsigned long)ts,
-			   m.raw ? "raw" : "text", m.len);
-	}
-	return true;
+	ts = gtsc(g, c, host);
+	pthread_mutex_lock(&gc->lock);
+	append(gc, ts, host, e, len);
+	pthread_mutex_unlock(&gc->lock);
+	xsim_truth(g->h, "marker %u %u %lu %lu %s %u\n", g->domid, c,
+		   (unsigned long)host, (unsigned long)ts,
+		   a->kind == XA_RAW ? "raw" : "text", a->len);
 }
 
 bool xsim_guest_pending(struct xsim_guest *g)
@@ -476,25 +491,38 @@ bool xsim_guest_pending(struct xsim_guest *g)
 	return __atomic_load_n(&g->qlen, __ATOMIC_ACQUIRE) != 0;
 }
 
+/*
+ * A FIFO keeps no write boundaries: writes that arrive before the daemon
+ * reads them come out as one. Text markers are split again at newlines
+ * (the kernel ends each with one); raw markers written back to back may
+ * merge (docs/xensim.md).
+ */
 static void read_markers(struct xsim_guest *g, int fd, bool raw)
 {
-	struct marker m;
+	struct xsim_action a = { .kind = raw ? XA_RAW : XA_TEXT };
+	uint8_t buf[4096];
 	ssize_t n;
 
-	/* one write() is one marker, as long as it fits PIPE_BUF */
-	while ((n = read(fd, m.data, sizeof(m.data))) > 0) {
-		if (raw && n < 4)
-			continue;	/* the kernel wants an id */
-		m.raw = raw;
-		m.len = n;
-		pthread_mutex_lock(&g->qlock);
-		if (g->qlen < 64) {
-			g->q[(g->qhead + g->qlen) % 64] = m;
-			__atomic_add_fetch(&g->qlen, 1, __ATOMIC_RELEASE);
-		} else {
-			g->markers_lost++;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			ssize_t len = n - off;
+
+			if (!raw) {
+				uint8_t *nl = memchr(buf + off, '\n', len);
+
+				if (nl)
+					len = nl - (buf + off) + 1;
+			}
+			if (len > XSIM_MARKER_MAX)
+				len = XSIM_MARKER_MAX;	/* truncated, as large ones */
+			a.len = len;
+			memcpy(a.data, buf + off, len);
+			off += raw ? n - off : len;
+			if (raw && a.len < 4)
+				continue;	/* the kernel wants an id */
+			if (!xsim_guest_push(g, &a))
+				g->markers_lost++;
 		}
-		pthread_mutex_unlock(&g->qlock);
 	}
 }
 
@@ -535,14 +563,13 @@ static void refresh(struct xsim_guest *g)
 	__atomic_store_n(&g->enabled, en, __ATOMIC_RELAXED);
 	/* a written clock name becomes the bracketed list again */
 	get_file(g->dir, "trace_clock", buf, sizeof(buf));
-	if (!strchr(buf, '[')) {
+	/* empty: libtracefs truncated it and is about to write the name */
+	if (buf[0] && !strchr(buf, '[')) {
 		char *nl = strchr(buf, '\n'), out[256], *w = out;
 		const char *p = clocks;
 
 		if (nl)
 			*nl = '\0';
-		if (!buf[0])
-			snprintf(buf, sizeof(buf), "local");
 		while (*p) {
 			size_t l = strcspn(p, " ");
 			bool sel = strlen(buf) == l && !strncmp(p, buf, l);

@@ -32,6 +32,7 @@
 
 struct client {
 	int fd;			/* -1: free slot */
+	uint32_t gen;		/* tells a reused slot from the old client */
 	uint32_t domid;
 	int kind;
 	int evt_wfd;		/* evtchn handles: ports are written here */
@@ -45,6 +46,9 @@ struct server {
 	bool masked, pending;
 	_Alignas(8) uint8_t buf[sizeof(struct xsim_msg) + XSIM_MSG_MAX];
 };
+
+static int op_hvm_xentrace(struct server *s, int i, struct xsim_msg *m,
+			   const uint8_t *data);
 
 static void notify_cb(void *arg)
 {
@@ -162,8 +166,9 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 	if (!h)
 		return NULL;
 	h->conf = *c;
-	h->memfd = h->notify_fd = h->listen_fd = -1;
+	h->memfd = h->notify_fd = h->listen_fd = h->done_fd = -1;
 	pthread_mutex_init(&h->slock, NULL);
+	pthread_mutex_init(&h->dlock, NULL);
 	if (!h->conf.cpu_khz)
 		h->conf.cpu_khz = xsim_measure_khz();
 	h->dir = strdup(dir);
@@ -182,9 +187,11 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 	}
 	h->tb = xsim_tbuf_new(c->pcpus, h->mem, notify_cb, h);
 	h->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	h->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	h->listen_fd = listen_on(dir);
 	tp = path_in(dir, "truth");
-	if (!h->tb || h->notify_fd < 0 || h->listen_fd < 0 || !tp)
+	if (!h->tb || h->notify_fd < 0 || h->done_fd < 0 || h->listen_fd < 0 ||
+	    !tp)
 		goto fail;
 	h->truth = fopen(tp, "we");
 	free(tp);
@@ -217,6 +224,8 @@ fail:
 		close(h->listen_fd);
 	if (h->notify_fd >= 0)
 		close(h->notify_fd);
+	if (h->done_fd >= 0)
+		close(h->done_fd);
 	for (unsigned int i = 0; i < XSIM_MAX_DOMAINS; i++)
 		xsim_guest_free(h->guest[i]);
 	xsim_tbuf_free(h->tb);
@@ -531,6 +540,11 @@ static int handle(struct server *s, int i)
 	case XSIM_OP_BIND_VIRQ:
 		ret = op_bind_virq(s, i, m);
 		break;
+	case XSIM_OP_HVM_XENTRACE:
+		ret = op_hvm_xentrace(s, i, m, data);
+		if (ret == 1)
+			return 0;	/* answered once a vCPU did it */
+		break;
 	case XSIM_OP_UNMASK:
 		ret = -EINVAL;
 		if (s->virq_owner == i && m->a[0] == (uint64_t)s->virq_port) {
@@ -557,24 +571,90 @@ static int handle(struct server *s, int i)
 
 static void accept_client(struct server *s)
 {
+	static uint32_t gen;
 	int fd = accept4(s->h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 
 	if (fd < 0)
 		return;
 	for (int i = 0; i < MAX_CLIENTS; i++) {
 		if (s->cl[i].fd < 0) {
-			s->cl[i] = (struct client){ .fd = fd, .evt_wfd = -1 };
+			s->cl[i] = (struct client){ .fd = fd, .evt_wfd = -1,
+						    .gen = ++gen };
 			return;
 		}
 	}
 	close(fd);
 }
 
+void xsim_host_done(struct xsim_host *h, int client, uint32_t gen)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&h->dlock);
+	if (h->ndone < sizeof(h->done) / sizeof(h->done[0])) {
+		h->done[h->ndone].client = client;
+		h->done[h->ndone].gen = gen;
+		h->ndone++;
+	}
+	pthread_mutex_unlock(&h->dlock);
+	if (write(h->done_fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+/* Answer the hypercalls the pCPU threads have carried out. */
+static void reply_done(struct server *s)
+{
+	struct xsim_host *h = s->h;
+	uint64_t cnt;
+
+	if (read(h->done_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&h->dlock);
+	for (unsigned int i = 0; i < h->ndone; i++) {
+		struct client *c = &s->cl[h->done[i].client];
+		struct xsim_msg m = { .op = XSIM_OP_HVM_XENTRACE };
+
+		if (c->fd >= 0 && c->gen == h->done[i].gen)
+			reply(c->fd, &m, NULL, 0, NULL, 0);
+	}
+	h->ndone = 0;
+	pthread_mutex_unlock(&h->dlock);
+}
+
+/* HVMOP_xentrace: checked here, carried out by a vCPU of the caller. */
+static int op_hvm_xentrace(struct server *s, int i, struct xsim_msg *m,
+			   const uint8_t *data)
+{
+	struct client *c = &s->cl[i];
+	struct xsim_action a = { .kind = XA_XENTRACE, .client = i,
+				 .gen = c->gen };
+	const struct xsim_dom_conf *d = find_dom(s->h, c->domid);
+	struct xsim_guest *g = NULL;
+	uint16_t event, bytes;
+
+	for (unsigned int k = 0; k < s->h->conf.ndoms; k++)
+		if (&s->h->conf.dom[k] == d)
+			g = s->h->guest[k];
+	if (!d || d->type == XSIM_PV || !g)
+		return -ENOSYS;		/* an HVM op, from a PV domain */
+	if (m->len < 4 + 28)
+		return -EFAULT;
+	memcpy(&event, data, 2);
+	memcpy(&bytes, data + 2, 2);
+	/* as Xen: 12-bit event numbers, at most 28 payload bytes */
+	if (bytes > 28 || event >= 0x1000)
+		return -EINVAL;
+	a.event = event;
+	a.len = bytes;
+	memcpy(a.data, data + 4, bytes);
+	return xsim_guest_push(g, &a) ? 1 : -EBUSY;
+}
+
 int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 {
 	struct server *s = calloc(1, sizeof(*s));
-	struct pollfd pf[MAX_CLIENTS + 2 + 2 * XSIM_MAX_DOMAINS];
-	int idx[MAX_CLIENTS + 2 + 2 * XSIM_MAX_DOMAINS];
+	struct pollfd pf[MAX_CLIENTS + 3 + 2 * XSIM_MAX_DOMAINS];
+	int idx[MAX_CLIENTS + 3 + 2 * XSIM_MAX_DOMAINS];
 	uint64_t next_tick = 0;
 	int ret = 0;
 
@@ -591,6 +671,8 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 		idx[n++] = -1;
 		pf[n] = (struct pollfd){ .fd = h->notify_fd, .events = POLLIN };
 		idx[n++] = -2;
+		pf[n] = (struct pollfd){ .fd = h->done_fd, .events = POLLIN };
+		idx[n++] = -1000;
 		/* markers before requests: a marker written before a hypercall
 		 * is queued before it */
 		for (unsigned int g = 0; g < h->conf.ndoms; g++) {
@@ -628,6 +710,8 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 				continue;
 			if (idx[k] == -1) {
 				accept_client(s);
+			} else if (idx[k] == -1000) {
+				reply_done(s);
 			} else if (idx[k] <= -3) {
 				xsim_guest_input(h->guest[-3 - idx[k]],
 						 pf[k].fd);
@@ -692,6 +776,8 @@ void xsim_host_stop(struct xsim_host *h)
 	}
 	close(h->listen_fd);
 	close(h->notify_fd);
+	close(h->done_fd);
+	pthread_mutex_destroy(&h->dlock);
 	xsim_tbuf_free(h->tb);
 	munmap(h->mem, h->mem_pages * XSIM_PAGE_SIZE);
 	close(h->memfd);

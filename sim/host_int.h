@@ -13,6 +13,16 @@
 
 struct xsim_guest;
 
+/* What a guest process asks of a running vCPU, in the order it asked. */
+struct xsim_action {
+	enum { XA_TEXT, XA_RAW, XA_XENTRACE } kind;
+	uint16_t len;			/* bytes in data */
+	uint16_t event;			/* XA_XENTRACE: 12-bit event */
+	int client;			/* XA_XENTRACE: who waits for the reply */
+	uint32_t gen;
+	uint8_t data[XSIM_MARKER_MAX];
+};
+
 enum vstate { VS_RUNNING = 0, VS_RUNNABLE = 1, VS_BLOCKED = 2 };
 
 struct xsim_vcpu {
@@ -60,8 +70,16 @@ struct xsim_host {
 	unsigned int nvcpus;
 	struct xsim_vcpu vcpu[XSIM_MAX_DOMAINS * XSIM_MAX_VCPUS];
 	struct xsim_guest *guest[XSIM_MAX_DOMAINS];	/* by conf index */
+	/* hypercalls done by pCPU threads, answered by the serve loop */
+	pthread_mutex_t dlock;
+	int done_fd;
+	unsigned int ndone;
+	struct { int client; uint32_t gen; } done[64];
 	struct xsim_pcpu pcpu[XSIM_MAX_PCPUS];
 };
+
+/* host.c: a pCPU thread finished a hypercall for @client */
+void xsim_host_done(struct xsim_host *h, int client, uint32_t gen);
 
 /* sched.c */
 int xsim_sched_start(struct xsim_host *h);
@@ -77,9 +95,15 @@ void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
 		       bool to_task);
 /* pCPU thread: guest kernel activity while running */
 void xsim_guest_activity(struct xsim_guest *g, unsigned int c, uint64_t host);
-/* pCPU thread running vCPU @c: stamp the oldest queued marker at @host */
-bool xsim_guest_marker(struct xsim_guest *g, unsigned int c, uint64_t host);
+/* pCPU thread: the oldest queued action, if any, and the TSC it is done at */
+bool xsim_guest_pop(struct xsim_guest *g, struct xsim_action *a,
+		    uint64_t *now);
+/* pCPU thread running vCPU @c: stamp a marker action at @host */
+void xsim_guest_mark(struct xsim_guest *g, unsigned int c, uint64_t host,
+		     const struct xsim_action *a);
 bool xsim_guest_pending(struct xsim_guest *g);
+/* serve loop: queue a hypercall; false if the queue is full */
+bool xsim_guest_push(struct xsim_guest *g, const struct xsim_action *a);
 /* serve loop: the marker FIFOs to poll, and reading them */
 int xsim_guest_fds(struct xsim_guest *g, int fds[2]);
 void xsim_guest_input(struct xsim_guest *g, int fd);

@@ -129,7 +129,7 @@ static void vmexit(struct xsim_pcpu *p, enum exit_kind k, uint64_t t)
 {
 	const uint32_t *reasons = p->h->conf.vendor == XSIM_AMD ?
 				  svm_reason : vmx_reason;
-	uint32_t rip = 0xffffffff81000000u + (uint32_t)(rnd(&p->rng) & 0xffff0);
+	uint32_t rip = 0x81000000u + (uint32_t)(rnd(&p->rng) & 0xffff0);
 	uint32_t d[6] = { reasons[k], rip, 0xffffffffu };
 
 	emit(p, TRC_HVM_VMEXIT64, true, stamp(p, t), 3, d);
@@ -490,6 +490,48 @@ static bool step(struct xsim_pcpu *p, uint64_t now)
 	return true;
 }
 
+/*
+ * HVMOP_xentrace as Xen traces it: the VMCALL exit [T], the VMMCALL
+ * handler (eax = hypercall number), the GUEST record without TSC, and
+ * VMENTRY [T] when the guest resumes.
+ */
+static void xentrace_hypercall(struct xsim_pcpu *p, const struct xsim_action *a,
+			       uint64_t now)
+{
+	uint32_t d[7] = { 0 };
+	uint32_t reason = p->h->conf.vendor == XSIM_AMD ? 0x81 : 18;
+	uint32_t rip = 0x81001000u;
+	uint64_t t = stamp(p, now);
+
+	d[0] = reason;
+	d[1] = rip;
+	d[2] = 0xffffffffu;
+	emit(p, TRC_HVM_VMEXIT64, true, t, 3, d);
+	d[0] = __HYPERVISOR_hvm_op;
+	emit(p, TRC_HVM_VMMCALL, false, 0, 1, d);
+	memset(d, 0, sizeof(d));
+	memcpy(d, a->data, a->len);
+	emit(p, TRC_GUEST | a->event, false, 0, (a->len + 3) / 4, d);
+	vmentry(p, p->clk + STEP);
+	xsim_truth(p->h, "xentrace %u %u %u %lu %#x\n", p->cur->domid,
+		   p->cur->id, p->id, (unsigned long)t, a->event);
+}
+
+static void guest_action(struct xsim_pcpu *p, struct xsim_guest *g)
+{
+	struct xsim_action a;
+	uint64_t now;
+
+	if (!xsim_guest_pop(g, &a, &now))
+		return;
+	if (a.kind == XA_XENTRACE) {
+		xentrace_hypercall(p, &a, now);
+		xsim_host_done(p->h, a.client, a.gen);
+	} else {
+		xsim_guest_mark(g, p->cur->id, stamp(p, now), &a);
+	}
+}
+
 static void *pcpu_main(void *arg)
 {
 	struct xsim_pcpu *p = arg;
@@ -503,12 +545,10 @@ static void *pcpu_main(void *arg)
 		/* Check for stop now and then when far behind (stress). */
 		while (step(p, now) && ++n < 100000)
 			;
-		/* markers written meanwhile, stamped now on the running vCPU */
+		/* what the guest asked meanwhile, done now on the running vCPU */
 		while (p->cur && h->guest[p->cur->dom] &&
-		       xsim_guest_pending(h->guest[p->cur->dom]) &&
-		       xsim_guest_marker(h->guest[p->cur->dom], p->cur->id,
-					 stamp(p, xsim_rdtsc())))
-			;
+		       xsim_guest_pending(h->guest[p->cur->dom]))
+			guest_action(p, h->guest[p->cur->dom]);
 		if (n < 100000)
 			nanosleep(&tick, NULL);
 	}

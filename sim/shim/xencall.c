@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 
 #include <xencall.h>
+#include <xen/xen.h>
+#include <xen/hvm/hvm_op.h>
 
 #include "client.h"
 #include "xsim.h"
@@ -87,11 +89,26 @@ void xencall_free_buffer(xencall_handle *xcall, void *p)
 	xencall_free_buffer_pages(xcall, (uint8_t *)p - 64, pages);
 }
 
+/*
+ * The one hypercall modelled: HVMOP_xentrace, which puts a GUEST record in
+ * the hypervisor trace between the VMCALL exit and the VMENTRY. It returns
+ * once a vCPU of this domain has made it.
+ */
 static long hypercall(xencall_handle *xcall, unsigned int op, uint64_t a1,
 		      uint64_t a2)
 {
-	errno = ENOSYS;
-	return -1;
+	struct xsim_msg m = { .op = XSIM_OP_HVM_XENTRACE };
+
+	if (op != __HYPERVISOR_hvm_op || a1 != HVMOP_xentrace) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!a2) {
+		errno = EFAULT;
+		return -1;
+	}
+	return xsim_call(&xcall->conn, &m, (const void *)(uintptr_t)a2,
+			 sizeof(xen_hvm_xentrace_t), NULL, 0);
 }
 
 int xencall0(xencall_handle *xcall, unsigned int op)

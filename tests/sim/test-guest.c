@@ -23,6 +23,9 @@
 #include <event-parse.h>
 #include <kbuffer.h>
 #include <tracefs.h>
+#include <xencall.h>
+#include <xen/xen.h>
+#include <xen/hvm/hvm_op.h>
 
 #include "simhost.h"
 
@@ -263,11 +266,85 @@ static void test_guest_tracing_off(void **state)
 	simhost_cleanup(&sim);
 }
 
+/*
+ * Markers and HVMOP_xentrace share one queue per guest: a marker written
+ * before the hypercall is stamped before its VMEXIT, one written after it
+ * is stamped after.
+ */
+static void test_marker_hypercall_order(void **state)
+{
+	char dir[512], path[600], line[256];
+	xencall_handle *xc;
+	xen_hvm_xentrace_t *tr;
+	int raw;	/* trace_marker, really */
+	FILE *f;
+	struct { uint64_t t; char k; } ev[64];
+	unsigned int n = 0;
+
+	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	snprintf(dir, sizeof(dir), "%s/dom1/tracing", sim.dir);
+	snprintf(path, sizeof(path), "%s/trace_marker", dir);
+	raw = open(path, O_WRONLY);
+	assert_true(raw >= 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	setenv("XENSIM_DOMID", "1", 1);
+	xc = xencall_open(NULL, 0);
+	assert_non_null(xc);
+	tr = xencall_alloc_buffer(xc, sizeof(*tr));
+	assert_non_null(tr);
+	for (uint32_t i = 0; i < 8; i++) {
+		char m[32];
+
+		/* text markers: back-to-back writes split at newlines */
+		snprintf(m, sizeof(m), "round %u\n", i);
+		assert_int_equal(write(raw, m, strlen(m)), (ssize_t)strlen(m));
+		tr->event = 0x77;
+		tr->extra_bytes = 4;
+		memcpy(tr->extra, &i, 4);
+		assert_int_equal(xencall2(xc, __HYPERVISOR_hvm_op,
+					  HVMOP_xentrace, (uintptr_t)tr), 0);
+		assert_int_equal(write(raw, m, strlen(m)), (ssize_t)strlen(m));
+	}
+	xencall_free_buffer(xc, tr);
+	xencall_close(xc);
+	close(raw);
+	usleep(100 * 1000);
+	assert_int_equal(simhost_stop(&sim), 0);
+
+	snprintf(path, sizeof(path), "%s/truth", sim.dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) && n < 64) {
+		unsigned long t;
+		unsigned int d, v, p;
+
+		if (sscanf(line, "marker %u %u %lu", &d, &v, &t) == 3)
+			ev[n++] = (typeof(ev[0])){ t, 'M' };
+		else if (sscanf(line, "xentrace %u %u %u %lu", &d, &v, &p, &t) == 4)
+			ev[n++] = (typeof(ev[0])){ t, 'X' };
+	}
+	fclose(f);
+	assert_int_equal(n, 24);
+	/* in time order: M X M, eight times */
+	for (unsigned int i = 0; i < n; i++)
+		for (unsigned int j = i + 1; j < n; j++)
+			if (ev[j].t < ev[i].t) {
+				typeof(ev[0]) tmp = ev[i];
+
+				ev[i] = ev[j];
+				ev[j] = tmp;
+			}
+	for (unsigned int i = 0; i < n; i++)
+		assert_int_equal(ev[i].k, i % 3 == 1 ? 'X' : 'M');
+	simhost_cleanup(&sim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_guest_tracefs, cleanup),
 		cmocka_unit_test_teardown(test_guest_tracing_off, cleanup),
+		cmocka_unit_test_teardown(test_marker_hypercall_order, cleanup),
 	};
 
 	return cmocka_run_group_tests_name("xensim guest tracefs", tests,

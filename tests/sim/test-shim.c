@@ -24,6 +24,7 @@
 #include <xenevtchn.h>
 #include <xenforeignmemory.h>
 #include <xen/trace.h>
+#include <xen/hvm/hvm_op.h>
 
 #include "simhost.h"
 
@@ -334,6 +335,135 @@ static void test_disable(void **state)
 	xc_interface_close(xch);
 }
 
+/* Map CPU @c's buffer (tracing already set up by earlier tests). */
+static struct t_buf *map_buf(xc_interface *xch, xenforeignmemory_handle *fmem,
+			     int c)
+{
+	unsigned long mfn, size;
+	const struct t_info *ti;
+	xen_pfn_t pfns[PAGES];
+	struct t_buf *b;
+
+	assert_int_equal(xc_tbuf_enable(xch, PAGES, &mfn, &size), 0);
+	ti = xc_map_foreign_range(xch, DOMID_XEN, size, PROT_READ, mfn);
+	assert_non_null(ti);
+	for (int i = 0; i < PAGES; i++)
+		pfns[i] = ((const uint32_t *)ti)[ti->mfn_offset[c] + i];
+	b = xenforeignmemory_map(fmem, DOMID_XEN, PROT_READ | PROT_WRITE,
+				 PAGES, pfns, NULL);
+	assert_non_null(b);
+	munmap((void *)ti, size);
+	return b;
+}
+
+/*
+ * HVMOP_xentrace from a guest lands in the hypervisor buffer of the pCPU
+ * running one of its vCPUs: VMEXIT(VMCALL) [T], VMMCALL(hvm_op), GUEST
+ * (no TSC) with the payload, VMENTRY [T], back to back.
+ */
+static void test_hvmop_xentrace(void **state)
+{
+	xc_interface *xch = xc_interface_open(NULL, NULL, 0);
+	xenforeignmemory_handle *fmem = xenforeignmemory_open(NULL, 0);
+	xencall_handle *xcall;
+	xen_hvm_xentrace_t *tr;
+	struct t_buf *b[2];
+	unsigned int found = 0, seen = 0;
+
+	assert_non_null(xch);
+	assert_non_null(fmem);
+	assert_int_equal(xc_tbuf_set_evt_mask(xch, TRC_HVM | TRC_GUEST), 0);
+	for (int c = 0; c < 2; c++) {
+		b[c] = map_buf(xch, fmem, c);
+		b[c]->cons = b[c]->prod;
+	}
+
+	/* dom0 is PV: no HVM ops */
+	xcall = xencall_open(NULL, 0);
+	tr = xencall_alloc_buffer(xcall, sizeof(*tr));
+	assert_non_null(tr);
+	tr->event = 0x123;
+	tr->extra_bytes = 8;
+	assert_int_equal(xencall2(xcall, __HYPERVISOR_hvm_op, HVMOP_xentrace,
+				  (uintptr_t)tr), -1);
+	assert_int_equal(errno, ENOSYS);
+	xencall_free_buffer(xcall, tr);
+	xencall_close(xcall);
+
+	setenv("XENSIM_DOMID", "1", 1);
+	xcall = xencall_open(NULL, 0);
+	setenv("XENSIM_DOMID", "0", 1);
+	assert_non_null(xcall);
+	tr = xencall_alloc_buffer(xcall, sizeof(*tr));
+	tr->event = 0x1000;	/* beyond 12 bits */
+	tr->extra_bytes = 4;
+	assert_int_equal(xencall2(xcall, __HYPERVISOR_hvm_op, HVMOP_xentrace,
+				  (uintptr_t)tr), -1);
+	assert_int_equal(errno, EINVAL);
+	for (uint32_t i = 0; i < 5; i++) {
+		tr->event = 0x5a;
+		tr->extra_bytes = 8;
+		memcpy(tr->extra, &i, 4);
+		memcpy(tr->extra + 4, "tcx!", 4);
+		assert_int_equal(xencall2(xcall, __HYPERVISOR_hvm_op,
+					  HVMOP_xentrace, (uintptr_t)tr), 0);
+	}
+	xencall_free_buffer(xcall, tr);
+	xencall_close(xcall);
+	assert_int_equal(xc_tbuf_disable(xch), 0);
+
+	for (int c = 0; c < 2; c++) {
+		uint32_t x = PAGES * 4096 - 8, pos = b[c]->cons % x;
+		uint32_t used = (b[c]->prod + 2 * x - b[c]->cons) % (2 * x);
+		const uint8_t *data = (const uint8_t *)(b[c] + 1);
+		uint32_t hist[4] = { 0 }, words[4][10];
+
+		while (used) {
+			uint32_t h, sz, ev;
+
+			memcpy(&h, data + pos, 4);
+			sz = 4 + (h >> 31 ? 8 : 0) + 4 * ((h >> 28) & 7);
+			ev = h & 0x0fffffff;
+			if (ev != TRC_TRACE_WRAP_BUFFER) {
+				memmove(hist, hist + 1, 3 * 4);
+				memmove(words, words + 1, 3 * sizeof(words[0]));
+				hist[3] = h;
+				memcpy(words[3], data + pos + 4, sz - 4);
+			}
+			/* ... VMEXIT, VMMCALL, GUEST, VMENTRY */
+			if (ev == TRC_HVM_VMENTRY &&
+			    (hist[2] & 0x0fffffff) == (TRC_GUEST | 0x5a)) {
+				uint32_t seq;
+
+				assert_int_equal(hist[0] & 0x0fffffff,
+						 TRC_HVM_VMEXIT64);
+				assert_true(hist[0] >> 31);
+				assert_int_equal(words[0][2], 18);	/* VMCALL */
+				assert_int_equal(hist[1] & 0x0fffffff,
+						 TRC_HVM_VMMCALL);
+				assert_int_equal(words[1][0], __HYPERVISOR_hvm_op);
+				assert_false(hist[2] >> 31);	/* no TSC */
+				assert_int_equal((hist[2] >> 28) & 7, 2);
+				memcpy(&seq, words[2], 4);
+				/* either pCPU, whichever ran a vCPU of d1 */
+				assert_true(seq < 5 && !(seen & 1u << seq));
+				seen |= 1u << seq;
+				assert_memory_equal(words[2] + 1, "tcx!", 4);
+				assert_true(h >> 31);
+				found++;
+			}
+			used -= sz;
+			pos = (pos + sz) % x;
+		}
+		munmap(b[c], PAGES * 4096);
+	}
+	assert_int_equal(found, 5);
+	assert_int_equal(seen, 0x1f);
+	xc_tbuf_set_evt_mask(xch, TRC_ALL);
+	xenforeignmemory_close(fmem);
+	xc_interface_close(xch);
+}
+
 static void test_xencall(void **state)
 {
 	xencall_handle *xc = xencall_open(NULL, 0);
@@ -360,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_tbuf_map),
 		cmocka_unit_test(test_virq),
 		cmocka_unit_test(test_disable),
+		cmocka_unit_test(test_hvmop_xentrace),
 		cmocka_unit_test(test_xencall),
 	};
 
