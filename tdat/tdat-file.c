@@ -62,6 +62,8 @@ static int patch(struct tdat_writer *w, const void *p, size_t len, uint64_t off)
 	return ret ? io_fail(w, ret, "patching the size table") : 0;
 }
 
+static int build_table(struct tdat_writer *w, struct tdat_buf *b, uint32_t *ncpus);
+
 /* ---- metadata ---- */
 
 static int put_section(struct tdat_buf *m, uint16_t id, const struct tdat_buf *body,
@@ -235,25 +237,51 @@ int tdat_write_metadata(struct tdat_writer *w)
 		tdat_buf_free(&m);
 		return tdat_err(w, ret, "no memory for the metadata");
 	}
+	/*
+	 * One write of everything up to the first data page, table and
+	 * flyrecord size included: no moment where the file is half made.
+	 */
+	if (w->version == 6) {
+		struct tdat_buf t = {0};
+		uint32_t ncpus;
+
+		ret = build_table(w, &t, &ncpus) | tdat_buf_put(&m, t.data, t.len);
+		tdat_buf_free(&t);
+	} else {
+		uint64_t sz = w->data_start - (w->flyrec_off + 16);
+
+		memcpy(m.data + w->flyrec_off + 8, &sz, 8);
+	}
+	if (!ret)
+		ret = tdat_buf_zero(&m, w->data_start - m.len);
+	if (ret) {
+		tdat_buf_free(&m);
+		return tdat_err(w, ret, "no memory for the metadata");
+	}
 	ret = tdat_pwrite_all(w->fd, m.data, m.len, 0);
 	tdat_buf_free(&m);
 	if (ret)
 		return io_fail(w, ret, "writing the metadata");
 	w->file_end = w->data_start;
-	if (ftruncate(w->fd, w->file_end))
-		return io_fail(w, -errno, "extending the file");
-	return tdat_file_patch_cpus(w);
+	w->ncpus = w->want_cpus;
+	return 0;
 }
 
 /* ---- the size table ---- */
 
-static int flyrec_size(struct tdat_writer *w)
+/*
+ * The v7 flyrecord section's size reaches the end of the file. Readers walk
+ * the sections to the end; a size short of it would land them in the data
+ * or a hole (where a zero size loops), one past it ends the walk. So the
+ * size grows before the file does, and shrinks after.
+ */
+static int flyrec_size(struct tdat_writer *w, uint64_t end)
 {
 	uint64_t sz;
 
 	if (w->version != 7)
 		return 0;
-	sz = w->file_end - (w->flyrec_off + 16);
+	sz = end - (w->flyrec_off + 16);
 	return patch(w, &sz, 8, w->flyrec_off + 8);
 }
 
@@ -296,35 +324,36 @@ static int patch_one(struct tdat_writer *w, struct tdat_cpu *c)
 	return patch(w, e, 20, w->table_off + 4 + 20ull * i);
 }
 
-/* Rewrite the CPU count and the whole table: when the CPU set changes. */
-int tdat_file_patch_cpus(struct tdat_writer *w)
+/*
+ * The CPU table as it must be now: v7 the BUFFER option (and DONE's head)
+ * from its header on, v6 the table and clock line. Sets *ncpus.
+ */
+static int build_table(struct tdat_writer *w, struct tdat_buf *b, uint32_t *ncpus)
 {
-	struct tdat_buf b = {0};
-	uint32_t ncpus = w->want_cpus;
 	uint8_t e[20];
 	int ret = 0, i;
 
-	if (w->nactive && w->active[w->nactive - 1] + 1 > (int)ncpus)
-		ncpus = w->active[w->nactive - 1] + 1;
-	w->ncpus = ncpus;
+	*ncpus = w->want_cpus;
+	if (w->nactive && w->active[w->nactive - 1] + 1 > (int)*ncpus)
+		*ncpus = w->active[w->nactive - 1] + 1;
 	if (w->version == 7) {
 		uint64_t zero = 0, fixed = w->table_off - w->buf_opt_off - 6;
 
-		ret |= tdat_buf_u16(&b, TDAT_OPT_BUFFER);
-		ret |= tdat_buf_u32(&b, fixed + 4 + 20 * w->nactive);
-		ret |= tdat_buf_u64(&b, w->flyrec_off);
-		ret |= tdat_buf_str(&b, "");
-		ret |= tdat_buf_str(&b, w->clock);
-		ret |= tdat_buf_u32(&b, w->page_size);
-		ret |= tdat_buf_u32(&b, w->nactive);
+		ret |= tdat_buf_u16(b, TDAT_OPT_BUFFER);
+		ret |= tdat_buf_u32(b, fixed + 4 + 20 * w->nactive);
+		ret |= tdat_buf_u64(b, w->flyrec_off);
+		ret |= tdat_buf_str(b, "");
+		ret |= tdat_buf_str(b, w->clock);
+		ret |= tdat_buf_u32(b, w->page_size);
+		ret |= tdat_buf_u32(b, w->nactive);
 		for (i = 0; i < w->nactive; i++) {
 			entry(w, w->active[i], e);
-			ret |= tdat_buf_put(&b, e, 20);
+			ret |= tdat_buf_put(b, e, 20);
 		}
-		ret |= tdat_buf_u16(&b, TDAT_OPT_DONE);
-		ret |= tdat_buf_u32(&b, 8 + 20 * (w->max_cpus - w->nactive));
-		w->done_off = w->buf_opt_off + b.len;
-		ret |= tdat_buf_u64(&b, zero);
+		ret |= tdat_buf_u16(b, TDAT_OPT_DONE);
+		ret |= tdat_buf_u32(b, 8 + 20 * (w->max_cpus - w->nactive));
+		w->done_off = w->buf_opt_off + b->len;
+		ret |= tdat_buf_u64(b, zero);
 		/*
 		 * The rest of DONE's room is never read; entries only grow,
 		 * so what this write does not reach is still the zeros of
@@ -334,18 +363,29 @@ int tdat_file_patch_cpus(struct tdat_writer *w)
 		char clk[140];
 		int n = snprintf(clk, sizeof(clk), "[%s]\n", w->clock);
 
-		for (i = 0; i < (int)ncpus; i++) {
+		for (i = 0; i < (int)*ncpus; i++) {
 			entry(w, i, e);
-			ret |= tdat_buf_put(&b, e, 16);
+			ret |= tdat_buf_put(b, e, 16);
 		}
 		/* the table only grows: this covers the previous clock line */
-		ret |= tdat_buf_u64(&b, n);
-		ret |= tdat_buf_put(&b, clk, n);
+		ret |= tdat_buf_u64(b, n);
+		ret |= tdat_buf_put(b, clk, n);
 	}
-	if (ret) {
+	return ret ? -ENOMEM : 0;
+}
+
+/* Rewrite the CPU count and the whole table: when the CPU set changes. */
+int tdat_file_patch_cpus(struct tdat_writer *w)
+{
+	struct tdat_buf b = {0};
+	uint32_t ncpus;
+	int ret;
+
+	if (build_table(w, &b, &ncpus)) {
 		tdat_buf_free(&b);
 		return tdat_err(w, -ENOMEM, "no memory for the CPU table");
 	}
+	w->ncpus = ncpus;
 	/*
 	 * The table first, the count second: a kill in between leaves the old
 	 * count reading entries that are all valid (v6 then sees a bad clock
@@ -355,8 +395,6 @@ int tdat_file_patch_cpus(struct tdat_writer *w)
 	tdat_buf_free(&b);
 	if (!ret)
 		ret = patch(w, &ncpus, 4, w->cpus_field_off);
-	if (!ret)
-		ret = flyrec_size(w);
 	return ret;
 }
 
@@ -385,10 +423,21 @@ static int hide_from(struct tdat_writer *w, uint64_t from, bool hide)
 
 static int extend_to(struct tdat_writer *w, uint64_t end)
 {
-	if (ftruncate(w->fd, end))
-		return io_fail(w, -errno, "extending the file");
+	int ret;
+
+	if (end > w->file_end) {
+		ret = flyrec_size(w, end);
+		if (ret)
+			return ret;
+	}
+	if (ftruncate(w->fd, end)) {
+		ret = -errno;
+		/* put the size back: the file did not grow */
+		flyrec_size(w, w->file_end);
+		return io_fail(w, ret, "resizing the file");
+	}
 	w->file_end = end;
-	return flyrec_size(w);
+	return flyrec_size(w, end);
 }
 
 static int region_alloc(struct tdat_writer *w, struct tdat_cpu *c)
@@ -456,6 +505,8 @@ static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
 		return extend_to(w, w->file_end + add);
 	}
 	ret = hide_from(w, end, true);
+	if (!ret)
+		ret = flyrec_size(w, w->file_end + add);
 	if (ret)
 		return ret;
 	if (!fallocate(w->fd, FALLOC_FL_INSERT_RANGE, end, add)) {
@@ -561,7 +612,9 @@ static int compact(struct tdat_writer *w)
 		for (j = i + 1; j < n; j++)
 			r[j]->region_off -= len;
 		w->file_end -= len;
-		ret = hide_from(w, 0, false);
+		ret = flyrec_size(w, w->file_end);
+		if (!ret)
+			ret = hide_from(w, 0, false);
 	}
 	cursor = w->data_start;
 	for (i = 0; i < n && !ret; i++) {

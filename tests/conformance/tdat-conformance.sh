@@ -155,8 +155,11 @@ for V in 6 7; do
 	# file the reader refuses or misreads
 	for d in 0.03 0.08; do
 		k=$T/kill$V.dat
+		rm -f "$k"
 		"$gen" plain "$k" $V 3000000 3 4096 &
 		pid=$!
+		# the file is a trace.dat from tdat_start_data() on: wait for it
+		while [ ! -s "$k" ] && kill -0 $pid 2>/dev/null; do sleep 0.01; done
 		sleep $d
 		kill -9 $pid 2>/dev/null
 		wait $pid 2>/dev/null
