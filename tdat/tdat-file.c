@@ -271,9 +271,10 @@ int tdat_write_metadata(struct tdat_writer *w)
 
 /*
  * The v7 flyrecord section's size reaches the end of the file. Readers walk
- * the sections to the end; a size short of it would land them in the data
- * or a hole (where a zero size loops), one past it ends the walk. So the
- * size grows before the file does, and shrinks after.
+ * the sections to the end; a size short of it would land them in a hole
+ * (crawled 16 bytes at a time) or in page data read as section headers,
+ * while one past it just ends the walk. So the size grows before the file
+ * does, and shrinks after.
  */
 static int flyrec_size(struct tdat_writer *w, uint64_t end)
 {
