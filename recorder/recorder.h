@@ -249,8 +249,8 @@ struct rec_event {
 
 /* Payload sizes (common header included) of the fixed-layout events. */
 #define REC_SCHED_SWITCH_SIZE	64
-#define REC_KVM_ENTRY_SIZE	32
-#define REC_KVM_EXIT_SIZE	64
+#define REC_KVM_ENTRY_SIZE	24
+#define REC_KVM_EXIT_SIZE	32
 /* Largest payload any event gets. */
 #define REC_MAX_PAYLOAD		80
 

@@ -315,9 +315,9 @@ static void test_encode(void **state)
 	r.w[0] = 0x7b;
 	len = rec_event_encode(rec_event_lookup(r.event), &r, 2, 0, b);
 	assert_int_equal(len, REC_KVM_EXIT_SIZE);
+	memcpy(&v, b + 12, 4);
+	assert_int_equal(v, 2);	/* isa: SVM */
 	memcpy(&v, b + 24, 4);
-	assert_int_equal(v, 2);
-	memcpy(&v, b + 56, 4);
 	assert_int_equal(v, 1);	/* vcpu_id of pid 2 = d0v1 */
 }
 
