@@ -31,10 +31,25 @@ struct tdat_buf {
 
 int tdat_buf_put(struct tdat_buf *b, const void *p, size_t n);
 int tdat_buf_zero(struct tdat_buf *b, size_t n);
-static inline int tdat_buf_u16(struct tdat_buf *b, uint16_t v) { return tdat_buf_put(b, &v, 2); }
-static inline int tdat_buf_u32(struct tdat_buf *b, uint32_t v) { return tdat_buf_put(b, &v, 4); }
-static inline int tdat_buf_u64(struct tdat_buf *b, uint64_t v) { return tdat_buf_put(b, &v, 8); }
-static inline int tdat_buf_str(struct tdat_buf *b, const char *s) { return tdat_buf_put(b, s, strlen(s) + 1); }
+static inline int tdat_buf_u16(struct tdat_buf *b, uint16_t v)
+{
+	return tdat_buf_put(b, &v, 2);
+}
+
+static inline int tdat_buf_u32(struct tdat_buf *b, uint32_t v)
+{
+	return tdat_buf_put(b, &v, 4);
+}
+
+static inline int tdat_buf_u64(struct tdat_buf *b, uint64_t v)
+{
+	return tdat_buf_put(b, &v, 8);
+}
+
+static inline int tdat_buf_str(struct tdat_buf *b, const char *s)
+{
+	return tdat_buf_put(b, s, strlen(s) + 1);
+}
 void tdat_buf_free(struct tdat_buf *b);
 
 /* One queued option: id and payload (file endianness). */
