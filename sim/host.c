@@ -26,8 +26,10 @@
 
 #include "host_int.h"
 #include "proto.h"
+#include "xs.h"
 
 #define MAX_CLIENTS	128
+#define MAX_WATCHES	512
 #define TBUF_FIRST_PORT	5
 
 struct client {
@@ -38,9 +40,17 @@ struct client {
 	int evt_wfd;		/* evtchn handles: ports are written here */
 };
 
+struct watch {
+	int client;		/* -1: free */
+	char path[256];
+	char token[128];
+};
+
 struct server {
 	struct xsim_host *h;
 	struct client cl[MAX_CLIENTS];
+	struct watch w[MAX_WATCHES];
+	uint32_t next_txn;
 	int virq_owner;		/* client index bound to VIRQ_TBUF, or -1 */
 	int virq_port;
 	bool masked, pending;
@@ -207,7 +217,8 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 		if (!h->guest[i])
 			goto fail;
 	}
-	if (xsim_sched_start(h))
+	h->xs = xsim_xs_new(&h->conf);
+	if (!h->xs || xsim_sched_start(h))
 		goto fail;
 	truth_header(h);
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
@@ -228,6 +239,7 @@ fail:
 		close(h->done_fd);
 	for (unsigned int i = 0; i < XSIM_MAX_DOMAINS; i++)
 		xsim_guest_free(h->guest[i]);
+	xsim_xs_free(h->xs);
 	xsim_tbuf_free(h->tb);
 	if (h->mem)
 		munmap(h->mem, h->mem_pages * XSIM_PAGE_SIZE);
@@ -269,6 +281,10 @@ static void deliver_virq(struct server *s)
 static void drop_client(struct server *s, int i)
 {
 	struct client *c = &s->cl[i];
+
+	for (int k = 0; k < MAX_WATCHES; k++)
+		if (s->w[k].client == i)
+			s->w[k].client = -1;
 
 	if (s->virq_owner == i)
 		s->virq_owner = -1;
@@ -317,10 +333,13 @@ static int op_hello(struct server *s, int i, struct xsim_msg *m)
 	c->kind = m->a[2];
 	m->a[0] = s->h->mem_pages;
 	m->ret = 0;
-	if (c->kind != XSIM_KIND_EVTCHN)
+	if (c->kind != XSIM_KIND_EVTCHN && c->kind != XSIM_KIND_XS)
 		return reply(c->fd, m, NULL, 0, fds, 1) ? -EIO : 1;
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
+	/* a watcher that does not read loses events, never stalls us */
+	if (c->kind == XSIM_KIND_XS)
+		fcntl(pfd[1], F_SETFL, O_NONBLOCK);
 	c->evt_wfd = pfd[1];
 	fds[1] = pfd[0];
 	ret = reply(c->fd, m, NULL, 0, fds, 2) ? -EIO : 1;
@@ -492,6 +511,114 @@ static int op_bind_virq(struct server *s, int i, struct xsim_msg *m)
 	return s->virq_port;
 }
 
+static void watch_event(struct server *s, const struct watch *w,
+			const char *path)
+{
+	struct client *c = &s->cl[w->client];
+	char buf[4 + 256 + 128 + 2];
+	uint32_t len = strlen(path) + 1 + strlen(w->token) + 1;
+
+	if (c->evt_wfd < 0 || len + 4 > sizeof(buf))
+		return;
+	memcpy(buf, &len, 4);
+	memcpy(buf + 4, path, strlen(path) + 1);
+	memcpy(buf + 4 + strlen(path) + 1, w->token, strlen(w->token) + 1);
+	if (write(c->evt_wfd, buf, 4 + len) < 0)
+		return;
+}
+
+static bool is_under(const char *parent, const char *child)
+{
+	size_t l = strlen(parent);
+
+	if (!strcmp(parent, "/"))
+		return child[0] == '/';
+	return !strncmp(parent, child, l) && (child[l] == '/' || !child[l]);
+}
+
+/* Watches fire on the node, anything below it, and removal above it. */
+static void fire(struct server *s, const char *path, bool removed)
+{
+	for (int k = 0; k < MAX_WATCHES; k++) {
+		struct watch *w = &s->w[k];
+		const char *ev = path;
+
+		if (w->client < 0)
+			continue;
+		if (removed && is_under(path, w->path))
+			ev = w->path;
+		else if (!is_under(w->path, path))
+			continue;
+		if (!xsim_xs_can_read(s->h->xs, s->cl[w->client].domid, ev) &&
+		    !removed)
+			continue;
+		watch_event(s, w, ev);
+	}
+}
+
+static int op_xs(struct server *s, int i, struct xsim_msg *m, uint8_t *data,
+		 uint32_t *rlen)
+{
+	struct client *c = &s->cl[i];
+	char path[3100];
+	const char *raw = (const char *)data, *arg;
+	uint32_t arglen, max = XSIM_MSG_MAX;
+	size_t plen = strnlen(raw, m->len);
+	static uint8_t out[XSIM_MSG_MAX];
+	int ret;
+
+	if (c->kind != XSIM_KIND_XS || plen == m->len)
+		return -EINVAL;
+	arg = raw + plen + 1;
+	arglen = m->len - plen - 1;
+	if (m->a[0] == XS_TRANSACTION_START)
+		return ++s->next_txn;
+	if (m->a[0] == XS_TRANSACTION_END)
+		return 0;
+	ret = xsim_xs_canon(c->domid, raw, path, sizeof(path));
+	if (ret)
+		return ret;
+	if (m->a[0] == XS_WATCH || m->a[0] == XS_UNWATCH) {
+		char token[128];
+
+		snprintf(token, sizeof(token), "%.*s", (int)arglen, arg);
+		for (int k = 0; k < MAX_WATCHES; k++) {
+			struct watch *w = &s->w[k];
+
+			if (m->a[0] == XS_UNWATCH) {
+				if (w->client == i && !strcmp(w->path, path) &&
+				    !strcmp(w->token, token)) {
+					w->client = -1;
+					return 0;
+				}
+				continue;
+			}
+			if (w->client >= 0)
+				continue;
+			if (strlen(path) >= sizeof(w->path))
+				return -E2BIG;
+			w->client = i;
+			snprintf(w->path, sizeof(w->path), "%s", path);
+			snprintf(w->token, sizeof(w->token), "%s", token);
+			/* a new watch fires once at once */
+			watch_event(s, w, path);
+			return 0;
+		}
+		return m->a[0] == XS_UNWATCH ? -ENOENT : -ENOSPC;
+	}
+	ret = xsim_xs_op(s->h->xs, c->domid, m->a[0], path, arg, arglen, out,
+			 &max);
+	if (ret == 1) {
+		fire(s, path, m->a[0] == XS_RM);
+		ret = 0;
+	}
+	if (!ret && max) {
+		memcpy(data, out, max);
+		*rlen = max;
+	}
+	return ret;
+}
+
 static int handle(struct server *s, int i)
 {
 	struct client *c = &s->cl[i];
@@ -539,6 +666,9 @@ static int handle(struct server *s, int i)
 		break;
 	case XSIM_OP_BIND_VIRQ:
 		ret = op_bind_virq(s, i, m);
+		break;
+	case XSIM_OP_XS:
+		ret = op_xs(s, i, m, data, &rlen);
 		break;
 	case XSIM_OP_HVM_XENTRACE:
 		ret = op_hvm_xentrace(s, i, m, data);
@@ -662,6 +792,8 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 		return -1;
 	s->h = h;
 	s->virq_owner = -1;
+	for (int k = 0; k < MAX_WATCHES; k++)
+		s->w[k].client = -1;
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		s->cl[i].fd = s->cl[i].evt_wfd = -1;
 	while (!*stop) {
@@ -778,6 +910,7 @@ void xsim_host_stop(struct xsim_host *h)
 	close(h->notify_fd);
 	close(h->done_fd);
 	pthread_mutex_destroy(&h->dlock);
+	xsim_xs_free(h->xs);
 	xsim_tbuf_free(h->tb);
 	munmap(h->mem, h->mem_pages * XSIM_PAGE_SIZE);
 	close(h->memfd);

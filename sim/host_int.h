@@ -70,6 +70,7 @@ struct xsim_host {
 	unsigned int nvcpus;
 	struct xsim_vcpu vcpu[XSIM_MAX_DOMAINS * XSIM_MAX_VCPUS];
 	struct xsim_guest *guest[XSIM_MAX_DOMAINS];	/* by conf index */
+	struct xsim_xs *xs;
 	/* hypercalls done by pCPU threads, answered by the serve loop */
 	pthread_mutex_t dlock;
 	int done_fd;

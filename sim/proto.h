@@ -4,7 +4,8 @@
  * SOCK_SEQPACKET connection per library handle at $XENSIM_HOST/ctl. Each
  * request gets exactly one reply with the same header. The reply to HELLO
  * carries the machine-memory fd and, for event-channel handles, the read
- * end of a pipe on which pending ports arrive as u32 values.
+ * end of a pipe on which pending ports arrive as u32 values; for xenstore
+ * handles, one on which watch events arrive as u32 length, "path\0token\0".
  */
 #ifndef XSIM_PROTO_H
 #define XSIM_PROTO_H
@@ -27,11 +28,12 @@ enum xsim_op {
 	XSIM_OP_BIND_VIRQ,	/* a0 virq -> ret port */
 	XSIM_OP_UNMASK,		/* a0 port */
 	XSIM_OP_UNBIND,		/* a0 port */
-	XSIM_OP_HVM_XENTRACE,	/* a0 vcpu, data xen_hvm_xentrace */
+	XSIM_OP_HVM_XENTRACE,	/* data xen_hvm_xentrace */
+	XSIM_OP_XS,		/* a0 XS_* type, data path NUL [argument] */
 };
 
 enum xsim_kind { XSIM_KIND_CTRL = 1, XSIM_KIND_FMEM, XSIM_KIND_EVTCHN,
-		 XSIM_KIND_CALL };
+		 XSIM_KIND_CALL, XSIM_KIND_XS };
 
 struct xsim_msg {
 	uint32_t op;

@@ -23,6 +23,7 @@
 #include <xenctrl.h>
 #include <xenevtchn.h>
 #include <xenforeignmemory.h>
+#include <xenstore.h>
 #include <xen/trace.h>
 #include <xen/hvm/hvm_op.h>
 
@@ -464,6 +465,87 @@ static void test_hvmop_xentrace(void **state)
 	xc_interface_close(xch);
 }
 
+static char **next_event(struct xs_handle *xs, unsigned int *num)
+{
+	struct pollfd p = { .fd = xs_fileno(xs), .events = POLLIN };
+
+	if (poll(&p, 1, 2000) != 1)
+		return NULL;
+	return xs_read_watch(xs, num);
+}
+
+/* xenstore: a libxl host's paths and permissions, guests' data/, watches. */
+static void test_xenstore(void **state)
+{
+	struct xs_handle *d0, *g1;
+	unsigned int n, len;
+	char **v, *val;
+	struct xs_permissions *perms, give[1] = { { 0, XS_PERM_NONE } };
+
+	d0 = xs_open(0);
+	assert_non_null(d0);
+	v = xs_directory(d0, XBT_NULL, "/local/domain", &n);
+	assert_non_null(v);
+	assert_int_equal(n, 3);
+	free(v);
+	val = xs_read(d0, XBT_NULL, "/local/domain/1/name", &len);
+	assert_non_null(val);
+	assert_string_equal(val, "guest1");
+	assert_int_equal(len, 6);
+	free(val);
+	val = xs_get_domain_path(d0, 2);
+	assert_string_equal(val, "/local/domain/2");
+	free(val);
+
+	setenv("XENSIM_DOMID", "1", 1);
+	g1 = xs_open(0);
+	setenv("XENSIM_DOMID", "0", 1);
+	assert_non_null(g1);
+	/* its own home, relative paths; not other domains */
+	val = xs_read(g1, XBT_NULL, "name", &len);
+	assert_non_null(val);
+	assert_string_equal(val, "guest1");
+	free(val);
+	assert_null(xs_directory(g1, XBT_NULL, "/local/domain", &n));
+	assert_int_equal(errno, EACCES);
+	assert_null(xs_read(g1, XBT_NULL, "/local/domain/2/name", &len));
+	assert_int_equal(errno, EACCES);
+	assert_false(xs_write(g1, XBT_NULL, "name", "evil", 4));
+	assert_int_equal(errno, EACCES);
+
+	/* dom0 watches the guest's data/; a new watch fires at once */
+	assert_true(xs_watch(d0, "/local/domain/1/data", "tok"));
+	v = next_event(d0, &n);
+	assert_non_null(v);
+	assert_string_equal(v[XS_WATCH_PATH], "/local/domain/1/data");
+	assert_string_equal(v[XS_WATCH_TOKEN], "tok");
+	free(v);
+	assert_true(xs_write(g1, XBT_NULL, "data/tcx/state", "ready", 5));
+	v = next_event(d0, &n);
+	assert_non_null(v);
+	assert_string_equal(v[XS_WATCH_PATH], "/local/domain/1/data/tcx/state");
+	free(v);
+	/* created by the guest: it owns it, and cannot give it away */
+	perms = xs_get_permissions(d0, XBT_NULL, "/local/domain/1/data/tcx/state", &n);
+	assert_non_null(perms);
+	assert_int_equal(perms[0].id, 1);
+	free(perms);
+	assert_false(xs_set_permissions(g1, XBT_NULL, "data/tcx/state", give, 1));
+	assert_int_equal(errno, EPERM);
+	assert_true(xs_rm(g1, XBT_NULL, "data/tcx"));
+	v = next_event(d0, &n);
+	assert_non_null(v);
+	assert_string_equal(v[XS_WATCH_PATH], "/local/domain/1/data/tcx");
+	free(v);
+	assert_null(xs_read(d0, XBT_NULL, "/local/domain/1/data/tcx/state", &len));
+	assert_int_equal(errno, ENOENT);
+	assert_true(xs_unwatch(d0, "/local/domain/1/data", "tok"));
+	assert_true(xs_write(g1, XBT_NULL, "data/x", "1", 1));
+	assert_null(xs_check_watch(d0));
+	xs_close(g1);
+	xs_close(d0);
+}
+
 static void test_xencall(void **state)
 {
 	xencall_handle *xc = xencall_open(NULL, 0);
@@ -491,6 +573,7 @@ int main(void)
 		cmocka_unit_test(test_virq),
 		cmocka_unit_test(test_disable),
 		cmocka_unit_test(test_hvmop_xentrace),
+		cmocka_unit_test(test_xenstore),
 		cmocka_unit_test(test_xencall),
 	};
 
