@@ -103,6 +103,7 @@ struct conv {
 	int				max_cpu;	/* scan: highest pCPU */
 	bool				has_runstate;	/* scan: runstate records seen */
 	bool				has_switch;	/* scan: SWITCH records seen */
+	bool				*has_data;	/* scan: pCPUs with data */
 	int				ncpus;
 	bool				*in_guest;	/* per pCPU: after a kvm_entry */
 	uint8_t				hvm_dom[32768 / 8];	/* domains seen in VMENTRY */
@@ -322,6 +323,11 @@ static int scan(struct conv *c, int fd)
 	/* every pCPU with data, whatever its records' classes */
 	if (st.max_cpu > c->max_cpu)
 		c->max_cpu = st.max_cpu;
+	c->has_data = calloc(c->max_cpu + 1, sizeof(*c->has_data));
+	if (!c->has_data)
+		c->err = -ENOMEM;
+	for (int i = 0; c->has_data && i <= c->max_cpu; i++)
+		c->has_data[i] = rec_stream_has_data(s, i);
 	if (ret != -EBADMSG && ret < 0)
 		snprintf(c->errmsg, sizeof(c->errmsg), "%.200s: %.256s", c->o->input, res.msg);
 	else
@@ -390,12 +396,12 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 		ret = scan(&c, fd);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s", c.errmsg[0] ? c.errmsg : strerror(-ret));
-			goto out_fd;
+			goto out;
 		}
 		if (lseek(fd, 0, SEEK_SET) < 0) {
 			ret = -errno;
 			snprintf(err, errlen, "%s: %s", o->input, strerror(errno));
-			goto out_fd;
+			goto out;
 		}
 	}
 	c.ncpus = rescan ? c.max_cpu + 1 : REC_MAX_CPUS;
@@ -444,10 +450,11 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	/* Merge exactly: every pCPU of the capture holds the others back; from
-	 * a pipe, all may come, so only the buffer bound lets records out. */
+	/* Merge exactly: every pCPU with data holds the others back; from a
+	 * pipe, any may come, so only the buffer bound lets records out. */
 	for (int i = 0; i < c.ncpus; i++)
-		rec_stream_expect(s, i);
+		if (!rescan || c.has_data[i])
+			rec_stream_expect(s, i);
 	rret = rec_read_xentrace(fd, s, &sum->read, o->progress ? progress : NULL, &c);
 	rec_stream_finish(s);
 	rec_stream_get_stats(s, &sum->stream);
@@ -499,8 +506,8 @@ out:
 		tdat_close(c.w);
 	rec_vcpus_free(c.vm);
 	free(c.in_guest);
+	free(c.has_data);
 	free(c.tasks.keys);
-out_fd:
 	if (!is_stdin)
 		close(fd);
 	return ret;

@@ -114,6 +114,11 @@ void rec_stream_free(struct rec_stream *s)
 	free(s);
 }
 
+bool rec_stream_has_data(const struct rec_stream *s, int cpu)
+{
+	return cpu >= 0 && cpu < s->p.max_cpus && s->cpus[cpu].data;
+}
+
 void rec_stream_get_stats(const struct rec_stream *s, struct rec_stream_stats *st)
 {
 	*st = s->st;

@@ -163,6 +163,9 @@ int rec_stream_expect(struct rec_stream *s, int cpu);
 /** rec_stream_finish - no more input: emit everything still queued */
 int rec_stream_finish(struct rec_stream *s);
 
+/** rec_stream_has_data - whether pCPU @cpu has fed any bytes */
+bool rec_stream_has_data(const struct rec_stream *s, int cpu);
+
 /** rec_stream_get_stats - counters so far */
 void rec_stream_get_stats(const struct rec_stream *s, struct rec_stream_stats *st);
 

@@ -436,6 +436,61 @@ static void test_svm_and_guests(void **state)
 	free(t);
 }
 
+/* pCPUs without data between others (a xentrace -c mask): no waiting on them */
+static void test_cpu_gaps(void **state)
+{
+	struct xtgen_params p;
+	struct xtgen_truth *t = calloc(1, sizeof(*t));
+	struct readback *rb = calloc(1, sizeof(*rb));
+	struct rec_convert_opts o = { .hz = 2400000000ull };
+	char in[256], out[256], err[512];
+	uint8_t *d;
+	long size, off = 0;
+	FILE *f;
+
+	xtgen_defaults(&p);
+	p.ncpus = 3;
+	p.epochs = 10;
+	snprintf(in, sizeof(in), "%s/gaps.bin", tmpdir);
+	snprintf(out, sizeof(out), "%s/gaps.dat", tmpdir);
+	f = fopen(in, "w+");
+	assert_non_null(f);
+	assert_int_equal(xtgen_write(&p, f, t), 0);
+	size = ftell(f);
+	d = malloc(size);
+	rewind(f);
+	assert_int_equal(fread(d, 1, size, f), size);
+	/* pCPU c becomes 2c: pCPUs 1 and 3 have no data */
+	while (off + 12 <= size) {
+		uint32_t cpu, len;
+
+		memcpy(&cpu, d + off + 4, 4);
+		memcpy(&len, d + off + 8, 4);
+		cpu *= 2;
+		memcpy(d + off + 4, &cpu, 4);
+		off += 12 + len;
+	}
+	rewind(f);
+	assert_int_equal(fwrite(d, 1, size, f), size);
+	fclose(f);
+	free(d);
+	o.input = in;
+	o.output = out;
+	assert_int_equal(rec_convert(&o, &rb->sum, err, sizeof(err)), 0);
+	rb->mult = rb->sum.mult;
+	rb->shift = rb->sum.shift;
+	rb->late_dom = -1;
+	assert_int_equal(read_back(out, rb), 0);
+	assert_int_equal(rb->cpus, 5);
+	assert_int_equal(rb->sum.stream.late, 0);
+	assert_true(rb->sum.stream.peak_buffered < t->bytes / 2);
+	assert_int_equal(rb->nonmono, 0);
+	assert_int_equal(rb->switches, t->switches);
+	assert_int_equal(rb->sum.stream.records, t->records);
+	rb_free(rb);
+	free(t);
+}
+
 static int setup(void **state)
 {
 	return mkdtemp(tmpdir) ? 0 : -1;
@@ -460,6 +515,7 @@ int main(void)
 		cmocka_unit_test(test_256_pcpus),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_svm_and_guests),
+		cmocka_unit_test(test_cpu_gaps),
 	};
 
 	tracecmd_set_loglevel(TEP_LOG_NONE);
