@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -485,10 +486,19 @@ static void init(void)
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static atomic_bool ready;
 
+static void init_once(void)
+{
+	init();
+	atomic_store_explicit(&ready, true, memory_order_release);
+}
+
+/* Once built the tables are read-only: one acquire load per lookup. */
 static inline void ensure_init(void)
 {
-	pthread_once(&once, init);
+	if (!atomic_load_explicit(&ready, memory_order_acquire))
+		pthread_once(&once, init_once);
 }
 
 int rec_events_count(void)
