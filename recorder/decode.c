@@ -541,6 +541,18 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 				return ret;
 		}
 	}
+	if (s->p.unordered) {
+		/* a scan: one walk, nothing queued */
+		while (len >= 4) {
+			unsigned int size = rec_size(rd32(p));
+
+			if (size > len)
+				break;
+			pass_through(s, cpu, p);
+			p += size;
+			len -= size;
+		}
+	}
 	/* Whole records, in slices so the bound is checked as we go. */
 	while (len >= 4) {
 		size_t n;
