@@ -24,6 +24,7 @@
 #include <xen/sysctl.h>
 #include <xen/trace.h>
 
+#include "chan.h"
 #include "host_int.h"
 #include "proto.h"
 #include "xs.h"
@@ -51,6 +52,7 @@ struct server {
 	struct client cl[MAX_CLIENTS];
 	struct watch w[MAX_WATCHES];
 	uint32_t next_txn;
+	struct xsim_chan *ch;
 	int virq_owner;		/* client index bound to VIRQ_TBUF, or -1 */
 	int virq_port;
 	bool masked, pending;
@@ -184,7 +186,8 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 	h->dir = strdup(dir);
 	if (!h->dir || (mkdir(dir, 0755) && errno != EEXIST))
 		goto fail;
-	h->mem_pages = xsim_tbuf_mem_pages(c->pcpus);
+	h->pool_base = xsim_tbuf_mem_pages(c->pcpus);
+	h->mem_pages = h->pool_base + XSIM_GNT_POOL;
 	h->memfd = memfd_create("xensim-machine-memory", MFD_CLOEXEC);
 	if (h->memfd < 0 ||
 	    ftruncate(h->memfd, (off_t)h->mem_pages * XSIM_PAGE_SIZE))
@@ -285,10 +288,13 @@ static void drop_client(struct server *s, int i)
 	for (int k = 0; k < MAX_WATCHES; k++)
 		if (s->w[k].client == i)
 			s->w[k].client = -1;
+	close(c->fd);
+	c->fd = -1;
+	/* after the slot is dead: notifications go to the peers only */
+	xsim_chan_drop(s->ch, i);
 
 	if (s->virq_owner == i)
 		s->virq_owner = -1;
-	close(c->fd);
 	if (c->evt_wfd >= 0)
 		close(c->evt_wfd);
 	c->fd = c->evt_wfd = -1;
@@ -332,6 +338,7 @@ static int op_hello(struct server *s, int i, struct xsim_msg *m)
 	c->domid = m->a[1];
 	c->kind = m->a[2];
 	m->a[0] = s->h->mem_pages;
+	m->a[1] = s->h->pool_base;
 	m->ret = 0;
 	if (c->kind != XSIM_KIND_EVTCHN && c->kind != XSIM_KIND_XS)
 		return reply(c->fd, m, NULL, 0, fds, 1) ? -EIO : 1;
@@ -619,6 +626,52 @@ static int op_xs(struct server *s, int i, struct xsim_msg *m, uint8_t *data,
 	return ret;
 }
 
+static void deliver_port(void *arg, int client, uint32_t gen, uint32_t port)
+{
+	struct server *s = arg;
+	struct client *c = &s->cl[client];
+
+	if (c->fd >= 0 && c->gen == gen && c->evt_wfd >= 0 &&
+	    write(c->evt_wfd, &port, sizeof(port)) < 0)
+		return;
+}
+
+static int op_gnt(struct server *s, int i, struct xsim_msg *m, uint8_t *data,
+		  uint32_t *rlen)
+{
+	struct client *c = &s->cl[i];
+	uint32_t count = m->a[1];
+	int ret;
+
+	if (c->kind != XSIM_KIND_GNT)
+		return -EINVAL;
+	switch (m->op) {
+	case XSIM_OP_GNT_SHARE:
+		if (count > XSIM_MSG_MAX / 4)
+			return -EINVAL;
+		ret = xsim_chan_share(s->ch, i, c->gen, c->domid, m->a[0], count,
+				      (int32_t)m->a[2], m->a[3],
+				      (uint32_t *)data);
+		if (!ret)
+			*rlen = count * 4;
+		return ret;
+	case XSIM_OP_GNT_UNSHARE:
+		return xsim_chan_unshare(s->ch, i, c->domid, m->a[0]);
+	case XSIM_OP_GNT_MAP:
+		if (m->len < count * 4ull || !count)
+			return -EINVAL;
+		ret = xsim_chan_map(s->ch, i, c->domid, m->a[0], count,
+				    (const uint32_t *)data, (int32_t)m->a[2],
+				    m->a[3]);
+		if (!ret)
+			m->a[0] = s->h->pool_base + ((const uint32_t *)data)[0];
+		return ret;
+	case XSIM_OP_GNT_UNMAP:
+		return xsim_chan_unmap(s->ch, i, m->a[0]);
+	}
+	return -EINVAL;
+}
+
 static int handle(struct server *s, int i)
 {
 	struct client *c = &s->cl[i];
@@ -676,20 +729,40 @@ static int handle(struct server *s, int i)
 			return 0;	/* answered once a vCPU did it */
 		break;
 	case XSIM_OP_UNMASK:
-		ret = -EINVAL;
 		if (s->virq_owner == i && m->a[0] == (uint64_t)s->virq_port) {
 			s->masked = false;
 			if (s->pending)
 				deliver_virq(s);
 			ret = 0;
+		} else {
+			ret = xsim_chan_unmask(s->ch, i, c->domid, m->a[0]);
 		}
 		break;
 	case XSIM_OP_UNBIND:
-		ret = -EINVAL;
 		if (s->virq_owner == i && m->a[0] == (uint64_t)s->virq_port) {
 			s->virq_owner = -1;
 			ret = 0;
+		} else {
+			ret = xsim_chan_unbind(s->ch, i, c->domid, m->a[0]);
 		}
+		break;
+	case XSIM_OP_EVT_UNBOUND:
+		ret = c->kind != XSIM_KIND_EVTCHN ? -EINVAL :
+		      xsim_chan_unbound(s->ch, i, c->gen, c->domid, m->a[0]);
+		break;
+	case XSIM_OP_EVT_INTERDOMAIN:
+		ret = c->kind != XSIM_KIND_EVTCHN ? -EINVAL :
+		      xsim_chan_interdomain(s->ch, i, c->gen, c->domid,
+					    m->a[0], m->a[1]);
+		break;
+	case XSIM_OP_EVT_NOTIFY:
+		ret = xsim_chan_notify(s->ch, c->domid, m->a[0]);
+		break;
+	case XSIM_OP_GNT_SHARE:
+	case XSIM_OP_GNT_UNSHARE:
+	case XSIM_OP_GNT_MAP:
+	case XSIM_OP_GNT_UNMAP:
+		ret = op_gnt(s, i, m, data, &rlen);
 		break;
 	default:
 		ret = -ENOSYS;
@@ -792,6 +865,12 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 		return -1;
 	s->h = h;
 	s->virq_owner = -1;
+	s->ch = xsim_chan_new(h->mem + h->pool_base * XSIM_PAGE_SIZE,
+			      XSIM_GNT_POOL, deliver_port, s);
+	if (!s->ch) {
+		free(s);
+		return -1;
+	}
 	for (int k = 0; k < MAX_WATCHES; k++)
 		s->w[k].client = -1;
 	for (int i = 0; i < MAX_CLIENTS; i++)
@@ -860,6 +939,7 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		if (s->cl[i].fd >= 0)
 			drop_client(s, i);
+	xsim_chan_free(s->ch);
 	free(s);
 	return ret;
 }

@@ -8,6 +8,9 @@
 
 #include "xsim.h"
 
+/* Pages shared by grants (vchan rings: up to 2 x 256 + 1 per channel). */
+#define XSIM_GNT_POOL	4096
+
 /* Longest marker kept: its event must fit the short ring-buffer header. */
 #define XSIM_MARKER_MAX	92
 
@@ -71,6 +74,7 @@ struct xsim_host {
 	struct xsim_vcpu vcpu[XSIM_MAX_DOMAINS * XSIM_MAX_VCPUS];
 	struct xsim_guest *guest[XSIM_MAX_DOMAINS];	/* by conf index */
 	struct xsim_xs *xs;
+	size_t pool_base;	/* first page of the grant pool */
 	/* hypercalls done by pCPU threads, answered by the serve loop */
 	pthread_mutex_t dlock;
 	int done_fd;

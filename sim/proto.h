@@ -16,7 +16,8 @@
 #define XSIM_MSG_MAX		65536
 
 enum xsim_op {
-	XSIM_OP_HELLO = 1,	/* a0 version, a1 domid, a2 kind -> a0 mem pages */
+	XSIM_OP_HELLO = 1,	/* a0 version, a1 domid, a2 kind -> a0 mem pages,
+				 * a1 first page of the grant pool */
 	XSIM_OP_PHYSINFO,	/* -> a0 pcpus, a1 cpu_khz, a2 vendor */
 	XSIM_OP_TBUF,		/* a0 sysctl cmd, a1 value, data cpumap -> a0 evt
 				 * mask, a1 t_info mfn, a2 t_info bytes */
@@ -30,10 +31,19 @@ enum xsim_op {
 	XSIM_OP_UNBIND,		/* a0 port */
 	XSIM_OP_HVM_XENTRACE,	/* data xen_hvm_xentrace */
 	XSIM_OP_XS,		/* a0 XS_* type, data path NUL [argument] */
+	XSIM_OP_EVT_UNBOUND,	/* a0 remote domid -> port */
+	XSIM_OP_EVT_INTERDOMAIN, /* a0 remote domid, a1 remote port -> port */
+	XSIM_OP_EVT_NOTIFY,	/* a0 port */
+	XSIM_OP_GNT_SHARE,	/* a0 peer, a1 count, a2 notify byte (-1 none),
+				 * a3 notify port -> data u32 refs */
+	XSIM_OP_GNT_UNSHARE,	/* a0 first ref */
+	XSIM_OP_GNT_MAP,	/* a0 granter, a1 count, a2/a3 as share, data
+				 * u32 refs -> a0 page of the first ref */
+	XSIM_OP_GNT_UNMAP,	/* a0 first ref */
 };
 
 enum xsim_kind { XSIM_KIND_CTRL = 1, XSIM_KIND_FMEM, XSIM_KIND_EVTCHN,
-		 XSIM_KIND_CALL, XSIM_KIND_XS };
+		 XSIM_KIND_CALL, XSIM_KIND_XS, XSIM_KIND_GNT };
 
 struct xsim_msg {
 	uint32_t op;

@@ -84,6 +84,7 @@ int xsim_conn_open(struct xsim_conn *c, int kind)
 		goto fail;
 	}
 	c->mem_pages = m.a[0];
+	c->pool_base = m.a[1];
 	c->memfd = n > 0 ? fds[0] : -1;
 	c->evtfd = n > 1 ? fds[1] : -1;
 	return 0;

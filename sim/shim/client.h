@@ -19,6 +19,7 @@ struct xsim_conn {
 	int memfd;		/* machine memory, -1 for event channels */
 	int evtfd;		/* event channels: pending ports arrive here */
 	size_t mem_pages;
+	size_t pool_base;	/* first page of the grant pool */
 	uint32_t domid;
 };
 

@@ -94,23 +94,24 @@ xenevtchn_port_or_error_t xenevtchn_pending(xenevtchn_handle *xce)
 
 int xenevtchn_notify(xenevtchn_handle *xce, evtchn_port_t port)
 {
-	errno = ENOSYS;
-	return -1;
+	return port_op(xce, XSIM_OP_EVT_NOTIFY, port) < 0 ? -1 : 0;
 }
 
 xenevtchn_port_or_error_t xenevtchn_bind_unbound_port(xenevtchn_handle *xce,
 						      uint32_t domid)
 {
-	errno = ENOSYS;
-	return -1;
+	return port_op(xce, XSIM_OP_EVT_UNBOUND, domid);
 }
 
 xenevtchn_port_or_error_t xenevtchn_bind_interdomain(xenevtchn_handle *xce,
 						     uint32_t domid,
 						     evtchn_port_t remote_port)
 {
-	errno = ENOSYS;
-	return -1;
+	struct xsim_msg m = { .op = XSIM_OP_EVT_INTERDOMAIN };
+
+	m.a[0] = domid;
+	m.a[1] = remote_port;
+	return xsim_call(&xce->conn, &m, NULL, 0, NULL, 0);
 }
 
 int xenevtchn_restrict(xenevtchn_handle *xce, domid_t domid)
