@@ -248,7 +248,8 @@ static void test_drainable_rate(void **state)
 	scratch(&sim, "trace.bin", out, sizeof(out));
 	scratch(&sim, "xentrace.err", err, sizeof(err));
 	{
-		char *argv[] = { XENTRACE, "-T", "2", out, NULL };
+		/* 1 MiB per pCPU: over a second of slack on a loaded machine */
+		char *argv[] = { XENTRACE, "-S", "256", "-T", "2", out, NULL };
 
 		assert_int_equal(run_cmd(&sim, argv, NULL, err), 0);
 	}
