@@ -336,6 +336,9 @@ static inline int rec_vcpu_pid(uint32_t dom, uint32_t vcpu)
 /** rec_vcpu_comm - "d<dom>v<vcpu>", or "<idle>" for the idle domain */
 void rec_vcpu_comm(uint32_t dom, uint32_t vcpu, char comm[16]);
 
+/* The TRACEID of a converted hypervisor file: "XENHOST". */
+#define REC_HOST_TRACEID	0x58454e484f535400ull
+
 /** rec_guest_traceid - the TRACEID a guest file of domain @dom must carry */
 uint64_t rec_guest_traceid(uint32_t dom);
 
@@ -402,6 +405,94 @@ int rec_parse_hz(const char *s, uint64_t *hz);
  */
 int rec_tsc2nsec(uint64_t hz, uint32_t *mult, uint32_t *shift);
 
+/* ---- the trace.dat sink: records in, tdat events out ---- */
+
+struct tdat_writer;
+struct rec_sink;
+
+/**
+ * struct rec_sink_opts - how a sink writes
+ * @ncpus:	pCPUs 0..ncpus-1 (records of others are ignored; 0: REC_MAX_CPUS)
+ * @svm:	name exit reasons of pre-4.19 VMEXIT records as SVM
+ * @use_switch:	drive the vCPU model from SWITCH records (no runstate records)
+ */
+struct rec_sink_opts {
+	int		ncpus;
+	bool		svm;
+	bool		use_switch;
+};
+
+/**
+ * struct rec_sink_stats - what a sink wrote
+ * @classes:	records per class (enum rec_class)
+ * @unknown:	records written as xen/unknown
+ * @switches:	sched_switch events written
+ * @events:	events written in all
+ */
+struct rec_sink_stats {
+	uint64_t	classes[REC_NR_CLASSES];
+	uint64_t	unknown;
+	uint64_t	switches;
+	uint64_t	events;
+};
+
+/* One domain seen. */
+struct rec_domain_summary {
+	uint32_t	dom;
+	uint32_t	nvcpus;		/* distinct vCPUs seen */
+	uint32_t	max_vcpu;
+};
+
+/**
+ * rec_sink_add_formats - every event format and the idle cmdline, into @w
+ * before tdat_start_data()
+ */
+int rec_sink_add_formats(struct tdat_writer *w);
+
+/** rec_sink_new - a sink writing to @w (NULL with errno on failure) */
+struct rec_sink *rec_sink_new(struct tdat_writer *w, const struct rec_sink_opts *o);
+
+/**
+ * rec_sink_emit - write record @r (a rec_emit_fn: pass the sink as ctx)
+ *
+ * After the first tdat error it writes nothing more; see rec_sink_error().
+ */
+void rec_sink_emit(void *sink, const struct rec_record *r);
+
+/** rec_sink_note_vcpu - remember a (dom, vcpu) pair, e.g. from a scan */
+int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu);
+
+/** rec_sink_add_cmdlines - a cmdline for every vCPU known (before tdat_start_data) */
+int rec_sink_add_cmdlines(struct rec_sink *k);
+
+/**
+ * rec_sink_add_guests - one GUEST option per domain known: name "d<dom>",
+ * trace id rec_guest_traceid(dom), vCPU i -> rec_vcpu_pid(dom, i)
+ */
+int rec_sink_add_guests(struct rec_sink *k);
+
+/**
+ * rec_sink_domains - the domains known, sorted, idle excluded, into a
+ * calloc'ed array @out (the caller frees it)
+ */
+int rec_sink_domains(const struct rec_sink *k, struct rec_domain_summary **out,
+		     uint32_t *ndomains, uint32_t *nvcpus);
+
+/**
+ * rec_sink_vcpus - the (dom << 16 | vcpu) pairs known, sorted, into a
+ * malloc'ed array @out of @n entries (the caller frees it)
+ */
+int rec_sink_vcpus(const struct rec_sink *k, uint32_t **out, size_t *n);
+
+/** rec_sink_get_stats - counters so far */
+void rec_sink_get_stats(const struct rec_sink *k, struct rec_sink_stats *st);
+
+/** rec_sink_error - the first write error (0: none) and tdat's message */
+int rec_sink_error(const struct rec_sink *k, const char **msg);
+
+/** rec_sink_free - free @k (safe on NULL); the writer stays open */
+void rec_sink_free(struct rec_sink *k);
+
 /* ---- convert ---- */
 
 #define REC_DEFAULT_HZ	2400000000ull	/* xenalyze's default too */
@@ -424,13 +515,6 @@ struct rec_convert_opts {
 	bool		svm;
 	bool		progress;
 	FILE		*log;
-};
-
-/* One domain seen. */
-struct rec_domain_summary {
-	uint32_t	dom;
-	uint32_t	nvcpus;		/* distinct vCPUs seen */
-	uint32_t	max_vcpu;
 };
 
 /**

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The trace.dat sink: decoded records in (a rec_emit_fn), tdat events out.
+ * It keeps the vCPU model, writes every record as its catalogue event,
+ * adds sched_switch at each change of vCPU, kvm_entry/kvm_exit around guest
+ * intervals that have no VMENTRY/VMEXIT records, turns LOST_RECORDS into
+ * missed-event marks, and remembers the (domain, vCPU) pairs for cmdlines
+ * and GUEST options. convert and the live recorder both write through it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <stdint.h>
+#include <xen/trace.h>
+
+#include "recorder.h"
+#include "tdat.h"
+
+/* ---- a set of (dom << 16 | vcpu) keys ---- */
+
+struct vset {
+	uint32_t	*keys;	/* key + 1, 0 = empty */
+	size_t		n, cap;
+};
+
+static int vset_add(struct vset *s, uint32_t dom, uint32_t vcpu)
+{
+	uint32_t key;
+	size_t h;
+
+	if (dom >= REC_DOMID_IDLE || vcpu > 0xffff)
+		return 0;
+	key = ((dom << 16) | vcpu) + 1;
+	if ((s->n + 1) * 2 > s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 256;
+		uint32_t *nk = calloc(ncap, sizeof(*nk));
+
+		if (!nk)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->keys[i])
+				continue;
+			h = (s->keys[i] * 0x9e3779b1u) & (ncap - 1);
+			while (nk[h])
+				h = (h + 1) & (ncap - 1);
+			nk[h] = s->keys[i];
+		}
+		free(s->keys);
+		s->keys = nk;
+		s->cap = ncap;
+	}
+	h = (key * 0x9e3779b1u) & (s->cap - 1);
+	while (s->keys[h]) {
+		if (s->keys[h] == key)
+			return 0;
+		h = (h + 1) & (s->cap - 1);
+	}
+	s->keys[h] = key;
+	s->n++;
+	return 1;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The keys sorted (dom, vcpu), as pid - 1 values. */
+static uint32_t *vset_sorted(const struct vset *s)
+{
+	uint32_t *v = malloc((s->n + 1) * sizeof(*v));
+	size_t k = 0;
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->keys[i])
+			v[k++] = s->keys[i] - 1;
+	qsort(v, k, sizeof(*v), cmp_u32);
+	return v;
+}
+
+/* ---- the sink ---- */
+
+struct rec_sink {
+	struct tdat_writer	*w;
+	struct rec_sink_opts	o;
+	struct rec_vcpus	*vm;
+	struct vset		tasks;
+	bool			*in_guest;	/* per pCPU: after a kvm_entry */
+	uint8_t			hvm_dom[32768 / 8];	/* domains seen in VMENTRY */
+	struct rec_sink_stats	st;
+	int			err;
+	char			errmsg[256];
+};
+
+int rec_sink_add_formats(struct tdat_writer *w)
+{
+	char text[4096];
+
+	for (int i = 0; i < rec_events_count(); i++) {
+		const struct rec_event *e = rec_event_at(i);
+		int ret = rec_event_format(e, text, sizeof(text));
+
+		if (ret < 0)
+			return ret;
+		ret = tdat_add_event_format(w, e->system, text);
+		if (ret < 0)
+			return ret;
+	}
+	return tdat_add_cmdline(w, 0, "<idle>");
+}
+
+struct rec_sink *rec_sink_new(struct tdat_writer *w, const struct rec_sink_opts *o)
+{
+	struct rec_sink *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return NULL;
+	k->w = w;
+	k->o = *o;
+	if (k->o.ncpus < 1 || k->o.ncpus > REC_MAX_CPUS)
+		k->o.ncpus = REC_MAX_CPUS;
+	k->vm = rec_vcpus_new(k->o.ncpus, k->o.use_switch);
+	k->in_guest = calloc(k->o.ncpus, sizeof(*k->in_guest));
+	if (!k->vm || !k->in_guest) {
+		rec_sink_free(k);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return k;
+}
+
+void rec_sink_free(struct rec_sink *k)
+{
+	if (!k)
+		return;
+	rec_vcpus_free(k->vm);
+	free(k->in_guest);
+	free(k->tasks.keys);
+	free(k);
+}
+
+int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu)
+{
+	int ret = vset_add(&k->tasks, dom, vcpu);
+
+	return ret < 0 ? ret : 0;
+}
+
+static void fail(struct rec_sink *k, int err)
+{
+	if (k->err)
+		return;
+	k->err = err;
+	snprintf(k->errmsg, sizeof(k->errmsg), "%s", tdat_error(k->w));
+}
+
+static void put(struct rec_sink *k, int cpu, uint64_t ts, const void *p, size_t len)
+{
+	int ret;
+
+	if (k->err)
+		return;
+	ret = tdat_write_event(k->w, cpu, ts, p, len);
+	if (ret < 0) {
+		fail(k, ret);
+		return;
+	}
+	k->st.events++;
+}
+
+static void do_switch(struct rec_sink *k, const struct rec_record *r, const struct rec_switch *sw)
+{
+	uint8_t b[REC_MAX_PAYLOAD];
+	char pc[16], nc[16];
+	int prev = rec_vcpu_pid(sw->prev_dom, sw->prev_vcpu);
+	int next = rec_vcpu_pid(sw->next_dom, sw->next_vcpu);
+	int cpu = r->cpu;
+
+	if (k->in_guest[cpu] && prev) {
+		/* KernelShark's combo view needs every guest interval closed. */
+		put(k, cpu, r->tsc, b, rec_encode_kvm_exit(b, prev, sw->prev_vcpu & 0xffff));
+	}
+	k->in_guest[cpu] = false;
+	rec_vcpu_comm(sw->prev_dom, sw->prev_vcpu, pc);
+	rec_vcpu_comm(sw->next_dom, sw->next_vcpu, nc);
+	put(k, cpu, r->tsc, b, rec_encode_sched_switch(b, prev, pc, sw->prev_state, next, nc));
+	k->st.switches++;
+	if (next && sw->next_dom < 32768 &&
+	    !(k->hvm_dom[sw->next_dom / 8] & (1 << (sw->next_dom % 8)))) {
+		/* no VMENTRY will come (PV, or HVM tracing off): synthesize */
+		put(k, cpu, r->tsc, b, rec_encode_kvm_entry(b, next, sw->next_vcpu & 0xffff));
+		k->in_guest[cpu] = true;
+	}
+	if (vset_add(&k->tasks, sw->next_dom, sw->next_vcpu) < 0)
+		fail(k, -ENOMEM);
+}
+
+void rec_sink_emit(void *sink, const struct rec_record *r)
+{
+	struct rec_sink *k = sink;
+	const struct rec_event *e = rec_event_lookup(r->event);
+	enum rec_class cls = rec_event_class(r->event);
+	uint8_t b[REC_MAX_PAYLOAD];
+	struct rec_switch sw;
+	uint32_t dom = 0, vcpu = 0;
+	int pid = 0, isa = 0, ret;
+	size_t len;
+
+	if (k->err || r->cpu >= k->o.ncpus)
+		return;
+	k->st.classes[cls]++;
+	if (rec_vcpus_current(k->vm, r->cpu, &dom, &vcpu))
+		pid = rec_vcpu_pid(dom, vcpu);
+
+	if (r->event == TRC_LOST_RECORDS && r->nr >= 1) {
+		ret = tdat_mark_missed(k->w, r->cpu, r->w[0]);
+		if (ret < 0) {
+			fail(k, ret);
+			return;
+		}
+	}
+	if (e->enc == REC_ENC_VMEXIT && k->o.svm && (r->event & 0xff) == 0x02)
+		isa = 2;
+	len = rec_event_encode(e, r, pid, isa, b);
+	if (!len) {
+		e = rec_event_lookup(0xffffffff);
+		len = rec_event_encode(e, r, pid, 0, b);
+	}
+	if (e->xen_id == 0xffffffff)	/* the xen/unknown entry */
+		k->st.unknown++;
+	put(k, r->cpu, r->tsc, b, len);
+	if (e->enc == REC_ENC_VMENTRY) {
+		k->in_guest[r->cpu] = true;
+		if (pid && dom < 32768)
+			k->hvm_dom[dom / 8] |= 1 << (dom % 8);
+	} else if (e->enc == REC_ENC_VMEXIT) {
+		k->in_guest[r->cpu] = false;
+	}
+	/* only scheduler records move vCPUs */
+	if (cls == REC_CLASS_SCHED && rec_vcpus_update(k->vm, r, &sw))
+		do_switch(k, r, &sw);
+}
+
+int rec_sink_add_cmdlines(struct rec_sink *k)
+{
+	uint32_t *v = vset_sorted(&k->tasks);
+	int ret = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < k->tasks.n && !ret; i++) {
+		char comm[16];
+
+		rec_vcpu_comm(v[i] >> 16, v[i] & 0xffff, comm);
+		ret = tdat_add_cmdline(k->w, rec_vcpu_pid(v[i] >> 16, v[i] & 0xffff), comm);
+	}
+	free(v);
+	return ret;
+}
+
+int rec_sink_add_guests(struct rec_sink *k)
+{
+	uint32_t *v = vset_sorted(&k->tasks);
+	size_t i = 0;
+	int ret = 0;
+
+	if (!v)
+		return -ENOMEM;
+	while (i < k->tasks.n) {
+		uint32_t dom = v[i] >> 16, nv = 0;
+		uint32_t *pids;
+		char name[16];
+		size_t j = i;
+
+		while (j < k->tasks.n && (v[j] >> 16) == dom) {
+			if ((v[j] & 0xffff) + 1 > nv)
+				nv = (v[j] & 0xffff) + 1;
+			j++;
+		}
+		/* indexed by vCPU id: vCPUs never seen still get their pid */
+		pids = malloc(nv * sizeof(*pids));
+		if (!pids) {
+			ret = -ENOMEM;
+			break;
+		}
+		for (uint32_t n = 0; n < nv; n++)
+			pids[n] = rec_vcpu_pid(dom, n);
+		snprintf(name, sizeof(name), "d%u", dom);
+		ret = tdat_add_guest(k->w, name, rec_guest_traceid(dom), nv, pids);
+		free(pids);
+		if (ret < 0)
+			break;
+		i = j;
+	}
+	free(v);
+	return ret;
+}
+
+int rec_sink_domains(const struct rec_sink *k, struct rec_domain_summary **out,
+		     uint32_t *ndomains, uint32_t *nvcpus)
+{
+	uint32_t *v = vset_sorted(&k->tasks);
+	struct rec_domain_summary *d;
+	uint32_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	d = calloc(k->tasks.n + 1, sizeof(*d));
+	if (!d) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < k->tasks.n; i++) {
+		uint32_t dom = v[i] >> 16, vc = v[i] & 0xffff;
+
+		if (!n || d[n - 1].dom != dom)
+			d[n++].dom = dom;
+		d[n - 1].nvcpus++;
+		if (vc > d[n - 1].max_vcpu)
+			d[n - 1].max_vcpu = vc;
+	}
+	free(v);
+	*out = d;
+	*ndomains = n;
+	*nvcpus = k->tasks.n;
+	return 0;
+}
+
+int rec_sink_vcpus(const struct rec_sink *k, uint32_t **out, size_t *n)
+{
+	*out = vset_sorted(&k->tasks);
+	*n = k->tasks.n;
+	return *out ? 0 : -ENOMEM;
+}
+
+void rec_sink_get_stats(const struct rec_sink *k, struct rec_sink_stats *st)
+{
+	*st = k->st;
+}
+
+int rec_sink_error(const struct rec_sink *k, const char **msg)
+{
+	if (msg)
+		*msg = k->errmsg;
+	return k->err;
+}
