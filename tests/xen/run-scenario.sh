@@ -65,6 +65,8 @@ DOM0_MEM=1024M
 DOM0_BINARIES=""	# project executables (from BUILDDIR) put in dom0's PATH
 GUEST_BINARIES=""	# and in every guest's
 XEN_EXTRA=""		# appended to Xen's command line
+HVM=0			# 1: dom0 gets the qemu-xen device model, hvmloader, SeaBIOS
+OPT_IN=""		# VAR: with --tap (meson) run only if $VAR is 1 (costly scenarios)
 # shellcheck disable=SC1091
 [ -f "$SCEN/scenario.conf" ] && . "$SCEN/scenario.conf"
 [ -n "$TIMEOUT_ARG" ] && TIMEOUT=$TIMEOUT_ARG
@@ -113,12 +115,15 @@ if ! command -v "$QEMU" >/dev/null 2>&1; then
 	fi
 	skip "$QEMU not found (apt-get install qemu-system-x86, or scripts/install-deps.sh)"
 fi
+if [ "$TAP" = 1 ] && [ -n "$OPT_IN" ] && [ "${!OPT_IN:-0}" != 1 ]; then
+	skip "opt-in scenario (a long boot): run it with $OPT_IN=1, or run-scenario.sh $NAME"
+fi
 avail=$(awk '/^MemAvailable:/{print int($2 / 1024)}' /proc/meminfo)
 [ "$avail" -ge "$NEED_MEM_MB" ] ||
 	skip "only ${avail} MiB of memory available, the scenario needs ${NEED_MEM_MB} MiB"
 
 # ---- every process we start dies with us ---------------------------------------
-QPID= SPID=
+QPID='' SPID=''
 cleanup() {
 	local p
 	for p in $QPID $SPID; do
@@ -129,7 +134,7 @@ cleanup() {
 		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
 		kill -KILL "$p" 2>/dev/null
 	done
-	QPID= SPID=
+	QPID='' SPID=''
 }
 trap cleanup EXIT
 trap 'note "interrupted"; cleanup; trap - EXIT; exit 130' INT
@@ -192,7 +197,7 @@ overlays() {
 	mkdir -p "$S/domU/tcx" "$S/domU/scenario"
 	install -m755 "$HERE/initramfs/domU-init" "$S/domU/init"
 	install -m644 "$HERE/initramfs/lib.sh" "$S/domU/tcx/lib.sh"
-	[ -d "$SCEN/guest" ] && cp -r "$SCEN/guest/." "$S/domU/scenario/"
+	[ -d "$SCEN/guest" ] && cp -rL "$SCEN/guest/." "$S/domU/scenario/"
 	# shellcheck disable=SC2086
 	add_binaries "$S/domU" $GUEST_BINARIES
 	mkcpio "$S/domU" "$RUN/domU-overlay.cpio.gz"
@@ -201,7 +206,7 @@ overlays() {
 	install -m755 "$HERE/initramfs/dom0-init" "$S/dom0/init"
 	install -m644 "$HERE/initramfs/lib.sh" "$S/dom0/tcx/lib.sh"
 	(cd "$SCEN" && find . -mindepth 1 -maxdepth 1 ! -name guest ! -name check \
-		-exec cp -r {} "$S/dom0/scenario/" \;)
+		-exec cp -rL {} "$S/dom0/scenario/" \;)
 	# Linux takes concatenated cpio archives (later files win), but
 	# libxenguest gunzips a PV ramdisk itself and stops after the first gzip
 	# member: the guest's archive is one uncompressed stream.
@@ -209,7 +214,12 @@ overlays() {
 	# shellcheck disable=SC2086
 	add_binaries "$S/dom0" $DOM0_BINARIES
 	mkcpio "$S/dom0" "$RUN/dom0-overlay.cpio.gz"
-	cat "$IMGDIR/dom0-base.cpio.gz" "$RUN/dom0-overlay.cpio.gz" > "$RUN/dom0.cpio.gz"
+	local hvm=()
+	if [ "$HVM" = 1 ]; then
+		[ -f "$IMGDIR/hvm.cpio.gz" ] || { cat "$IMGDIR/hvm.log"; echo "no HVM archive"; return 1; }
+		hvm=("$IMGDIR/hvm.cpio.gz")
+	fi
+	cat "$IMGDIR/dom0-base.cpio.gz" "${hvm[@]}" "$RUN/dom0-overlay.cpio.gz" > "$RUN/dom0.cpio.gz"
 	rm -rf "$S"
 }
 (overlays) >"$RUN/overlay.log" 2>&1

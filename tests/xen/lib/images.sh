@@ -14,6 +14,11 @@
 #                       xen + virtio modules, /guest/vmlinux (the same kernel,
 #                       decompressed: PV/PVH guests skip the slow un-xz in dom0)
 #   domU-base.cpio.gz   busybox and the xen modules a guest needs
+#   hvm.cpio.gz         appended to dom0 for scenarios with HVM=1: the
+#                       qemu-xen device model (qemu-system-xen) and its
+#                       libraries, hvmloader, SeaBIOS, QEMU's keymaps and
+#                       option ROMs (missing if the device model's libraries
+#                       cannot be resolved here: see hvm.log)
 #   versions.txt        what it was built from
 # Scenario files, the inits and the project's binaries are NOT in here: they
 # are small cpio archives appended per run (see run-scenario.sh), so editing
@@ -21,7 +26,6 @@
 set -euo pipefail
 
 CACHE=${1:?usage: images.sh CACHEDIR}
-HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$CACHE"
 CACHE=$(cd "$CACHE" && pwd)
 ARCH_LIB=usr/lib/x86_64-linux-gnu
@@ -44,7 +48,8 @@ fi
 PKGS="xen-hypervisor-4.17-amd64 xen-utils-4.17 xen-utils-common xenstore-utils
       libxencall1 libxendevicemodel1 libxenevtchn1 libxenforeignmemory1
       libxengnttab1 libxenhypfs1 libxenmisc4.17 libxenstore4 libxentoolcore1
-      libxentoollog1 libyajl2 busybox-static $KPKG"
+      libxentoollog1 libyajl2 busybox-static $KPKG
+      qemu-system-xen seabios qemu-system-data"
 
 # one apt-cache call for all (about 0.5 s each otherwise)
 # shellcheck disable=SC2086
@@ -68,9 +73,7 @@ need=()
 for pv in $versions; do
 	p=${pv%%=*} v=${pv#*=}
 	# .deb file names escape the epoch colon as %3a
-	f="$DEBS/${p}_${v//:/%3a}_"*.deb
-	# shellcheck disable=SC2086
-	ls $f >/dev/null 2>&1 || need+=("$pv")
+	compgen -G "$DEBS/${p}_${v//:/%3a}_*.deb" >/dev/null || need+=("$pv")
 done
 if [ ${#need[@]} -gt 0 ]; then
 	log "apt-get download ${#need[@]} packages"
@@ -167,6 +170,30 @@ off=$(grep -abo -m1 $'\xfd7zXZ' "$IMG/vmlinuz" | cut -d: -f1)
 tail -c +$((off + 1)) "$IMG/vmlinuz" | xz -dc 2>/dev/null > "$D/guest/vmlinux" || true
 head -c4 "$D/guest/vmlinux" | grep -q ELF || { log "vmlinux extraction failed"; exit 1; }
 mkcpio "$D" "$IMG/dom0-base.cpio.gz"
+
+# ---- HVM: the device model dom0 runs for each HVM guest, and its firmware --
+hvm_archive() {
+	local D=$TMP/hvm l
+	mkdir -p "$D/usr/libexec" "$D/$ARCH_LIB" "$D/usr/share/qemu" "$D/usr/lib/xen-4.17/boot"
+	install -m755 "$ROOT/usr/libexec/xen-qemu-system-i386" "$D/usr/libexec/"
+	# its libraries: the extracted Xen ones, then the system's, which
+	# qemu-system-x86 (which the harness needs anyway) brings in: same source
+	# package, same dependencies
+	l=$(LD_LIBRARY_PATH=$ROOT/$ARCH_LIB ldd "$D/usr/libexec/xen-qemu-system-i386")
+	if echo "$l" | grep -q 'not found'; then
+		echo "unresolved: $(echo "$l" | grep 'not found' | tr '\n' ' ')"
+		return 1
+	fi
+	for l in $(echo "$l" | awk '/=> \//{print $3}'); do cp -L "$l" "$D/$ARCH_LIB/"; done
+	install -m644 "$ROOT/usr/lib/xen-4.17/boot/hvmloader" "$D/usr/lib/xen-4.17/boot/"
+	install -D -m644 "$ROOT/usr/share/seabios/bios-256k.bin" "$D/usr/share/seabios/bios-256k.bin"
+	# "could not read keymap file 'en-us'" without these; the option ROMs
+	# for direct kernel boot through fw_cfg
+	cp -r "$ROOT/usr/share/qemu/keymaps" "$D/usr/share/qemu/"
+	cp -L "$ROOT"/usr/share/qemu/linuxboot*.bin "$D/usr/share/qemu/"
+	mkcpio "$D" "$IMG/hvm.cpio.gz"
+}
+hvm_archive > "$IMG/hvm.log" 2>&1 || log "no HVM support: $(cat "$IMG/hvm.log")"
 
 {
 	echo "# trace-cmd-xen real-Xen base images, key $KEY"

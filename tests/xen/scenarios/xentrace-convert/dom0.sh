@@ -1,6 +1,7 @@
 # dom0 side: xentrace records everything (-e all) from before the guests
-# exist until both have run their load; the capture and what dom0 knows about
-# the domains go back to the host in /results.
+# exist until every guest (one per /scenario/*.cfg) has run its load; the
+# capture and what dom0 knows about the domains go back to the host in
+# /results. Also used, through a symlink, by other xentrace-* scenarios.
 . /tcx/lib.sh
 set -u
 trace-cmd-xen --version > "$RESULTS/dom0-tcx-version.txt" || { echo "trace-cmd-xen does not run in dom0"; exit 1; }
@@ -12,14 +13,18 @@ XT=$!
 sleep 1
 mark "XENTRACE STARTED"
 
-PV=$(guest_create /scenario/pv.cfg) || { echo "xl create pv failed"; exit 1; }
-mark "PV CREATED domid=$PV"
-PVH=$(guest_create /scenario/pvh.cfg) || { echo "xl create pvh failed"; exit 1; }
-mark "PVH CREATED domid=$PVH"
-guest_wait pv '@@ GUEST DONE' 300 || exit 1
-guest_wait pvh '@@ GUEST DONE' 300 || exit 1
-grep -q '@@ GUEST DONE rc=0' "$CONSOLE_DIR/guest-pv.log" || { echo "pv guest script failed"; exit 1; }
-grep -q '@@ GUEST DONE rc=0' "$CONSOLE_DIR/guest-pvh.log" || { echo "pvh guest script failed"; exit 1; }
+names=""
+for cfg in /scenario/*.cfg; do
+	name=$(sed -n 's/^name *= *"\(.*\)".*/\1/p' "$cfg")
+	id=$(guest_create "$cfg") || { echo "xl create $cfg failed"; exit 1; }
+	mark "GUEST CREATED $name domid=$id"
+	names="$names $name"
+done
+for name in $names; do
+	guest_wait "$name" '@@ GUEST DONE' 900 || exit 1	# the scenario's timeout bounds it
+	grep -q '@@ GUEST DONE rc=0' "$CONSOLE_DIR/guest-$name.log" ||
+		{ echo "$name: guest script failed"; exit 1; }
+done
 mark "GUESTS DONE"
 
 # the domains as dom0 sees them: "name domid vcpus"
@@ -33,5 +38,5 @@ xtrc=$?
 mark "XENTRACE STOPPED rc=$xtrc bytes=$(stat -c %s "$RESULTS/xentrace.bin")"
 # the CPU frequency Xen measured: the host converts TSC with it
 sed -n 's/^cpu_mhz *: *//p' "$RESULTS/xl-info.txt" > "$RESULTS/cpu_mhz"
-xl destroy pv; xl destroy pvh
+for name in $names; do xl destroy "$name"; done
 [ $xtrc -eq 0 ] && [ -s "$RESULTS/xentrace.bin" ]

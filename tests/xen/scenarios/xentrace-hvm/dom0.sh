@@ -1,0 +1,1 @@
+../xentrace-convert/dom0.sh
