@@ -4,11 +4,14 @@
  *
  *   xensim run HOST.conf --dir DIR    serve until SIGINT/SIGTERM
  *   xensim check HOST.conf            parse and print the description
+ *   xensim stop DIR                   stop the host serving DIR and wait
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "xsim.h"
 
@@ -23,7 +26,8 @@ static void on_signal(int sig)
 static int usage(void)
 {
 	fprintf(stderr, "usage: xensim run HOST.conf --dir DIR\n"
-			"       xensim check HOST.conf\n");
+			"       xensim check HOST.conf\n"
+			"       xensim stop DIR\n");
 	return 2;
 }
 
@@ -40,6 +44,32 @@ static int check(const struct xsim_conf *c)
 	return 0;
 }
 
+/* SIGTERM the daemon named in DIR/pid; wait until it has gone. */
+static int stop_host(const char *dir)
+{
+	char path[4096];
+	FILE *f;
+	int pid = 0;
+
+	snprintf(path, sizeof(path), "%s/pid", dir);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%d", &pid) != 1 || pid <= 0) {
+		fprintf(stderr, "xensim: no host in %s\n", dir);
+		if (f)
+			fclose(f);
+		return 1;
+	}
+	fclose(f);
+	if (kill(pid, SIGTERM))
+		return errno == ESRCH ? 0 : 1;
+	for (int i = 0; i < 1000 && !kill(pid, 0); i++) {
+		struct timespec d = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&d, NULL);
+	}
+	return kill(pid, 0) ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -51,6 +81,8 @@ int main(int argc, char **argv)
 
 	if (argc < 3)
 		return usage();
+	if (!strcmp(argv[1], "stop"))
+		return stop_host(argv[2]);
 	if (xsim_conf_load(argv[2], &c, err, sizeof(err))) {
 		fprintf(stderr, "xensim: %s: %s\n", argv[2], err);
 		return 1;
