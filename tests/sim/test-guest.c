@@ -339,12 +339,90 @@ static void test_marker_hypercall_order(void **state)
 	simhost_cleanup(&sim);
 }
 
+/*
+ * A scaled guest TSC: guest = ((host * ratio) >> 32) + offset[vcpu] with
+ * ratio = floor((gtsc_khz << 32) / cpu_khz) on AMD. Every event maps back
+ * into a run interval of its vCPU within the rounding of the inverse.
+ */
+static void test_guest_scaled_tsc(void **state)
+{
+	static const int64_t off[2] = { 123456789, -987654 };
+	struct tracefs_cpu *tc[2];
+	struct truth t;
+	struct pages pg[2] = { 0 };
+	char dir[512], path[600], line[256];
+	uint64_t ratio = 0, events = 0;
+	FILE *f;
+
+	assert_int_equal(simhost_start(&sim, conf_path("scaled.conf")), 0);
+	snprintf(dir, sizeof(dir), "%s/dom1/tracing", sim.dir);
+	assert_int_equal(tracefs_set_tracing_dir(dir), 0);
+	assert_int_equal(tracefs_event_enable(NULL, "sched", NULL), 0);
+	/* readers hold the FIFOs open across the host's last flush */
+	for (int c = 0; c < 2; c++) {
+		tc[c] = tracefs_cpu_open(NULL, c, true);
+		assert_non_null(tc[c]);
+		pg[c].buf = malloc((size_t)MAXPAGES * 4096);
+		assert_non_null(pg[c].buf);
+	}
+	usleep(400 * 1000);
+	assert_int_equal(simhost_stop(&sim), 0);
+	for (int c = 0; c < 2; c++) {
+		drain(tc[c], &pg[c]);
+		tracefs_cpu_close(tc[c]);
+	}
+	assert_int_equal(truth_load(sim.dir, &t), 0);
+	snprintf(path, sizeof(path), "%s/truth", sim.dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long r;
+
+		if (sscanf(line, "domain domid=1 name=migrated type=hvm vcpus=2 tsc_mode=0 gtsc_khz=1000000 ratio=%lu", &r) == 1)
+			ratio = r;
+	}
+	fclose(f);
+	assert_true(ratio == (uint64_t)(((unsigned __int128)1000000 << 32) / t.cpu_khz));
+	assert_int_equal(offset_of(sim.dir, 1, 0), off[0]);
+	assert_int_equal(offset_of(sim.dir, 1, 1), off[1]);
+
+	for (int c = 0; c < 2; c++) {
+		struct kbuffer *kb = kbuffer_alloc(KBUFFER_LSIZE_8,
+						   KBUFFER_ENDIAN_LITTLE);
+
+		for (unsigned int i = 0; i < pg[c].n; i++) {
+			unsigned long long ts;
+
+			kbuffer_load_subbuffer(kb, pg[c].buf + (size_t)i * 4096);
+			for (void *rec = kbuffer_read_event(kb, &ts); rec;
+			     rec = kbuffer_next_event(kb, &ts)) {
+				/* inverse: host = ((guest - off) << 32) / ratio */
+				uint64_t g = ts - (uint64_t)off[c];
+				uint64_t h = (uint64_t)(((unsigned __int128)g << 32) / ratio);
+
+				assert_true(running_at(&t, 1, c, h) ||
+					    running_at(&t, 1, c, h + 1) ||
+					    running_at(&t, 1, c, h - 1));
+				events++;
+			}
+		}
+		kbuffer_free(kb);
+		free(pg[c].buf);
+	}
+	print_message("# scaled guest: ratio %lu / 2^32, %lu events checked\n",
+		      (unsigned long)ratio, (unsigned long)events);
+	assert_true(events > 100);
+	truth_free(&t);
+	simhost_cleanup(&sim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_guest_tracefs, cleanup),
 		cmocka_unit_test_teardown(test_guest_tracing_off, cleanup),
 		cmocka_unit_test_teardown(test_marker_hypercall_order, cleanup),
+		cmocka_unit_test_teardown(test_guest_scaled_tsc, cleanup),
 	};
 
 	return cmocka_run_group_tests_name("xensim guest tracefs", tests,
