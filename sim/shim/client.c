@@ -87,6 +87,7 @@ int xsim_conn_open(struct xsim_conn *c, int kind)
 	c->pool_base = m.a[1];
 	c->memfd = n > 0 ? fds[0] : -1;
 	c->evtfd = n > 1 ? fds[1] : -1;
+	pthread_mutex_init(&c->lock, NULL);
 	return 0;
 fail:
 	n = errno;
@@ -98,13 +99,15 @@ fail:
 
 void xsim_conn_close(struct xsim_conn *c)
 {
-	if (c->fd >= 0)
-		close(c->fd);
+	if (c->fd < 0)
+		return;		/* never opened */
+	close(c->fd);
 	if (c->memfd >= 0)
 		close(c->memfd);
 	if (c->evtfd >= 0)
 		close(c->evtfd);
 	c->fd = c->memfd = c->evtfd = -1;
+	pthread_mutex_destroy(&c->lock);
 }
 
 int xsim_call(struct xsim_conn *c, struct xsim_msg *m, const void *data,
@@ -116,20 +119,24 @@ int xsim_call(struct xsim_conn *c, struct xsim_msg *m, const void *data,
 	ssize_t n;
 
 	m->len = len;
-	/* a hypercall is not interrupted by signals (xentrace has SIGALRM) */
-	while ((n = sendmsg(c->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	if (n < 0)
-		return -1;
 	buf = malloc(sizeof(*m) + XSIM_MSG_MAX);
 	if (!buf)
 		return -1;
-	while ((n = recv(c->fd, buf, sizeof(*m) + XSIM_MSG_MAX, 0)) < 0 &&
-	       errno == EINTR)
+	/* threads may share a handle, as with the real libraries */
+	pthread_mutex_lock(&c->lock);
+	/* a hypercall is not interrupted by signals (xentrace has SIGALRM) */
+	while ((n = sendmsg(c->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
+	if (n >= 0)
+		while ((n = recv(c->fd, buf, sizeof(*m) + XSIM_MSG_MAX, 0)) < 0 &&
+		       errno == EINTR)
+			;
+	pthread_mutex_unlock(&c->lock);
 	if (n < (ssize_t)sizeof(*m)) {
+		int e = n < 0 ? errno : EPIPE;
+
 		free(buf);
-		errno = n < 0 ? errno : EPIPE;
+		errno = e;
 		return -1;
 	}
 	memcpy(m, buf, sizeof(*m));

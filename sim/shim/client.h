@@ -7,6 +7,7 @@
 #ifndef XSIM_CLIENT_H
 #define XSIM_CLIENT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,7 @@ struct xsim_conn {
 	size_t mem_pages;
 	size_t pool_base;	/* first page of the grant pool */
 	uint32_t domid;
+	pthread_mutex_t lock;	/* one request at a time per handle */
 };
 
 /**
@@ -33,7 +35,7 @@ struct xsim_conn {
  */
 XSIM_HIDDEN int xsim_conn_open(struct xsim_conn *c, int kind);
 
-/** xsim_conn_close() - drop the connection and its fds. */
+/** xsim_conn_close() - drop the connection and its fds (no-op if not open). */
 XSIM_HIDDEN void xsim_conn_close(struct xsim_conn *c);
 
 /**

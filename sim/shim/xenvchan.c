@@ -151,6 +151,7 @@ struct libxenvchan *libxenvchan_server_init(struct xentoollog_logger *logger,
 
 	if (!c || !p)
 		goto fail_alloc;
+	p->conn.fd = p->conn.memfd = p->conn.evtfd = -1;
 	c->gntshr = (xengntshr_handle *)p;
 	c->is_server = 1;
 	/* left: client to server (we read); right: server to client */
@@ -249,6 +250,7 @@ struct libxenvchan *libxenvchan_client_init(struct xentoollog_logger *logger,
 		free(p);
 		return NULL;
 	}
+	p->conn.fd = p->conn.memfd = p->conn.evtfd = -1;
 	c->gntshr = (xengntshr_handle *)p;
 	xs = xs_open(0);
 	if (!xs)
