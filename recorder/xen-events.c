@@ -8,7 +8,8 @@
  * had), then the words themselves under the field names below, zero-filled
  * to the declared size; so nothing is lost and a short record stays
  * recognisable. The record layouts come from the Xen sources (payloads
- * are packed u32 words, 64-bit values low word first).
+ * are packed u32 words, 64-bit values low word first); a struct that is
+ * not __packed has its tail padding traced too, hence the "pad" words.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,7 +42,7 @@
 #define ID_SCHED_SWITCH		0xfffffffeu
 
 #define RAW_FIELDS "x32 xen_id; u32 nr; x32 w0; x32 w1; x32 w2; x32 w3; x32 w4; x32 w5; x32 w6"
-#define ARGS3 "x32 arg0; x32 arg1; x32 arg2; x32 arg3"
+#define ARGS "x32 arg0; x32 arg1; x32 arg2; x32 arg3; x32 arg4; x32 arg5; x32 arg6"
 
 struct row {
 	uint32_t	xen_id;
@@ -117,12 +118,12 @@ static const struct row rows[] = {
 	W(CSCHED2(10), "csched2_runq_assign", "u16 unit; u16 dom; u16 rqi; u16 pad"),
 	W(CSCHED2(11), "csched2_update_unit_load", "x64 avgload; u16 unit; u16 dom; u32 shift"),
 	W(CSCHED2(12), "csched2_update_runq_load",
-	  "x64 rq_avgload; x64 b_avgload; u16 rq_load; u8 rq_id; u8 shift"),
+	  "x64 rq_avgload; x64 b_avgload; u16 rq_load; u8 rq_id; u8 shift; u32 pad"),
 	W(CSCHED2(13), "csched2_tickle_new", "u16 unit; u16 dom; u32 processor; s32 credit"),
 	W(CSCHED2(14), "csched2_runq_max_weight", "u16 rqi; u16 max_weight"),
 	W(CSCHED2(15), "csched2_migrate", "u16 unit; u16 dom; u16 rqi; u16 trqi"),
 	W(CSCHED2(16), "csched2_load_check", "u16 lrq_id; u16 orq_id; u32 load_delta"),
-	W(CSCHED2(17), "csched2_load_balance", "x64 lb_avgload; x64 ob_avgload; u16 lrq_id; u16 orq_id"),
+	W(CSCHED2(17), "csched2_load_balance", "x64 lb_avgload; x64 ob_avgload; u16 lrq_id; u16 orq_id; u32 pad"),
 	W(CSCHED2(19), "csched2_picked_cpu", "x64 b_avgload; u16 unit; u16 dom; u16 rq_id; u16 new_cpu"),
 	W(CSCHED2(20), "csched2_runq_candidate", "u16 unit; u16 dom; u32 tickled_cpu; s32 credit"),
 	W(CSCHED2(21), "csched2_schedule",
@@ -199,33 +200,33 @@ static const struct row rows[] = {
 	W(TRC_HVM_XCR_WRITE64, "hvm_xcr_write64", "u32 index; x64 value"),
 
 	/* HVM emulated devices */
-	W(TRC_HVM_EMUL_HPET_START_TIMER, "hvm_emul_hpet_start_timer", ARGS3),
-	W(TRC_HVM_EMUL_PIT_START_TIMER, "hvm_emul_pit_start_timer", ARGS3),
-	W(TRC_HVM_EMUL_RTC_START_TIMER, "hvm_emul_rtc_start_timer", ARGS3),
-	W(TRC_HVM_EMUL_LAPIC_START_TIMER, "hvm_emul_lapic_start_timer", ARGS3),
-	W(TRC_HVM_EMUL_HPET_STOP_TIMER, "hvm_emul_hpet_stop_timer", ARGS3),
-	W(TRC_HVM_EMUL_PIT_STOP_TIMER, "hvm_emul_pit_stop_timer", ARGS3),
-	W(TRC_HVM_EMUL_RTC_STOP_TIMER, "hvm_emul_rtc_stop_timer", ARGS3),
-	W(TRC_HVM_EMUL_LAPIC_STOP_TIMER, "hvm_emul_lapic_stop_timer", ARGS3),
-	W(TRC_HVM_EMUL_PIT_TIMER_CB, "hvm_emul_pit_timer_cb", ARGS3),
-	W(TRC_HVM_EMUL_LAPIC_TIMER_CB, "hvm_emul_lapic_timer_cb", ARGS3),
-	W(TRC_HVM_EMUL_PIC_INT_OUTPUT, "hvm_emul_pic_int_output", ARGS3),
-	W(TRC_HVM_EMUL_PIC_KICK, "hvm_emul_pic_kick", ARGS3),
-	W(TRC_HVM_EMUL_PIC_INTACK, "hvm_emul_pic_intack", ARGS3),
-	W(TRC_HVM_EMUL_PIC_POSEDGE, "hvm_emul_pic_posedge", ARGS3),
-	W(TRC_HVM_EMUL_PIC_NEGEDGE, "hvm_emul_pic_negedge", ARGS3),
-	W(TRC_HVM_EMUL_PIC_PEND_IRQ_CALL, "hvm_emul_pic_pend_irq_call", ARGS3),
-	W(TRC_HVM_EMUL_LAPIC_PIC_INTR, "hvm_emul_lapic_pic_intr", ARGS3),
+	W(TRC_HVM_EMUL_HPET_START_TIMER, "hvm_emul_hpet_start_timer", ARGS),
+	W(TRC_HVM_EMUL_PIT_START_TIMER, "hvm_emul_pit_start_timer", ARGS),
+	W(TRC_HVM_EMUL_RTC_START_TIMER, "hvm_emul_rtc_start_timer", ARGS),
+	W(TRC_HVM_EMUL_LAPIC_START_TIMER, "hvm_emul_lapic_start_timer", ARGS),
+	W(TRC_HVM_EMUL_HPET_STOP_TIMER, "hvm_emul_hpet_stop_timer", ARGS),
+	W(TRC_HVM_EMUL_PIT_STOP_TIMER, "hvm_emul_pit_stop_timer", ARGS),
+	W(TRC_HVM_EMUL_RTC_STOP_TIMER, "hvm_emul_rtc_stop_timer", ARGS),
+	W(TRC_HVM_EMUL_LAPIC_STOP_TIMER, "hvm_emul_lapic_stop_timer", ARGS),
+	W(TRC_HVM_EMUL_PIT_TIMER_CB, "hvm_emul_pit_timer_cb", ARGS),
+	W(TRC_HVM_EMUL_LAPIC_TIMER_CB, "hvm_emul_lapic_timer_cb", ARGS),
+	W(TRC_HVM_EMUL_PIC_INT_OUTPUT, "hvm_emul_pic_int_output", ARGS),
+	W(TRC_HVM_EMUL_PIC_KICK, "hvm_emul_pic_kick", ARGS),
+	W(TRC_HVM_EMUL_PIC_INTACK, "hvm_emul_pic_intack", ARGS),
+	W(TRC_HVM_EMUL_PIC_POSEDGE, "hvm_emul_pic_posedge", ARGS),
+	W(TRC_HVM_EMUL_PIC_NEGEDGE, "hvm_emul_pic_negedge", ARGS),
+	W(TRC_HVM_EMUL_PIC_PEND_IRQ_CALL, "hvm_emul_pic_pend_irq_call", ARGS),
+	W(TRC_HVM_EMUL_LAPIC_PIC_INTR, "hvm_emul_lapic_pic_intr", ARGS),
 
 	/* MEM */
 	W(TRC_MEM_PAGE_GRANT_MAP, "mem_grant_map", "u32 dom"),
 	W(TRC_MEM_PAGE_GRANT_UNMAP, "mem_grant_unmap", "u32 dom"),
 	W(TRC_MEM_PAGE_GRANT_TRANSFER, "mem_grant_transfer", "u32 dom"),
 	W(TRC_MEM_SET_P2M_ENTRY, "mem_set_p2m_entry", "x64 gfn; x64 mfn; u32 p2mt; u16 dom; u16 order"),
-	W(TRC_MEM_DECREASE_RESERVATION, "mem_decrease_reservation", "x64 gfn; u16 dom; u16 order"),
-	W(TRC_MEM_POD_POPULATE, "mem_pod_populate", "x64 gfn; x64 mfn; u16 dom; u16 order"),
-	W(TRC_MEM_POD_ZERO_RECLAIM, "mem_pod_zero_reclaim", "x64 gfn; x64 mfn; u16 dom; u16 order"),
-	W(TRC_MEM_POD_SUPERPAGE_SPLINTER, "mem_pod_superpage_splinter", "x64 gfn; u16 dom; u16 pad"),
+	W(TRC_MEM_DECREASE_RESERVATION, "mem_decrease_reservation", "x64 gfn; u16 dom; u16 order; u32 pad"),
+	W(TRC_MEM_POD_POPULATE, "mem_pod_populate", "x64 gfn; x64 mfn; u16 dom; u16 order; u32 pad"),
+	W(TRC_MEM_POD_ZERO_RECLAIM, "mem_pod_zero_reclaim", "x64 gfn; x64 mfn; u16 dom; u16 order; u32 pad"),
+	W(TRC_MEM_POD_SUPERPAGE_SPLINTER, "mem_pod_superpage_splinter", "x64 gfn; u16 dom; u16 pad; u32 pad2"),
 
 	/* PV */
 	W(TRC_PV_HYPERCALL, "pv_hypercall", "x32 eip; u32 eax"),

@@ -238,7 +238,10 @@ static int slice_events(struct gen *g, int cpu, int dom, uint64_t t0, uint64_t t
 	return ret;
 }
 
-/* One record of every id Xen 4.17 defines (and the 4.19+ exits). */
+/*
+ * One record of every id Xen 4.17 defines (and the 4.19+ exits), with the
+ * word counts Xen writes (a struct's tail padding included).
+ */
 static int all_ids(struct gen *g, int cpu, uint64_t t)
 {
 	static const struct { uint32_t id; int n; } ids[] = {
@@ -268,7 +271,7 @@ static int all_ids(struct gen *g, int cpu, uint64_t t)
 		{ TRC_HVM_REALMODE_EMULATE, 0 }, { TRC_HVM_TRAP, 1 }, { TRC_HVM_TRAP_DEBUG, 1 },
 		{ TRC_HVM_VLAPIC, 0 }, { TRC_HVM_XCR_READ64, 3 }, { TRC_HVM_XCR_WRITE64, 3 },
 		{ TRC_HVM_IOPORT_WRITE, 3 }, { TRC_HVM_IOMEM_WRITE, 3 },
-		{ TRC_HVM_EMUL_HPET_START_TIMER, 2 }, { TRC_HVM_EMUL_PIT_START_TIMER, 2 },
+		{ TRC_HVM_EMUL_HPET_START_TIMER, 6 }, { TRC_HVM_EMUL_PIT_START_TIMER, 2 },
 		{ TRC_HVM_EMUL_RTC_START_TIMER, 2 }, { TRC_HVM_EMUL_LAPIC_START_TIMER, 3 },
 		{ TRC_HVM_EMUL_HPET_STOP_TIMER, 1 }, { TRC_HVM_EMUL_PIT_STOP_TIMER, 1 },
 		{ TRC_HVM_EMUL_RTC_STOP_TIMER, 1 }, { TRC_HVM_EMUL_LAPIC_STOP_TIMER, 1 },
@@ -279,8 +282,8 @@ static int all_ids(struct gen *g, int cpu, uint64_t t)
 		{ TRC_HVM_EMUL_LAPIC_PIC_INTR, 3 },
 		{ TRC_MEM_PAGE_GRANT_MAP, 1 }, { TRC_MEM_PAGE_GRANT_UNMAP, 1 },
 		{ TRC_MEM_PAGE_GRANT_TRANSFER, 1 }, { TRC_MEM_SET_P2M_ENTRY, 6 },
-		{ TRC_MEM_DECREASE_RESERVATION, 3 }, { TRC_MEM_POD_POPULATE, 5 },
-		{ TRC_MEM_POD_ZERO_RECLAIM, 5 }, { TRC_MEM_POD_SUPERPAGE_SPLINTER, 3 },
+		{ TRC_MEM_DECREASE_RESERVATION, 4 }, { TRC_MEM_POD_POPULATE, 6 },
+		{ TRC_MEM_POD_ZERO_RECLAIM, 6 }, { TRC_MEM_POD_SUPERPAGE_SPLINTER, 4 },
 		{ TRC_PV_HYPERCALL, 2 }, { TRC_PV_HYPERCALL | TRC_64_FLAG, 3 },
 		{ TRC_PV_TRAP, 2 }, { TRC_PV_TRAP | TRC_64_FLAG, 3 },
 		{ TRC_PV_PAGE_FAULT, 3 }, { TRC_PV_PAGE_FAULT | TRC_64_FLAG, 5 },
@@ -309,9 +312,9 @@ static int all_ids(struct gen *g, int cpu, uint64_t t)
 		{ 0x00022009, 1 }, { 0x0002200a, 2 }, { 0x0002200b, 2 },
 		{ 0x00022201, 0 }, { 0x00022202, 2 }, { 0x00022203, 4 }, { 0x00022204, 2 },
 		{ 0x00022205, 3 }, { 0x00022206, 1 }, { 0x00022207, 3 }, { 0x00022208, 0 },
-		{ 0x00022209, 0 }, { 0x0002220a, 2 }, { 0x0002220b, 4 }, { 0x0002220c, 5 },
+		{ 0x00022209, 0 }, { 0x0002220a, 2 }, { 0x0002220b, 4 }, { 0x0002220c, 6 },
 		{ 0x0002220d, 3 }, { 0x0002220e, 1 }, { 0x0002220f, 2 }, { 0x00022210, 2 },
-		{ 0x00022211, 5 }, { 0x00022213, 4 }, { 0x00022214, 3 }, { 0x00022215, 2 },
+		{ 0x00022211, 6 }, { 0x00022213, 4 }, { 0x00022214, 3 }, { 0x00022215, 2 },
 		{ 0x00022216, 2 }, { 0x00022217, 1 },
 		{ 0x00022801, 1 }, { 0x00022802, 5 }, { 0x00022803, 6 }, { 0x00022804, 6 },
 		{ 0x00022805, 0 }, { 0x00022806, 1 },
