@@ -27,9 +27,21 @@ for name in $names; do
 done
 mark "GUESTS DONE"
 
-# the domains as dom0 sees them: "name domid vcpus"
-domains_file "$RESULTS/domains.txt"
+# the domains as dom0 sees them: "name domid vcpus", one line per
+# incarnation: under TCG a PVH guest sometimes triple-faults early in boot,
+# and xl restarts it (on_reboot) under a new domid, which the capture holds too
+domains_file /tmp/domains-now.txt
 xl vcpu-list > "$RESULTS/vcpu-list.txt"
+: > "$RESULTS/domains.txt"
+while read -r name domid vcpus; do
+	ids=$(sed -n "s/.*Waiting for domain $name (domid \([0-9]*\)) to die.*/\1/p" \
+		"/var/log/xen/xl-$name.log" 2>/dev/null | sort -un)
+	for id in ${ids:-$domid}; do
+		echo "$name $id $vcpus" >> "$RESULTS/domains.txt"
+		[ "$id" != "$domid" ] && mark "GUEST RESTARTED $name: domid $id, now $domid"
+	done
+	[ -n "$ids" ] || [ "$name" = Domain-0 ] || echo "$name: no domid in xl-$name.log"
+done < /tmp/domains-now.txt
 cat "$RESULTS/domains.txt"
 sleep 1
 kill -TERM $XT
