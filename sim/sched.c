@@ -256,7 +256,13 @@ static void do_switch(struct xsim_pcpu *p, struct xsim_vcpu *next,
 	d[2] = tsc2ns(h, waited);
 	d[3] = next ? tsc2ns(h, us2tsc(h, h->conf.slice_us)) : (uint32_t)-1;
 	emit(p, TRC_SCHED_SWITCH_INFNEXT, true, stamp(p, t), 4, d);
+	d[0] = prev ? prev->domid : DOMID_IDLE;
+	d[1] = prev ? prev->id : p->id;
+	d[2] = next ? next->domid : DOMID_IDLE;
+	d[3] = next ? next->id : p->id;
+	emit(p, TRC_SCHED_SWITCH, true, stamp(p, t), 4, d);
 
+	/* Xen's order: SWITCH, then prev's and next's runstate changes */
 	/* prev leaves running: its interval closes on this stamp */
 	end = stamp(p, t);
 	logged = runstate(p, prev, VS_RUNNING, prev ? to : VS_RUNNABLE, end) > 0;
@@ -285,12 +291,6 @@ static void do_switch(struct xsim_pcpu *p, struct xsim_vcpu *next,
 				 p->run_start) > 0;
 	if (next)
 		next->state_tsc = p->run_start;
-
-	d[0] = prev ? prev->domid : DOMID_IDLE;
-	d[1] = prev ? prev->id : p->id;
-	d[2] = next ? next->domid : DOMID_IDLE;
-	d[3] = next ? next->id : p->id;
-	emit(p, TRC_SCHED_SWITCH, true, stamp(p, t), 4, d);
 	if (next) {
 		start_running(p, next);
 		if (is_hvm(h, next))
@@ -329,11 +329,13 @@ static void wake_locked(struct xsim_pcpu *p, struct xsim_vcpu *v, uint64_t t)
 {
 	uint32_t d[2] = { v->domid, v->id };
 
+	/* vcpu_wake(): WAKE first, then blocked->runnable */
+	emit(p, TRC_SCHED_WAKE, true, t, 2, d);
+	t = stamp(p, t);
 	v->state = VS_RUNNABLE;
 	v->wake_tsc = t;
 	v->state_tsc = t;
 	runstate(p, v, VS_BLOCKED, VS_RUNNABLE, t);
-	emit(p, TRC_SCHED_WAKE, true, stamp(p, t), 2, d);
 }
 
 /* A blocking vCPU sometimes kicks a blocked vCPU of another pCPU. */
