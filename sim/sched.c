@@ -130,28 +130,30 @@ static void vmexit(struct xsim_pcpu *p, enum exit_kind k, uint64_t t)
 	const uint32_t *reasons = p->h->conf.vendor == XSIM_AMD ?
 				  svm_reason : vmx_reason;
 	uint32_t rip = 0x81000000u + (uint32_t)(rnd(&p->rng) & 0xffff0);
-	uint32_t d[6] = { reasons[k], rip, 0xffffffffu };
+	uint32_t d[7] = { reasons[k], rip, 0xffffffffu };
 
 	emit(p, TRC_HVM_VMEXIT64, true, stamp(p, t), 3, d);
 	/* Handler records carry no TSC: they take the VMEXIT's time. */
 	switch (k) {
+	/* payloads as Xen 4.17's vmx.c/svm.c/hvm.c/emulate.c fill them */
 	case EX_INTR:
-		d[0] = 0xef;
-		emit(p, TRC_HVM_INTR, false, 0, 1, d);
+		d[0] = 0xef;	/* vector on VMX; SVM logs none */
+		emit(p, TRC_HVM_INTR, false, 0,
+		     p->h->conf.vendor == XSIM_AMD ? 0 : 1, d);
 		break;
 	case EX_CPUID:
-		d[0] = 0x40000000;
-		d[1] = 0x40000105;
-		d[2] = 0x566e6558;	/* "XenV" */
-		d[3] = 0x65584d4d;
-		d[4] = 0x4d4d566e;
-		emit(p, TRC_HVM_CPUID, false, 0, 5, d);
+		d[0] = 0x40000000;	/* leaf, subleaf, eax..edx */
+		d[1] = 0;
+		d[2] = 0x40000105;
+		d[3] = 0x566e6558;	/* "XenV" */
+		d[4] = 0x65584d4d;
+		d[5] = 0x4d4d566e;
+		emit(p, TRC_HVM_CPUID, false, 0, 6, d);
 		break;
 	case EX_IO:
-		d[0] = 0x70;
-		d[1] = 1;
-		d[2] = 0x42;
-		emit(p, TRC_HVM_IOPORT_READ, false, 0, 3, d);
+		d[0] = 0x70;		/* port, data (32-bit address) */
+		d[1] = 0x42;
+		emit(p, TRC_HVM_IOPORT_READ, false, 0, 2, d);
 		break;
 	case EX_MSR:
 		d[0] = 0x10;		/* IA32_TSC */
