@@ -26,6 +26,7 @@ static void usage(FILE *f)
 		"  --file-version V     trace.dat version 6 or 7 (default: 7)\n"
 		"  --summary-json FILE  also write the closing summary as JSON ('-': stdout)\n"
 		"  --svm                name exit reasons of pre-4.19 VMEXIT records as SVM\n"
+		"                       (a file with reasons only AMD has gets it anyway)\n"
 		"  -q, --quiet          no closing summary on stderr\n"
 		"  -h, --help           this text\n");
 }

@@ -32,6 +32,7 @@ struct conv {
 	int				max_cpu;
 	bool				has_runstate;
 	bool				has_switch;
+	bool				amd_seen;	/* pre-4.19 exits with AMD reasons */
 	bool				*has_data;	/* pCPUs with data */
 	int				err;
 };
@@ -49,6 +50,10 @@ static void scan_emit(void *ctx, const struct rec_record *r)
 		c->has_runstate = true;
 	else if (r->event == TRC_SCHED_SWITCH)
 		c->has_switch = true;
+	/* VMX exit reasons stay below 0x60; AMD's interrupt, I/O, NPF... do not */
+	else if ((r->event & ~(TRC_64_FLAG | TRC_HVM_NESTEDFLAG)) == TRC_HVM_VMEXIT &&
+		 r->nr && r->w[0] >= 0x60)
+		c->amd_seen = true;
 }
 
 static void progress(void *ctx, uint64_t bytes)
@@ -65,8 +70,8 @@ static void progress(void *ctx, uint64_t bytes)
  */
 static int scan(struct conv *c, int fd, char *err, size_t errlen)
 {
-	/* GEN for LOST_RECORDS, SCHED for everything naming a vCPU */
-	struct rec_stream_params p = { .unordered = true, .class_mask = 0x003 };
+	/* GEN for LOST_RECORDS, SCHED for everything naming a vCPU, HVM exits */
+	struct rec_stream_params p = { .unordered = true, .class_mask = 0x00b };
 	struct rec_stream *s = rec_stream_new(&p, scan_emit, c);
 	struct rec_stream_stats st;
 	struct rec_read_result res;
@@ -172,6 +177,13 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 	}
 	so.ncpus = ncpus;
 	so.use_switch = c.has_switch && !c.has_runstate;
+	if (c.amd_seen && !o->svm) {
+		so.svm = true;
+		sum->svm_detected = true;
+		if (o->log)
+			fprintf(o->log, "trace-cmd-xen convert: exit reasons only AMD has seen: "
+				"naming pre-4.19 VMEXIT reasons as SVM (as --svm)\n");
+	}
 	sink = rec_sink_new(w, &so);
 	if (!sink) {
 		ret = -ENOMEM;
@@ -336,6 +348,7 @@ void rec_convert_summary_json(const struct rec_convert_summary *s, FILE *f)
 	fprintf(f, "],\n  \"vcpus\": %u,\n", s->nvcpus);
 	fprintf(f, "  \"first_tsc\": %" PRIu64 ",\n  \"last_tsc\": %" PRIu64 ",\n",
 		s->stream.first_tsc, s->stream.last_tsc);
+	fprintf(f, "  \"svm_detected\": %s,\n", s->svm_detected ? "true" : "false");
 	fprintf(f, "  \"span_s\": %.9f,\n  \"hz\": %" PRIu64 ",\n  \"tsc2nsec_mult\": %u,\n"
 		"  \"tsc2nsec_shift\": %u\n}\n", span_s(s), s->hz, s->mult, s->shift);
 }

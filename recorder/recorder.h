@@ -503,7 +503,8 @@ void rec_sink_free(struct rec_sink *k);
  * @output:	trace.dat path
  * @hz:		TSC frequency (0: REC_DEFAULT_HZ)
  * @file_version: 6 or 7 (0: 7)
- * @svm:	name exit reasons of pre-4.19 VMEXIT records as SVM
+ * @svm:	name exit reasons of pre-4.19 VMEXIT records as SVM (a file is
+ *		also scanned for reasons only AMD has, which turns it on)
  * @progress:	print progress on @log (a TTY) for long inputs
  * @log:	where warnings go (NULL: none)
  */
@@ -522,6 +523,7 @@ struct rec_convert_opts {
  * @classes:	records per class (enum rec_class)
  * @unknown:	records that became xen/unknown
  * @switches:	sched_switch events written
+ * @svm_detected: AMD exit reasons seen in pre-4.19 exits: named as SVM
  * @domains:	@ndomains entries, idle domain excluded (freed by
  *		rec_convert_summary_free)
  */
@@ -537,6 +539,7 @@ struct rec_convert_summary {
 	int				ncpus;
 	uint32_t			ndomains;
 	uint32_t			nvcpus;
+	bool				svm_detected;
 	struct rec_domain_summary	*domains;
 };
 

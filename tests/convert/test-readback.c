@@ -324,6 +324,8 @@ static void test_edges(int version)
 						   rb->mult, rb->shift));
 	assert_int_equal(rb->sum.ndomains, 4);
 	assert_int_equal(rb->sum.nvcpus, 8);
+	assert_int_equal(rb->isa2, 0);	/* Intel reasons: VMX names */
+	assert_false(rb->sum.svm_detected);
 	rb_free(rb);
 	free(t);
 }
@@ -436,6 +438,25 @@ static void test_svm_and_guests(void **state)
 	free(t);
 }
 
+/* 4.17 VMEXIT ids from an AMD host: the reasons give the vendor away */
+static void test_svm_legacy(void **state)
+{
+	struct xtgen_params p;
+	struct xtgen_truth *t = calloc(1, sizeof(*t));
+	struct readback *rb;
+
+	xtgen_defaults(&p);
+	p.svm = true;
+	p.legacy_ids = true;
+	p.epochs = 4;
+	rb = run("svm-legacy", &p, 7, t, 0);
+	compare(&p, t, rb, true);
+	assert_true(rb->sum.svm_detected);
+	assert_int_equal(rb->isa2, t->vmexit);
+	rb_free(rb);
+	free(t);
+}
+
 /* pCPUs without data between others (a xentrace -c mask): no waiting on them */
 static void test_cpu_gaps(void **state)
 {
@@ -515,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_256_pcpus),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_svm_and_guests),
+		cmocka_unit_test(test_svm_legacy),
 		cmocka_unit_test(test_cpu_gaps),
 	};
 

@@ -20,6 +20,7 @@ int main(int argc, char **argv)
 		{ "skew", 1, NULL, 'k' }, { "late-domain", 0, NULL, 'L' }, { "svm", 0, NULL, 'S' },
 		{ "no-hvm", 0, NULL, 'H' }, { "no-pv", 0, NULL, 'P' }, { "ring", 1, NULL, 'r' },
 		{ "events", 1, NULL, 'n' }, { "size-mb", 1, NULL, 'm' }, { "no-switch", 0, NULL, 'W' },
+		{ "legacy-ids", 0, NULL, 'Y' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct xtgen_params p;
@@ -51,10 +52,11 @@ int main(int argc, char **argv)
 		case 'n': p.events_per_slice = atoi(optarg); break;
 		case 'm': size_mb = strtoull(optarg, NULL, 0); break;
 		case 'W': p.switch_records = false; break;
+		case 'Y': p.legacy_ids = true; break;
 		default:
 			fprintf(stderr, "usage: xtgen -o FILE [--cpus N --doms N --vcpus N --epochs N "
 				"--epoch-ticks N --seed N --guest --all-ids --lost N --skew N "
-				"--late-domain --svm --no-hvm --no-pv --no-switch --ring BYTES "
+				"--late-domain --svm --legacy-ids --no-hvm --no-pv --no-switch --ring BYTES "
 				"--events N --size-mb MB]\n");
 			return 2;
 		}

@@ -215,7 +215,7 @@ static int slice_events(struct gen *g, int cpu, int dom, uint64_t t0, uint64_t t
 			uint32_t reason = p->svm ? 0x7b : i == 0 ? 10 : 30;	/* IOIO; CPUID, IO_INSTRUCTION */
 
 			ret |= PUT(cpu, TRC_HVM_VMENTRY, t);
-			ret |= PUT(cpu, p->svm ? SVM_EXIT64 : TRC_HVM_VMEXIT64, t + step,
+			ret |= PUT(cpu, p->svm && !p->legacy_ids ? SVM_EXIT64 : TRC_HVM_VMEXIT64, t + step,
 				   reason, 0x81000000u + i, 0xffffffffu);
 			g->t->vmentry++;
 			g->t->vmexit++;

@@ -34,7 +34,8 @@ struct xtgen_params {
 	int		lost_every;	/* a LOST_RECORDS every N epochs per pCPU (0: none) */
 	int		skew_every;	/* a record older than its predecessor every N epochs */
 	bool		late_domain;	/* the last domain is created halfway */
-	bool		svm;		/* exits are 4.19+ SVM_EXIT records */
+	bool		svm;		/* AMD exit reasons: in 4.19+ SVM_EXIT records */
+	bool		legacy_ids;	/* with svm: 4.17's VMEXIT ids, as an AMD host wrote them */
 	uint32_t	ring_bytes;	/* ring data size for wrap fillers (0: no fillers) */
 	int		events_per_slice; /* extra records per running slice (0: 4) */
 };
