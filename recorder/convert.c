@@ -141,6 +141,16 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 		return -errno;
 	}
 	rescan = !fstat(fd, &st) && S_ISREG(st.st_mode);
+	if (rescan) {
+		struct stat ost;
+
+		/* writing the output would destroy the input being read */
+		if (!stat(o->output, &ost) && ost.st_dev == st.st_dev && ost.st_ino == st.st_ino) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "%s: the output is the input file", o->output);
+			goto out;
+		}
+	}
 
 	/* the scan's vCPUs go into a writer-less sink, copied over below */
 	c.sink = rec_sink_new(NULL, &(struct rec_sink_opts){ .ncpus = 1 });

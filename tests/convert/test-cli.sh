@@ -57,6 +57,12 @@ ok $([ $rc = 2 ]; echo $?) "unknown option: exit 2"
 run "$tcx" convert "$tmp/missing.bin" -o "$tmp/m.dat" --cpu-hz 2.4G
 ok $([ $rc = 1 ] && grep -q "missing.bin" "$tmp/err"; echo $?) "missing input: exit 1 naming the file"
 
+"$xtgen" -o "$tmp/same.bin" --epochs 2 >/dev/null
+cp "$tmp/same.bin" "$tmp/same.orig"
+run "$tcx" convert "$tmp/same.bin" -o "$tmp/same.bin" --cpu-hz 2.4G
+ok $([ $rc = 1 ] && grep -q "the output is the input" "$tmp/err" && cmp -s "$tmp/same.bin" "$tmp/same.orig"; echo $?) \
+   "output = input: refused, input intact"
+
 # ---- a normal capture ----
 "$xtgen" -o "$tmp/a.bin" --late-domain --doms 4 --lost 5 --epochs 30 >"$tmp/a.truth"
 run "$tcx" convert "$tmp/a.bin" -o "$tmp/a.dat" --cpu-hz 2.4G --summary-json "$tmp/a.json"
