@@ -126,7 +126,7 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 	size_t nvcpus = 0;
 	const char *msg;
 	struct stat st;
-	bool rescan, is_stdin = !strcmp(o->input, "-");
+	bool rescan, created = false, is_stdin = !strcmp(o->input, "-");
 	int fd, ncpus, ret, rret = 0;
 
 	memset(sum, 0, sizeof(*sum));
@@ -180,6 +180,7 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 	tp.max_cpus = ncpus;
 	tp.cpus = rescan ? ncpus : 0;
 	w = tdat_create(o->output, &tp);
+	created = w != NULL;
 	if (!w) {
 		ret = errno ? -errno : -EIO;
 		snprintf(err, errlen, "%s: %s", o->output, tdat_last_error());
@@ -288,6 +289,10 @@ out:
 	rec_stream_free(s);
 	if (w)
 		tdat_close(w);
+	/* a failed conversion leaves no half file behind (a corrupt input
+	 * keeps what came before the bad window: that file is complete) */
+	if (created && ret < 0 && ret != -EBADMSG)
+		unlink(o->output);
 	rec_sink_free(sink);
 	rec_sink_free(c.sink);
 	free(c.has_data);

@@ -113,7 +113,11 @@ ok $([ $rc = 1 ] && grep -q "empty.bin: empty input" "$tmp/err"; echo $?) "empty
 
 python3 -c "import random,sys; r=random.Random(7); sys.stdout.buffer.write(bytes(r.getrandbits(8) for _ in range(300000)))" >"$tmp/random.bin"
 run "$tcx" convert "$tmp/random.bin" -o "$tmp/r.dat" --cpu-hz 2.4G
-ok $([ $rc = 1 ] && grep -q "not a xentrace capture" "$tmp/err"; echo $?) "random bytes: exit 1, clear error"
+ok $([ $rc = 1 ] && grep -q "not a xentrace capture" "$tmp/err" && [ ! -e "$tmp/r.dat" ]; echo $?) \
+   "random bytes: exit 1, clear error, no output left"
+run bash -c "cat '$tmp/random.bin' | '$tcx' convert -i - -o '$tmp/rp.dat' --cpu-hz 2.4G"
+ok $([ $rc = 1 ] && grep -q "not a xentrace capture" "$tmp/err" && [ ! -e "$tmp/rp.dat" ]; echo $?) \
+   "random bytes from a pipe: exit 1, no output left"
 
 head -c -13 "$tmp/a.bin" >"$tmp/trunc.bin"
 run "$tcx" convert "$tmp/trunc.bin" -o "$tmp/t.dat" --cpu-hz 2.4G
