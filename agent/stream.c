@@ -17,6 +17,7 @@
 
 #define ACCEPT_WAIT_MS	30000	/* the host connects right after TRACE_RESP */
 #define POLL_MS		100
+#define BATCH_PAGES	16	/* pages per send on a busy CPU */
 
 static int accept_peer(struct agent_stream *s)
 {
@@ -101,14 +102,76 @@ static struct tmsg_transport *connect_host(struct agent_stream *s)
 	return tmsg_fd_transport(fd, name);
 }
 
+/* Send the batched pages; 0 or the error (logged). */
+static int flush(struct agent_stream *s, struct tmsg_transport *out,
+		 const uint8_t *buf, size_t *used)
+{
+	int ret = *used ? tmsg_write_full(out, buf, *used) : 0;
+
+	if (ret)
+		fprintf(s->log, "agent: %s\n", tmsg_error());
+	*used = 0;
+	return ret;
+}
+
+/*
+ * Copy pages until stopped. Full pages are batched (a read of
+ * trace_pipe_raw gives one page) so that a busy CPU costs one send per
+ * BATCH_PAGES; a partial page means the buffer is empty for now, so the
+ * batch goes out and the stream waits for more rather than sending a page
+ * per event.
+ */
+static int copy_pages(struct agent_stream *s, int raw,
+		      struct tmsg_transport *out, uint8_t *buf)
+{
+	const size_t cap = (size_t)BATCH_PAGES * s->page_size;
+	size_t used = 0;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = raw, .events = POLLIN };
+		ssize_t n = read(raw, buf + used, s->page_size);
+		bool partial;
+
+		if (n > 0) {
+			if ((size_t)n < s->page_size)
+				memset(buf + used + n, 0, s->page_size - n);
+			partial = page_fill(buf + used, s->page_size) < 3;
+			used += s->page_size;
+			s->pages++;
+			if (used < cap && !partial)
+				continue;
+			if (flush(s, out, buf, &used))
+				return -EIO;
+			if (partial && !*s->stop)
+				nap(s);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN) {
+			fprintf(s->log, "agent: cpu%d: read: %s\n", s->cpu,
+				strerror(errno));
+			return -errno;
+		}
+		if (flush(s, out, buf, &used))
+			return -EIO;
+		if (*s->stop)
+			return 0;	/* tracing is off and the buffer empty */
+		if (n == 0)
+			nap(s);		/* a file or FIFO at its end for now */
+		else
+			poll(&pfd, 1, POLL_MS);
+	}
+}
+
 static void *stream_main(void *arg)
 {
 	struct agent_stream *s = arg;
 	struct tmsg_transport *out = NULL;
-	uint8_t *page = malloc(s->page_size);
+	uint8_t *buf = malloc((size_t)BATCH_PAGES * s->page_size);
 	int raw = -1;
 
-	if (!page) {
+	if (!buf) {
 		s->err = -ENOMEM;
 		return NULL;
 	}
@@ -125,45 +188,12 @@ static void *stream_main(void *arg)
 			strerror(errno));
 		goto out;
 	}
-	for (;;) {
-		struct pollfd pfd = { .fd = raw, .events = POLLIN };
-		ssize_t n = read(raw, page, s->page_size);
-
-		if (n > 0) {
-			if ((size_t)n < s->page_size)
-				memset(page + n, 0, s->page_size - n);
-			s->err = tmsg_write_full(out, page, s->page_size);
-			if (s->err) {
-				fprintf(s->log, "agent: %s\n", tmsg_error());
-				break;
-			}
-			s->pages++;
-			/* A partial page means the buffer is empty for now:
-			 * wait for more instead of sending a page per event. */
-			if (!*s->stop && page_fill(page, s->page_size) < 3 * 4)
-				nap(s);
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno != EAGAIN) {
-			s->err = -errno;
-			fprintf(s->log, "agent: cpu%d: read: %s\n", s->cpu,
-				strerror(errno));
-			break;
-		}
-		if (*s->stop)
-			break;		/* tracing is off and the buffer empty */
-		if (n == 0)
-			nap(s);		/* a file or FIFO at its end for now */
-		else
-			poll(&pfd, 1, POLL_MS);
-	}
+	s->err = copy_pages(s, raw, out, buf);
 out:
 	if (raw >= 0)
 		close(raw);
 	tmsg_close(out);
-	free(page);
+	free(buf);
 	return NULL;
 }
 
