@@ -251,7 +251,8 @@ static int make_tree(struct xsim_guest *g)
 	return g->marker_fd < 0 || g->raw_fd < 0 ? -1 : 0;
 }
 
-struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom)
+struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom,
+				  bool tracefs)
 {
 	const struct xsim_dom_conf *d = &h->conf.dom[dom];
 	struct xsim_guest *g = calloc(1, sizeof(*g));
@@ -270,6 +271,8 @@ struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom)
 		g->cpu[c].fd = -1;
 		pthread_mutex_init(&g->cpu[c].lock, NULL);
 	}
+	if (!tracefs)
+		return g;	/* nothing traced, nothing read: on stays 0 */
 	if (asprintf(&g->dir, "%s/dom%u", h->dir, d->domid) < 0) {
 		g->dir = NULL;
 		goto fail;
@@ -588,6 +591,8 @@ void xsim_guest_tick(struct xsim_guest *g, bool final)
 	uint64_t now = xsim_rdtsc();
 	uint64_t age = (uint64_t)FLUSH_AFTER_MS * g->h->conf.cpu_khz;
 
+	if (!g->dir)
+		return;
 	refresh(g);
 	for (unsigned int c = 0; c < g->nvcpus; c++) {
 		struct gcpu *gc = &g->cpu[c];
@@ -601,6 +606,8 @@ void xsim_guest_tick(struct xsim_guest *g, bool final)
 
 void xsim_guest_stats(struct xsim_guest *g)
 {
+	if (!g->dir)
+		return;
 	for (unsigned int c = 0; c < g->nvcpus; c++) {
 		struct gcpu *gc = &g->cpu[c];
 

@@ -177,9 +177,8 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 	h->t0 = xsim_rdtsc();
 	default_offsets(h);
 	for (unsigned int i = 0; i < c->ndoms; i++) {
-		if (!c->dom[i].domid)
-			continue;	/* dom0 traces this machine's real ftrace */
-		h->guest[i] = xsim_guest_new(h, i);
+		/* dom0 traces this machine's real ftrace: no tracefs of its own */
+		h->guest[i] = xsim_guest_new(h, i, c->dom[i].domid != 0);
 		if (!h->guest[i])
 			goto fail;
 	}

@@ -92,8 +92,10 @@ void xsim_sched_stop(struct xsim_host *h);
 void xsim_truth(struct xsim_host *h, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* guest.c: a guest kernel's tracefs directory */
-struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom);
+/* guest.c: a guest kernel's tracefs directory (if @tracefs), and the
+ * queue of what its processes ask of a running vCPU (always) */
+struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom,
+				  bool tracefs);
 void xsim_guest_free(struct xsim_guest *g);
 /* pCPU thread of vCPU @c: the guest switches between its task and idle */
 void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,

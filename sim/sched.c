@@ -502,21 +502,35 @@ static bool step(struct xsim_pcpu *p, uint64_t now)
 static void xentrace_hypercall(struct xsim_pcpu *p, const struct xsim_action *a,
 			       uint64_t now)
 {
+	const struct xsim_dom_conf *dc = dconf(p->h, p->cur);
 	uint32_t d[7] = { 0 };
 	uint32_t reason = p->h->conf.vendor == XSIM_AMD ? 0x81 : 18;
 	uint32_t rip = 0x81001000u;
 	uint64_t t = stamp(p, now);
 
-	d[0] = reason;
-	d[1] = rip;
-	d[2] = 0xffffffffu;
-	emit(p, TRC_HVM_VMEXIT64, true, t, 3, d);
-	d[0] = __HYPERVISOR_hvm_op;
-	emit(p, TRC_HVM_VMMCALL, false, 0, 1, d);
+	if (dc->type == XSIM_PV) {
+		/* the PV entry point logs the hypercall; no return record */
+		d[0] = __HYPERVISOR_hvm_op;
+		emit(p, TRC_PV_HYPERCALL_V2, true, t, 1, d);
+	} else {
+		d[0] = reason;
+		d[1] = rip;
+		d[2] = 0xffffffffu;
+		emit(p, TRC_HVM_VMEXIT64, true, t, 3, d);
+		d[0] = __HYPERVISOR_hvm_op;
+		emit(p, TRC_HVM_VMMCALL, false, 0, 1, d);
+	}
 	memset(d, 0, sizeof(d));
 	memcpy(d, a->data, a->len);
 	emit(p, TRC_GUEST | a->event, false, 0, (a->len + 3) / 4, d);
-	vmentry(p, p->clk + STEP);
+	if (dc->type == XSIM_HVM) {
+		/* an HVM guest's emulated LAPIC/PIC checks before resuming */
+		d[0] = 0;
+		d[1] = 0;
+		emit(p, TRC_HVM_EMUL_LAPIC_PIC_INTR, true, stamp(p, t), 2, d);
+	}
+	if (dc->type != XSIM_PV)
+		vmentry(p, p->clk + STEP);
 	xsim_truth(p->h, "xentrace %u %u %u %lu %#x\n", p->cur->domid,
 		   p->cur->id, p->id, (unsigned long)t, a->event);
 }

@@ -369,25 +369,25 @@ static void test_hvmop_xentrace(void **state)
 	xencall_handle *xcall;
 	xen_hvm_xentrace_t *tr;
 	struct t_buf *b[2];
-	unsigned int found = 0, seen = 0;
+	unsigned int found = 0, seen = 0, pv = 0;
 
 	assert_non_null(xch);
 	assert_non_null(fmem);
-	assert_int_equal(xc_tbuf_set_evt_mask(xch, TRC_HVM | TRC_GUEST), 0);
+	assert_int_equal(xc_tbuf_set_evt_mask(xch, TRC_HVM | TRC_GUEST | TRC_PV), 0);
 	for (int c = 0; c < 2; c++) {
 		b[c] = map_buf(xch, fmem, c);
 		b[c]->cons = b[c]->prod;
 	}
 
-	/* dom0 is PV: no HVM ops */
+	/* dom0 is PV: 4.17 takes it, as HYPERCALL_V2(hvm_op) then GUEST */
 	xcall = xencall_open(NULL, 0);
 	tr = xencall_alloc_buffer(xcall, sizeof(*tr));
 	assert_non_null(tr);
 	tr->event = 0x123;
-	tr->extra_bytes = 8;
+	tr->extra_bytes = 4;
+	memcpy(tr->extra, "pv!!", 4);
 	assert_int_equal(xencall2(xcall, __HYPERVISOR_hvm_op, HVMOP_xentrace,
-				  (uintptr_t)tr), -1);
-	assert_int_equal(errno, ENOSYS);
+				  (uintptr_t)tr), 0);
 	xencall_free_buffer(xcall, tr);
 	xencall_close(xcall);
 
@@ -417,7 +417,7 @@ static void test_hvmop_xentrace(void **state)
 		uint32_t x = PAGES * 4096 - 8, pos = b[c]->cons % x;
 		uint32_t used = (b[c]->prod + 2 * x - b[c]->cons) % (2 * x);
 		const uint8_t *data = (const uint8_t *)(b[c] + 1);
-		uint32_t hist[4] = { 0 }, words[4][10];
+		uint32_t hist[5] = { 0 }, words[5][10];
 
 		while (used) {
 			uint32_t h, sz, ev;
@@ -426,12 +426,23 @@ static void test_hvmop_xentrace(void **state)
 			sz = 4 + (h >> 31 ? 8 : 0) + 4 * ((h >> 28) & 7);
 			ev = h & 0x0fffffff;
 			if (ev != TRC_TRACE_WRAP_BUFFER) {
-				memmove(hist, hist + 1, 3 * 4);
-				memmove(words, words + 1, 3 * sizeof(words[0]));
-				hist[3] = h;
-				memcpy(words[3], data + pos + 4, sz - 4);
+				memmove(hist, hist + 1, 4 * 4);
+				memmove(words, words + 1, 4 * sizeof(words[0]));
+				hist[4] = h;
+				memcpy(words[4], data + pos + 4, sz - 4);
 			}
-			/* ... VMEXIT, VMMCALL, GUEST, VMENTRY */
+			/* PV: HYPERCALL_V2(hvm_op) [T], GUEST */
+			if (ev == (TRC_GUEST | 0x123)) {
+				assert_int_equal(hist[3] & 0x0fffffff,
+						 TRC_PV_HYPERCALL_V2);
+				assert_int_equal(words[3][2], __HYPERVISOR_hvm_op);
+				assert_memory_equal(words[4], "pv!!", 4);
+				pv++;
+			}
+			/*
+			 * HVM guest1: VMEXIT, VMMCALL, GUEST, the emulated
+			 * LAPIC/PIC check [T], VMENTRY
+			 */
 			if (ev == TRC_HVM_VMENTRY &&
 			    (hist[2] & 0x0fffffff) == (TRC_GUEST | 0x5a)) {
 				uint32_t seq;
@@ -450,6 +461,8 @@ static void test_hvmop_xentrace(void **state)
 				assert_true(seq < 5 && !(seen & 1u << seq));
 				seen |= 1u << seq;
 				assert_memory_equal(words[2] + 1, "tcx!", 4);
+				assert_int_equal(hist[3] & 0x0fffffff,
+						 TRC_HVM_EMUL_LAPIC_PIC_INTR);
 				assert_true(h >> 31);
 				found++;
 			}
@@ -460,6 +473,7 @@ static void test_hvmop_xentrace(void **state)
 	}
 	assert_int_equal(found, 5);
 	assert_int_equal(seen, 0x1f);
+	assert_int_equal(pv, 1);
 	xc_tbuf_set_evt_mask(xch, TRC_ALL);
 	xenforeignmemory_close(fmem);
 	xc_interface_close(xch);
