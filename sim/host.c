@@ -124,6 +124,9 @@ static void default_offsets(struct xsim_host *h)
 		struct xsim_dom_conf *d = &c->dom[i];
 		uint64_t g0;
 
+		/* a PV guest reads the host TSC, whatever the file says */
+		if (d->type == XSIM_PV)
+			memset(d->tsc_offset, 0, sizeof(d->tsc_offset));
 		if (d->offset_set || d->type == XSIM_PV)
 			continue;
 		g0 = xsim_guest_tsc(h->t0, xsim_tsc_ratio(c, d),
