@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The host description parser and the TSC arithmetic (docs/xensim.md). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "xsim.h"
+
+static void test_parse(void **state)
+{
+	static const char text[] =
+		"# comment\n"
+		"[host]\n"
+		"pcpus = 4\n"
+		"cpu_khz = 3000000   # 3 GHz\n"
+		"vendor = amd\n"
+		"\n"
+		"[domain Domain-0]\n"
+		"domid = 0\n"
+		"type = pvh\n"
+		"vcpus = 2\n"
+		"[domain g]\n"
+		"domid = 7\n"
+		"type = hvm\n"
+		"vcpus = 3\n"
+		"gtsc_khz = 1500000\n"
+		"tsc_offset = -5, 10\n"
+		"profile = busy\n"
+		"rate = 12345\n";
+	struct xsim_conf c;
+	char err[128];
+
+	assert_int_equal(xsim_conf_parse(text, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.pcpus, 4);
+	assert_int_equal(c.cpu_khz, 3000000);
+	assert_int_equal(c.vendor, XSIM_AMD);
+	assert_int_equal(c.ndoms, 2);
+	assert_string_equal(c.dom[0].name, "Domain-0");
+	assert_int_equal(c.dom[0].type, XSIM_PVH);
+	assert_int_equal(c.dom[1].domid, 7);
+	assert_int_equal(c.dom[1].vcpus, 3);
+	assert_int_equal(c.dom[1].profile, XSIM_BUSY);
+	assert_int_equal(c.dom[1].rate, 12345);
+	assert_true(c.dom[1].offset_set);
+	assert_int_equal(c.dom[1].tsc_offset[0], -5);
+	assert_int_equal(c.dom[1].tsc_offset[1], 10);
+	assert_int_equal(c.dom[1].tsc_offset[2], 10);	/* the last repeats */
+	/* AMD: 32 fraction bits; 1.5 / 3 GHz = 0.5 */
+	assert_int_equal(xsim_frac_bits(c.vendor), 32);
+	assert_int_equal(xsim_tsc_ratio(&c, &c.dom[1]), 1ull << 31);
+	assert_int_equal(xsim_tsc_ratio(&c, &c.dom[0]), 1ull << 32);
+}
+
+static void test_errors(void **state)
+{
+	struct xsim_conf c;
+	char err[128];
+
+	assert_int_equal(xsim_conf_parse("[host]\npcpus = 0\n", &c, err,
+					 sizeof(err)), -1);
+	assert_non_null(strstr(err, "line 2"));
+	assert_int_equal(xsim_conf_parse("[host]\nbogus = 1\n[domain a]\n",
+					 &c, err, sizeof(err)), -1);
+	assert_int_equal(xsim_conf_parse("[domain a]\ndomid = 3\n", &c, err,
+					 sizeof(err)), -1);	/* no dom0 */
+	assert_int_equal(xsim_conf_parse("[domain a]\n[domain b]\ndomid = 0\n",
+					 &c, err, sizeof(err)), -1);	/* dup */
+	assert_int_equal(xsim_conf_parse("[domain a]\ntype = hvm\n", &c, err,
+					 sizeof(err)), -1);	/* HVM dom0 */
+	assert_int_equal(xsim_conf_parse("[domain a]\n[domain b]\nvcpus = 99\n",
+					 &c, err, sizeof(err)), -1);
+	assert_int_equal(xsim_conf_parse("[domain a]\nfoo\n", &c, err,
+					 sizeof(err)), -1);
+	assert_int_equal(xsim_conf_parse("[domain a]\n", &c, err, sizeof(err)), 0);
+}
+
+static void test_guest_tsc(void **state)
+{
+	/* Intel identity: host + offset */
+	assert_int_equal(xsim_guest_tsc(1000, 1ull << 48, 48, -400), 600);
+	/* half speed, 48 bits, no 64-bit overflow for large hosts */
+	assert_int_equal(xsim_guest_tsc(1ull << 62, 1ull << 47, 48, 0),
+			 1ull << 61);
+	assert_int_equal(xsim_guest_tsc(3, 1ull << 31, 32, 0), 1);	/* floor */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_guest_tsc),
+	};
+
+	return cmocka_run_group_tests_name("xensim host description", tests,
+					   NULL, NULL);
+}
