@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Internals shared by the daemon (host.c) and the scheduler (sched.c). */
+/*
+ * Internals shared by the host (host.c), its control socket (serve.c), the
+ * scheduler (sched.c) and the guest kernels (guest.c).
+ */
 #ifndef XSIM_HOST_INT_H
 #define XSIM_HOST_INT_H
 
@@ -86,9 +89,11 @@ struct xsim_host {
 /* host.c: a pCPU thread finished a hypercall for @client */
 void xsim_host_done(struct xsim_host *h, int client, uint32_t gen);
 
-/* sched.c */
+/* sched.c: pin the vCPUs, start one thread per pCPU. Return: 0 or -1. */
 int xsim_sched_start(struct xsim_host *h);
+/* sched.c: stop the pCPU threads; log the intervals still running. */
 void xsim_sched_stop(struct xsim_host *h);
+/* sched.c: one line of the ground-truth log (thread-safe). */
 void xsim_truth(struct xsim_host *h, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
