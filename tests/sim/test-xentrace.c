@@ -115,6 +115,7 @@ static void read_xentrace(const char *path, struct filestats *fs)
 struct vrun {
 	uint32_t key;		/* dom << 16 | vcpu */
 	uint64_t count, cycles;
+	char secs[32];		/* xenalyze: total seconds, as printed */
 };
 
 struct bound {
@@ -222,6 +223,7 @@ static unsigned int xenalyze_runs(const char *path, struct vrun *out)
 			out[nv].key = dom << 16 | vcpu;
 			out[nv].count = cnt;
 			out[nv].cycles = avg;	/* xenalyze prints cycles/count */
+			snprintf(out[nv].secs, sizeof(out[nv].secs), "%.2f", secs);
 			nv++;
 			in_vcpu = false;
 		}
@@ -297,6 +299,14 @@ static void test_drainable_rate(void **state)
 		assert_int_equal(got[j].count, exp[i].count);
 		/* integer average, as xenalyze prints it */
 		assert_int_equal(got[j].cycles, exp[i].cycles / exp[i].count);
+		/* and total seconds, cycles / cpu_hz to two decimals */
+		{
+			char want[32];
+
+			snprintf(want, sizeof(want), "%.2f",
+				 (double)exp[i].cycles / (t.cpu_khz * 1000.0));
+			assert_string_equal(got[j].secs, want);
+		}
 		compared++;
 	}
 	assert_true(compared >= 5);	/* dom0 x2, guest1 x2, guest2, idle */
