@@ -43,8 +43,8 @@ struct agent_record_opts {
  * @o:		 filled on success
  * @err:	 on refusal, the reason, to be sent back to the peer
  *
- * Accepts -e EVENT, -b KB, -C CLOCK and --file-version N (also in their
- * joined forms: -eEVENT, --file-version=N). Anything else, commands
+ * Accepts -e EVENT, -b KB, -C CLOCK, --file-version N and --compression
+ * none (also in their joined forms: -eEVENT, --file-version=N). Anything else, commands
  * included, is refused (-EPERM); malformed values give -EINVAL.
  */
 int agent_parse_record_args(int argc, const char *const *argv,

@@ -153,10 +153,18 @@ int agent_parse_record_args(int argc, const char *const *argv,
 					      val ? val : "");
 			o->file_version = (int)v;
 			ret = 0;
+		} else if (is_opt(a, "--compression")) {
+			/* what we send is never compressed: only "none" */
+			val = value_of(argc, argv, &i, "--compression");
+			if (!val || strcmp(val, "none"))
+				return refuse(-EINVAL, err, errlen,
+					      "--compression: only \"none\" (got \"%.32s\")",
+					      val ? val : "");
+			ret = 0;
 		} else if (a[0] == '-') {
 			return refuse(-EPERM, err, errlen,
 				      "option \"%.64s\" is not allowed by this agent "
-				      "(allowed: -e, -b, -C, --file-version)", a);
+				      "(allowed: -e, -b, -C, --file-version, --compression none)", a);
 		} else {
 			return refuse(-EPERM, err, errlen,
 				      "the agent runs no commands (got \"%.64s\")", a);

@@ -24,7 +24,8 @@ static void test_allowed(void **state)
 	const char *argv[] = { "-C", "local", "-e", "sched:sched_switch",
 			       "-eirq", "-e", "sched:*", "-b", "4096",
 			       "--file-version", "6", "-Cx86-tsc",
-			       "--file-version=7", "-b1" };
+			       "--file-version=7", "-b1", "--compression", "none",
+			       "--compression=none" };
 	struct agent_record_opts o;
 	char err[256];
 
@@ -71,6 +72,8 @@ static void test_refused(void **state)
 		{ { "-C", "LOCAL" }, 2, -EINVAL, "clock" },
 		{ { "--file-version", "5" }, 2, -EINVAL, "6 or 7" },
 		{ { "--file-version", "8" }, 2, -EINVAL, "6 or 7" },
+		{ { "--compression", "zstd" }, 2, -EINVAL, "only \"none\"" },
+		{ { "--compression" }, 1, -EINVAL, "only \"none\"" },
 	};
 	struct agent_record_opts o;
 	char err[256];
