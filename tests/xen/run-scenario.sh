@@ -62,8 +62,8 @@ MEM=3G			# machine memory (QEMU touches about 1 GB of it)
 NEED_MEM_MB=3072	# skip below this much MemAvailable
 CPU=qemu64,+svm,+npt	# +npt gives Xen HAP, which PVH/HVM need (no shadow paging in Debian's Xen)
 DOM0_MEM=1024M
-DOM0_BINARIES=""	# project executables (from BUILDDIR) put in dom0's PATH
-GUEST_BINARIES=""	# and in every guest's
+DOM0_BINARIES=""	# executables put in dom0's PATH: a name is a project
+GUEST_BINARIES=""	# executable (from BUILDDIR), an absolute path a host one
 XEN_EXTRA=""		# appended to Xen's command line
 HVM=0			# 1: dom0 gets the qemu-xen device model, hvmloader, SeaBIOS
 OPT_IN=""		# VAR: with --tap (meson) run only if $VAR is 1 (costly scenarios)
@@ -167,7 +167,13 @@ find_binary() {
 add_binaries() {
 	local stage=$1 b path l; shift
 	for b in "$@"; do
-		path=$(find_binary "$b") || { echo "project binary '$b' not found in $BUILDDIR" >&2; return 1; }
+		if [ "${b#/}" != "$b" ]; then		# a host binary, e.g. /usr/bin/trace-cmd
+			path=$b
+			[ -x "$path" ] || { echo "host binary $path not found" >&2; return 1; }
+			b=$(basename "$b")
+		else
+			path=$(find_binary "$b") || { echo "project binary '$b' not found in $BUILDDIR" >&2; return 1; }
+		fi
 		install -D -m755 "$path" "$stage/opt/tcx/libexec/$b"
 		mkdir -p "$stage/opt/tcx/lib" "$stage/opt/tcx/bin" "$stage/lib64"
 		if ldd "$path" | grep -q 'not found'; then

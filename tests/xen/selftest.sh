@@ -37,6 +37,11 @@ grep -qE '^not ok .*dom0.sh exited 0 .*rc=3' "$W/real.tap"
 check $? "... and its TAP output names the failure (dom0.sh rc=3)"
 [ -f "$out/reached" ] && [ "$(cat "$out/dom0-rc" 2>/dev/null)" = 3 ]
 check $? "... and the results still came back (dom0-rc = 3)"
+grep -q '^trace-cmd-xen version' "$out/tcx-version" 2>/dev/null &&
+	grep -q 'trace-cmd version' "$out/trace-cmd-version" 2>/dev/null
+check $? "dom0 runs the project's binary and a host binary with their libraries"
+grep -qx sched "$out/tracefs-events" 2>/dev/null
+check $? "dom0 has tracefs mounted at /sys/kernel/tracing"
 [ $nfail -gt 0 ] && indent "$W/real.tap" 30
 fi
 
