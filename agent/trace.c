@@ -242,6 +242,65 @@ static void add_cmdlines(struct tdat_writer *w)
 	free(text);
 }
 
+/* A whole file whose size stat() does not tell (proc, tracefs). */
+static char *read_whole(const char *path, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap), *nb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0 || !buf)
+		goto fail;
+	while ((r = read(fd, buf + n, cap - n)) > 0) {
+		n += (size_t)r;
+		if (n == cap) {
+			if (cap >= (64u << 20))	/* no symbol table is this big */
+				goto fail;
+			nb = realloc(buf, cap * 2);
+			if (!nb)
+				goto fail;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (r < 0)
+		goto fail;
+	close(fd);
+	*len = n;
+	return buf;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+/*
+ * Kernel symbols and printk formats, as trace-cmd's agent sends them, so
+ * that the host's report can name functions and print bprint events. A
+ * simulated kernel has printk_formats at most.
+ */
+static void add_symbols(struct agent_trace *tr, struct tdat_writer *w)
+{
+	char path[4096];
+	size_t len;
+	char *text;
+
+	if (tr->inst) {
+		text = read_whole("/proc/kallsyms", &len);
+		if (text)
+			tdat_set_kallsyms(w, text, len);
+		free(text);
+	}
+	snprintf(path, sizeof(path), "%s/printk_formats",
+		 tr->inst ? tracefs_tracing_dir() : tr->sim_dir);
+	text = read_whole(path, &len);
+	if (text)
+		tdat_set_printk(w, text, len);
+	free(text);
+}
+
 int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 			 uint8_t **out, size_t *out_len,
 			 char *err, size_t errlen)
@@ -289,6 +348,7 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 	}
 	if (tr->inst)
 		add_cmdlines(w);
+	add_symbols(tr, w);
 	tdat_set_traceid(w, trace_id);
 	if (!uname(&u)) {
 		snprintf(uts, sizeof(uts), "%s %s %s %s", u.sysname, u.nodename,

@@ -248,6 +248,13 @@ static void test_stock_record_drives_agent(void **state)
 	snprintf(rep, sizeof(rep), "%s/g-opts.txt", dir);
 	assert_int_equal(grep_count(rep, id), 1);
 
+	/* symbols for the host's report, as the stock agent sends them */
+	assert_int_equal(sh(TRACE_CMD " dump --summary -i %s > %s/g-sum.txt 2>&1",
+			    guest, dir), 0);
+	snprintf(rep, sizeof(rep), "%s/g-sum.txt", dir);
+	assert_int_equal(grep_count(rep, "[Kallsyms, 0 bytes]"), 0);
+	assert_int_equal(grep_count(rep, "[Kallsyms,"), 1);
+
 	/* both files together */
 	assert_int_equal(sh(TRACE_CMD " report -i %s -i %s > %s/both.txt 2>&1",
 			    host, guest, dir), 0);
