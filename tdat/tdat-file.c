@@ -675,6 +675,43 @@ int tdat_append_options_section(int fd, uint64_t done_off, const struct tdat_opt
 	return ret;
 }
 
+/*
+ * Cmdlines added after tdat_start_data() (v7): a complete cmdlines section,
+ * the early lines and the late ones, goes after the data (the file is
+ * compacted, so its end is the end of the flyrecord section: the reader's
+ * walk over the sections steps from one to the next). An option 21 in the
+ * chained options section then points the readers to it instead of the
+ * first one. The section is on disk before the option that names it: a
+ * kill in between leaves the first section in use.
+ */
+static int late_cmdlines(struct tdat_writer *w)
+{
+	struct tdat_buf b = {0};
+	uint64_t off, size, len;
+	int ret;
+
+	off = w->file_end;
+	size = 8 + w->cmdlines.len + w->late_cmdlines.len;
+	ret = tdat_buf_u16(&b, SEC_CMDLINES) | tdat_buf_u16(&b, 0) | tdat_buf_u32(&b, NO_DESC);
+	ret |= tdat_buf_u64(&b, size);
+	ret |= tdat_buf_u64(&b, size - 8);
+	ret |= tdat_buf_put(&b, w->cmdlines.data, w->cmdlines.len);
+	ret |= tdat_buf_put(&b, w->late_cmdlines.data, w->late_cmdlines.len);
+	if (!ret)
+		ret = tdat_optlist_add(&w->late_opts, SEC_CMDLINES, &off, 8);
+	if (ret) {
+		tdat_buf_free(&b);
+		return tdat_err(w, -ENOMEM, "no memory for the late cmdlines");
+	}
+	len = b.len;
+	ret = tdat_pwrite_all(w->fd, b.data, len, off);
+	tdat_buf_free(&b);
+	if (ret)
+		return io_fail(w, ret, "writing the late cmdlines");
+	w->file_end += len;
+	return 0;
+}
+
 int tdat_file_finish(struct tdat_writer *w)
 {
 	int ret = 0, r;
@@ -684,6 +721,8 @@ int tdat_file_finish(struct tdat_writer *w)
 	ret = tdat_flush(w);
 	if (!ret)
 		ret = compact(w);
+	if (!ret && w->version == 7 && w->late_cmdlines.len)
+		ret = late_cmdlines(w);
 	if (!ret && w->version == 7 && w->late_opts.n) {
 		r = tdat_append_options_section(w->fd, w->done_off, &w->late_opts, &w->done_off);
 		if (r)

@@ -134,6 +134,7 @@ struct tdat_writer {
 	char		*printk;
 	size_t		printk_len;
 	struct tdat_buf	cmdlines;
+	struct tdat_buf	late_cmdlines;	/* added after start (v7) */
 	uint64_t	traceid;
 	bool		has_traceid;
 	char		*uname;

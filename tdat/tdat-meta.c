@@ -393,17 +393,26 @@ int tdat_set_printk(struct tdat_writer *w, const char *text, size_t len)
 	return set_text(w, &w->printk, &w->printk_len, text, len, "printk formats");
 }
 
+/*
+ * After tdat_start_data() a version 7 file still takes cmdlines: they go
+ * into a second cmdlines section that tdat_close() writes after the data
+ * (see tdat_file_finish()). A version 6 file has no place for them.
+ */
 int tdat_add_cmdline(struct tdat_writer *w, int pid, const char *comm)
 {
+	struct tdat_buf *b = &w->cmdlines;
 	char line[64];
-	int ret = meta_ok(w, "cmdline"), n;
+	int n;
 
-	if (ret)
-		return ret;
+	if (w->started) {
+		if (w->version != 7)
+			return tdat_err(w, -EBUSY, "cmdline after tdat_start_data() in a version 6 file");
+		b = &w->late_cmdlines;
+	}
 	if (!comm || !*comm || strchr(comm, '\n'))
 		return tdat_err(w, -EINVAL, "cmdline of pid %d: empty comm or comm with a newline", pid);
 	n = snprintf(line, sizeof(line), "%d %.15s\n", pid, comm);
-	if (tdat_buf_put(&w->cmdlines, line, n))
+	if (tdat_buf_put(b, line, n))
 		return tdat_err(w, -ENOMEM, "no memory for cmdlines");
 	return 0;
 }
@@ -706,6 +715,7 @@ void tdat_free(struct tdat_writer *w)
 	free(w->ids);
 	tdat_buf_free(&w->ftrace);
 	tdat_buf_free(&w->cmdlines);
+	tdat_buf_free(&w->late_cmdlines);
 	tdat_optlist_free(&w->opts);
 	tdat_optlist_free(&w->late_opts);
 	free(w->header_page);

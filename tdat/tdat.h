@@ -170,7 +170,15 @@ int tdat_set_kallsyms(struct tdat_writer *w, const char *text, size_t len);
 /** tdat_set_printk - printk_formats text to store (default: empty) */
 int tdat_set_printk(struct tdat_writer *w, const char *text, size_t len);
 
-/** tdat_add_cmdline - name task @pid @comm (comm truncated to 15 chars) */
+/**
+ * tdat_add_cmdline - name task @pid @comm (comm truncated to 15 chars)
+ *
+ * Also after tdat_start_data() in a version 7 file: tdat_close() then
+ * writes a second cmdlines section (all the lines) after the data and
+ * points the chained options section at it. A file killed before that
+ * keeps only the cmdlines given before tdat_start_data(). Version 6:
+ * -EBUSY after tdat_start_data().
+ */
 int tdat_add_cmdline(struct tdat_writer *w, int pid, const char *comm);
 
 /** tdat_set_traceid - the TRACEID option (non-zero to be matched by GUEST) */
@@ -218,9 +226,9 @@ int tdat_add_option(struct tdat_writer *w, uint16_t id, const void *data, uint32
 /**
  * tdat_start_data - write all metadata and open the per-CPU data regions
  *
- * After this, metadata calls fail with -EBUSY; options can still be added
- * to a version 7 file and are written by tdat_close() as a chained options
- * section.
+ * After this, metadata calls fail with -EBUSY; options and cmdlines can
+ * still be added to a version 7 file and are written by tdat_close() after
+ * the data (a chained options section, a second cmdlines section).
  */
 int tdat_start_data(struct tdat_writer *w);
 

@@ -5,9 +5,11 @@
  * check, unnumbered ("ok - ..."): the driving script numbers them.
  *
  *   tdat-check seq FILE N NCPU [LOST]       events, order, payloads, CPUs, lost
+ *   tdat-check comm FILE PID COMM           the cmdline of PID ("-": none)
  *   tdat-check hostguest HOST GUEST OUT     vCPU maps, TIME_SHIFT + TSC2NSEC to
  *                                           the ns; OUT gets "file ns" lines
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +75,26 @@ static int collect(struct tracecmd_input *handle, struct tep_record *record, int
 	if (record->size >= 16)
 		memcpy(&r->val, (char *)record->data + 8, 8);
 	return 0;
+}
+
+/* The cmdlines the reader took: @pid is named @comm ("-": not named). */
+static int check_comm(const char *file, int pid, const char *comm)
+{
+	struct tracecmd_input *h = tracecmd_open(file, 0);
+	const char *got;
+	bool named;
+
+	tap(h != NULL, "tracecmd_open %s", file);
+	if (!h)
+		return 1;
+	named = tep_is_pid_registered(tracecmd_get_tep(h), pid);
+	got = tep_data_comm_from_pid(tracecmd_get_tep(h), pid);
+	if (!strcmp(comm, "-"))
+		tap(!named, "pid %d has no cmdline (got %s)", pid, got);
+	else
+		tap(named && !strcmp(got, comm), "pid %d is named %s (got %s)", pid, comm, got);
+	tracecmd_close(h);
+	return failures ? 1 : 0;
 }
 
 static int check_seq(const char *file, int n, int ncpu, int lost)
@@ -204,6 +226,8 @@ int main(int argc, char **argv)
 	tracecmd_set_loglevel(TEP_LOG_WARNING);
 	if (argc >= 5 && !strcmp(argv[1], "seq"))
 		return check_seq(argv[2], atoi(argv[3]), atoi(argv[4]), argc > 5 && atoi(argv[5]));
+	if (argc == 5 && !strcmp(argv[1], "comm"))
+		return check_comm(argv[2], atoi(argv[3]), argv[4]);
 	if (argc == 5 && !strcmp(argv[1], "hostguest"))
 		return check_hostguest(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: tdat-check seq FILE N NCPU [LOST] | hostguest HOST GUEST OUT\n");

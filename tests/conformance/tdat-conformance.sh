@@ -181,6 +181,37 @@ done
 ok $? "TIME_SHIFT appended to a zstd file written by trace-cmd convert"
 checker hostguest "$T/host7.dat" "$T/gz.dat" "$T/want"
 
+# version 7: a cmdline and a GUEST option given after the data started,
+# written at close after the data (a second cmdlines section)
+l=$T/late.dat
+"$gen" latecmd "$l" 7 $N
+ok $? "v7: tdat-gen writes a cmdline after tdat_start_data()"
+trace-cmd dump --summary -i "$l" >"$T/lsum" 2>&1 &&
+	trace-cmd dump --options -i "$l" >"$T/lopt" 2>&1 &&
+	grep -q '^guest1 \[Guest name\]' "$T/lopt"
+ok $? "v7 late cmdline: dump --summary and --options (GUEST in the chained section)"
+trace-cmd dump --cmd-lines -i "$l" 2>&1 | grep -q "4242 seqtask"
+ok $? "v7 late cmdline: dump --cmd-lines reads the section after the data"
+trace-cmd report -i "$l" >"$T/lrep" 2>&1
+st=$?
+clean "$T/lrep" || st=1
+[ "$(grep -c 'seqtask-4242 .*xen_seq:' "$T/lrep")" = $N ] || st=1
+ok $st "v7 late cmdline: report names the task of all $N events"
+checker seq "$l" $N 2 0
+checker comm "$l" 4242 seqtask
+trace-cmd convert -i "$l" -o "$T/l6.dat" --file-version 6 --compression none >/dev/null 2>&1 &&
+	trace-cmd report -i "$T/l6.dat" 2>&1 | grep -c 'seqtask-4242 .*xen_seq:' | grep -qx $N
+ok $? "v7 late cmdline: trace-cmd convert to v6 keeps the name"
+bash -c '"$@"; exit $?' _ "$gen" latecmd "$l" 7 $N kill 2>/dev/null
+[ $? = 137 ]
+ok $? "v7 late cmdline: the writer is SIGKILLed before close"
+trace-cmd report -i "$l" >"$T/lrep" 2>&1
+st=$?
+clean "$T/lrep" || st=1
+[ "$(grep -c 'xen_seq:' "$T/lrep")" = $N ] || st=1
+ok $st "v7 late cmdline, killed: report reads all $N flushed events (task unnamed)"
+checker comm "$l" 4242 -
+
 cmp -s "$T/rep6" "$T/rep7"
 ok $? "v6 and v7 files of the same events report the same"
 echo "1..$n"

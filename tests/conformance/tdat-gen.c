@@ -142,6 +142,30 @@ static int gen_crash(const char *path, int version, int n, int m, int ncpu, uint
 	return 1;
 }
 
+/*
+ * Version 7, the cmdline given after tdat_start_data(): written at close
+ * after the data; with @kill, the writer dies after a flush instead.
+ */
+static int gen_latecmd(const char *path, int n, bool kill)
+{
+	int i;
+
+	create(path, 7, 2, NULL, 4096);
+	ck(tdat_add_event_format(w, SEQ_SYSTEM, fmt_seq), "format");
+	ck(tdat_start_data(w), "start");
+	for (i = 0; i < n; i++)
+		seq_event(i, 2);
+	ck(tdat_add_cmdline(w, SEQ_PID, SEQ_COMM), "late cmdline");
+	ck(tdat_add_guest(w, "guest1", HG_GUEST_ID, 1, (uint32_t[]){ SEQ_PID }), "late guest");
+	if (kill) {
+		ck(tdat_flush(w), "flush");
+		fflush(NULL);
+		raise(SIGKILL);
+	}
+	ck(tdat_close(w), "close");
+	return 0;
+}
+
 static void tsc_common(void)
 {
 	ck(tdat_set_tsc2nsec(w, HG_TSC_MULT, HG_TSC_SHIFT, 0), "tsc2nsec");
@@ -255,6 +279,8 @@ int main(int argc, char **argv)
 		return gen_crash(argv[2], version, atoi(argv[4]), atoi(argv[5]),
 				 argc > 6 ? atoi(argv[6]) : 2,
 				 argc > 7 ? strtoull(argv[7], NULL, 0) : 4096);
+	if (!strcmp(argv[1], "latecmd") && argc >= 5)
+		return gen_latecmd(argv[2], atoi(argv[4]), argc > 5 && !strcmp(argv[5], "kill"));
 	if (!strcmp(argv[1], "host"))
 		return gen_host(argv[2], version);
 	if (!strcmp(argv[1], "guest"))
@@ -262,6 +288,6 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "tshift"))
 		return append_shift(argv[2]);
 usage:
-	fprintf(stderr, "usage: tdat-gen plain|crash|host|guest FILE VERSION [args]\n");
+	fprintf(stderr, "usage: tdat-gen plain|crash|latecmd|host|guest FILE VERSION [args]\n");
 	return 2;
 }

@@ -446,6 +446,68 @@ static void late_and_appended_options(void **s)
 	tf_free(&f);
 }
 
+/* The text of the cmdlines section that option 21 @nth points to. */
+static const char *cmdlines_at(const struct tf *f, int nth, uint64_t *len)
+{
+	const struct tf_opt *o = tf_opt(f, 21, nth);
+	uint64_t off, sz;
+	uint16_t id;
+
+	assert_non_null(o);
+	memcpy(&off, o->data, 8);
+	assert_true(off + 24 <= f->len);
+	memcpy(&id, f->buf + off, 2);
+	assert_int_equal(id, 21);
+	memcpy(&sz, f->buf + off + 8, 8);
+	memcpy(len, f->buf + off + 16, 8);
+	assert_int_equal(sz, 8 + *len);
+	assert_true(off + 16 + sz <= f->len);
+	return (const char *)f->buf + off + 24;
+}
+
+static void late_cmdlines(void **s)
+{
+	char *path = path_in(tmpdir, "latecmd.dat");
+	struct tdat_writer *w = mk(7, path, 4096, 0);
+	uint32_t pids[1] = { 7 };
+	const char *text;
+	struct tf f;
+	uint64_t len;
+	int i;
+
+	(void)s;
+	assert_int_equal(tdat_start_data(w), 0);
+	for (i = 0; i < 300; i++)
+		ev(w, i & 1, 10 + i, 24, i);
+	/* after start: a second cmdlines section after the data, at close */
+	assert_int_equal(tdat_add_cmdline(w, 5, "late"), 0);
+	assert_int_equal(tdat_add_cmdline(w, 7, "d1v0"), 0);
+	assert_int_equal(tdat_add_cmdline(w, 8, ""), -EINVAL);
+	assert_int_equal(tdat_add_guest(w, "g1", 0xabc, 1, pids), 0);
+	assert_int_equal(tdat_close(w), 0);
+	load(path, &f);
+	assert_int_equal(f.noptsec, 2);
+	/* the first section keeps the early lines; the chained option wins */
+	text = cmdlines_at(&f, 0, &len);
+	assert_int_equal(len, 7);
+	assert_memory_equal(text, "1 init\n", 7);
+	assert_int_equal(tf_opt(&f, 21, 1)->section, 1);
+	text = cmdlines_at(&f, 1, &len);
+	assert_int_equal(len, 21);
+	assert_memory_equal(text, "1 init\n5 late\n7 d1v0\n", 21);
+	assert_non_null(tf_opt(&f, TDAT_OPT_GUEST, 0));
+	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 150);
+	assert_int_equal(tf_events(&f, 1, evs, MAXEV), 150);
+	tf_free(&f);
+
+	/* version 6 has nowhere to put them */
+	w = mk(6, path, 0, 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	assert_int_equal(tdat_add_cmdline(w, 5, "late"), -EBUSY);
+	assert_non_null(strstr(tdat_error(w), "version 6"));
+	assert_int_equal(tdat_close(w), 0);
+}
+
 static void v6_options_refused_late(void **s)
 {
 	char *path = path_in(tmpdir, "late6.dat");
@@ -805,7 +867,7 @@ static void errors(void **s)
 	assert_non_null(strstr(tdat_error(w), "before tdat_start_data"));
 	assert_int_equal(tdat_start_data(w), 0);
 	assert_int_equal(tdat_start_data(w), -EBUSY);
-	assert_int_equal(tdat_add_cmdline(w, 5, "late"), -EBUSY);
+	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), -EBUSY);
 	assert_non_null(strstr(tdat_error(w), "after tdat_start_data"));
 	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), -EBUSY);
 	assert_int_equal(tdat_write_event(w, 9, 1, big, 16), -EINVAL);
@@ -956,6 +1018,7 @@ int main(void)
 		cmocka_unit_test(header_long4_v7),
 		cmocka_unit_test(late_and_appended_options),
 		cmocka_unit_test(v6_options_refused_late),
+		cmocka_unit_test(late_cmdlines),
 		cmocka_unit_test(options_in_file_v6),
 		cmocka_unit_test(options_in_file_v7),
 		cmocka_unit_test(time_shift_checks),
