@@ -23,6 +23,7 @@ rc=$?
 python3 - "$builddir/meson-logs/testlog.json" <<'PY'
 import json, sys
 passed = failed = skipped = 0
+reasons = []
 for line in open(sys.argv[1]):
     t = json.loads(line)
     res = t.get("result")
@@ -35,6 +36,7 @@ for line in open(sys.argv[1]):
                 failed += 1
             elif "# SKIP" in l or "# skip" in l:
                 skipped += 1
+                reasons.append(t["name"] + ": " + l)
             else:
                 passed += 1
         if res not in ("OK", "SKIP") and not any(l.startswith("not ok") for l in sub):
@@ -43,8 +45,11 @@ for line in open(sys.argv[1]):
         passed += 1
     elif res == "SKIP":
         skipped += 1
+        reasons.append(t["name"] + ": skipped (exit 77)")
     else:
         failed += 1
+for r in reasons:
+    print("skipped:", r)
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
 exit $rc
