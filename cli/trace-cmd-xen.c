@@ -17,6 +17,7 @@ struct tcx_cmd {
 
 static const struct tcx_cmd commands[] = {
 	{ "convert", cmd_convert, "turn a xentrace capture into a trace.dat" },
+	{ "record", cmd_record, "record the Xen hypervisor and dom0 (--xen), in dom0" },
 };
 
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -562,4 +562,201 @@ void rec_convert_summary_json(const struct rec_convert_summary *sum, FILE *f);
 /** rec_convert_summary_free - free what @sum points to */
 void rec_convert_summary_free(struct rec_convert_summary *sum);
 
+/* ==== live recording (record --xen): hypervisor buffers, dom0 ftrace, session ==== */
+
+#define REC_HV_DEFAULT_PAGES	32	/* xentrace's -S default */
+#define REC_DOM0_DEFAULT_EVENT	"sched:sched_switch"
+
+/* -- the hypervisor's trace buffers (hvbuf.c) -- */
+
+struct rec_hvbuf;
+
+/**
+ * struct rec_hvbuf_opts - how to set the buffers up
+ * @pages:	pages per pCPU (0: REC_HV_DEFAULT_PAGES); Xen fixes the size
+ *		once per boot, rec_hvbuf_pages() says what it is
+ * @evt_mask:	Xen event mask (0: all)
+ * @cpumap:	pCPU bitmap (bit c of byte c/8), NULL for all
+ * @discard:	drop what the buffers hold already
+ */
+struct rec_hvbuf_opts {
+	unsigned long	pages;
+	uint32_t	evt_mask;
+	const uint8_t	*cpumap;
+	bool		discard;
+};
+
+/* One domain as xc_domain_getinfolist reports it. */
+struct rec_hvdom {
+	uint32_t	dom;
+	uint32_t	nvcpus;
+	bool		hvm;
+	bool		dying;
+};
+
+/* A pCPU's window: @a then @b (empty unless it wrapped). Negative stops. */
+typedef int (*rec_window_fn)(void *ctx, int cpu, const void *a, size_t alen,
+			     const void *b, size_t blen);
+
+/**
+ * rec_hvbuf_open - claim VIRQ_TBUF, set the masks, enable tracing, map
+ *
+ * Returns 0 or a negative errno with @err saying why in the user's terms
+ * (not dom0, no privilege, another consumer, tracing compiled out).
+ */
+int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
+		   char *err, size_t errlen);
+
+/** rec_hvbuf_ncpus - pCPUs of the host (max_cpu_id + 1) */
+int rec_hvbuf_ncpus(const struct rec_hvbuf *h);
+
+/** rec_hvbuf_has_cpu - whether pCPU @cpu has a buffer */
+bool rec_hvbuf_has_cpu(const struct rec_hvbuf *h, int cpu);
+
+/** rec_hvbuf_pages - the buffer size in pages per pCPU, as Xen set it */
+unsigned int rec_hvbuf_pages(const struct rec_hvbuf *h);
+
+/** rec_hvbuf_cpu_khz - Xen's calibrated TSC kHz (xc_physinfo) */
+uint32_t rec_hvbuf_cpu_khz(const struct rec_hvbuf *h);
+
+/** rec_hvbuf_bytes - bytes consumed so far */
+uint64_t rec_hvbuf_bytes(const struct rec_hvbuf *h);
+
+/**
+ * rec_hvbuf_drain - hand every pCPU's unread window to @fn, then free it
+ * for Xen (cons = prod); -EPROTO if Xen's counters are bogus
+ */
+int rec_hvbuf_drain(struct rec_hvbuf *h, rec_window_fn fn, void *ctx);
+
+/** rec_hvbuf_fd - the event channel fd to poll for VIRQ_TBUF */
+int rec_hvbuf_fd(const struct rec_hvbuf *h);
+
+/** rec_hvbuf_ack - after the fd polled readable: take and unmask the event */
+void rec_hvbuf_ack(struct rec_hvbuf *h);
+
+/** rec_hvbuf_stop - disable tracing (the buffers keep their data) */
+int rec_hvbuf_stop(struct rec_hvbuf *h);
+
+/** rec_hvbuf_domains - up to @max domains; returns how many or -errno */
+int rec_hvbuf_domains(struct rec_hvbuf *h, struct rec_hvdom *out, int max);
+
+/**
+ * rec_hvbuf_close - disable tracing, set Xen's default masks back (the
+ * previous ones cannot be read), unmap, unbind (safe on NULL)
+ */
+void rec_hvbuf_close(struct rec_hvbuf *h);
+
+/* -- dom0's ftrace (dom0.c) -- */
+
+struct rec_dom0;
+struct tdat_stats;
+
+/**
+ * struct rec_dom0_opts - dom0's side of a recording
+ * @path:	trace-dom0.dat
+ * @events:	trace-cmd -e strings ("sys", "sys:event", "event", globs);
+ *		none: REC_DOM0_DEFAULT_EVENT
+ * @buffer_kb:	per-CPU buffer (0: the kernel's default)
+ * @traceid:	the file's TRACEID (the GUEST entry of dom0 in trace.dat)
+ * @mult, @shift: TSC2NSEC (mult 0: none)
+ * @pids, @npids: tasks to name "command" (not running yet)
+ */
+struct rec_dom0_opts {
+	const char		*path;
+	const char *const	*events;
+	int			nr_events;
+	unsigned int		buffer_kb;
+	int			file_version;
+	uint64_t		traceid;
+	uint32_t		mult, shift;
+	const int		*pids;
+	int			npids;
+};
+
+/** rec_dom0_cleanup_stale - remove instances of recorders that died */
+void rec_dom0_cleanup_stale(FILE *log);
+
+/**
+ * rec_dom0_open - create the instance (tracing off) and the file, whose
+ * metadata is then on disk; -EINVAL for an unknown event
+ */
+int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
+		  char *err, size_t errlen);
+
+/** rec_dom0_start - tracing on */
+int rec_dom0_start(struct rec_dom0 *d);
+
+/** rec_dom0_drain - move the pages ready into the file; returns how many */
+int rec_dom0_drain(struct rec_dom0 *d);
+
+/** rec_dom0_stop - tracing off and everything left into the file */
+int rec_dom0_stop(struct rec_dom0 *d);
+
+/** rec_dom0_error - tdat's message after a failed drain */
+const char *rec_dom0_error(const struct rec_dom0 *d);
+
+/** rec_dom0_stats - the file's counters */
+void rec_dom0_stats(const struct rec_dom0 *d, struct tdat_stats *st);
+
+/** rec_dom0_writer - the file's writer, for late options */
+struct tdat_writer *rec_dom0_writer(struct rec_dom0 *d);
+
+/** rec_dom0_close - close the file, remove the instance (safe on NULL) */
+int rec_dom0_close(struct rec_dom0 *d, const char **msg);
+
+/* -- the session (record.c) -- */
+
+/**
+ * struct rec_record_opts - one `record --xen`
+ * @output:	the hypervisor's trace.dat; dom0's goes beside it with -dom0
+ *		before the extension (trace-dom0.dat)
+ * @raw:	also keep the capture in xentrace format (NULL: no)
+ * @summary_json: the closing summary as JSON ("-": stdout; NULL: none)
+ * @no_dom0:	no dom0 ftrace
+ * @duration:	stop after so many seconds (0: no limit)
+ * @command:	NULL-terminated argv run while recording (NULL: none);
+ *		the recording stops when it exits
+ * @quiet:	no status line and no summary
+ * @poll_ms:	wake up at least this often (0: 50)
+ * @log:	messages (stderr)
+ */
+struct rec_record_opts {
+	const char		*output;
+	const char		*raw;
+	const char		*summary_json;
+	const char *const	*events;
+	int			nr_events;
+	bool			no_dom0;
+	unsigned long		pages;
+	uint32_t		evt_mask;
+	const uint8_t		*cpumap;
+	unsigned int		buffer_kb;
+	double			duration;
+	char *const		*command;
+	bool			quiet;
+	int			poll_ms;
+	FILE			*log;
+};
+
+/**
+ * rec_record - record until a signal, the duration or the command's end
+ * @status:	the command's exit status (128 + signal when killed), or 0
+ *
+ * Every stop leaves every file valid. Returns 0, or a negative errno with
+ * @err saying why (-ENOSPC: the disk filled; the files are closed valid).
+ */
+int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t errlen);
+
+/**
+ * rec_parse_evt_mask - an event mask: class names joined by ',' (sched,
+ * hvm, pv, mem, hw, gen, dom0op, shadow, guest, all) or a hex number
+ */
+int rec_parse_evt_mask(const char *s, uint32_t *mask);
+
+/** rec_parse_cpu_mask - "all", a hex mask or a list "0-3,5,7" into @map */
+int rec_parse_cpu_mask(const char *s, uint8_t *map, size_t bytes);
+
+/** rec_dom0_path - @output with "-dom0" before its extension (malloc'ed) */
+char *rec_dom0_path(const char *output);
+
 #endif /* RECORDER_H */

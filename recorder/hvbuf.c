@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The hypervisor's trace buffers, consumed from dom0 as Xen's protocol
+ * requires (research/xen.md 1.3-1.5): claim VIRQ_TBUF first (one consumer
+ * per host), set the masks, enable, map t_info and every pCPU buffer, then
+ * per pCPU read prod and cons once, a read barrier, hand out the window
+ * (two pieces when it wraps), a full barrier and cons = prod.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <xenctrl.h>
+#include <xenevtchn.h>
+#include <xenforeignmemory.h>
+#include <xen/trace.h>
+
+#include "recorder.h"
+
+#define PAGE		4096u
+#define TRC_ALL_MASK	0x0ffff000u	/* Xen's default event mask */
+
+struct pcpu_buf {
+	struct t_buf	*buf;		/* NULL: no buffer (offline at allocation) */
+	uint8_t		*data;
+	uint32_t	size;		/* X: data bytes */
+};
+
+struct rec_hvbuf {
+	xc_interface		*xch;
+	xenforeignmemory_handle	*fmem;
+	xenevtchn_handle	*xce;
+	xenevtchn_port_or_error_t port;
+	void			*tinfo;
+	size_t			tinfo_pages;
+	struct pcpu_buf		*cpu;
+	int			ncpus;
+	unsigned int		pages;
+	uint32_t		cpu_khz;
+	bool			enabled;
+	bool			masked;	/* we changed the masks */
+	uint64_t		bytes;
+};
+
+__attribute__((format(printf, 3, 4)))
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return e ? -e : -EIO;
+}
+
+/* Why a privileged call failed, in the user's terms. */
+static const char *why(int e)
+{
+	switch (e) {
+	case EPERM:
+	case EACCES:
+		return "permission denied: run as root in dom0";
+	case ENOSYS:
+	case EOPNOTSUPP:
+		return "trace buffers are compiled out of this hypervisor (CONFIG_TRACEBUFFER=n)";
+	default:
+		return strerror(e);
+	}
+}
+
+/* dom0 says so in /proc/xen/capabilities; a guest's file is empty. */
+static int check_dom0(char *err, size_t errlen)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/proc/xen/capabilities", "r");
+
+	if (!f)
+		return 0;	/* no xenfs (or the simulator): the calls will tell */
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	if (!strstr(buf, "control_d")) {
+		errno = EPERM;
+		return fail(err, errlen, "not dom0: /proc/xen/capabilities lacks control_d "
+			    "(record --xen runs in dom0; guests use 'agent --xen')");
+	}
+	return 0;
+}
+
+static int map_buffers(struct rec_hvbuf *h, unsigned long mfn, unsigned long tsize,
+		       char *err, size_t errlen)
+{
+	const struct t_info *ti;
+	const uint32_t *words;
+	xen_pfn_t *pfns;
+
+	h->tinfo_pages = (tsize + PAGE - 1) / PAGE;
+	pfns = calloc(h->tinfo_pages > 65535 ? h->tinfo_pages : 65535, sizeof(*pfns));
+	if (!pfns)
+		return fail(err, errlen, "out of memory");
+	for (size_t i = 0; i < h->tinfo_pages; i++)
+		pfns[i] = mfn + i;
+	h->tinfo = xenforeignmemory_map(h->fmem, DOMID_XEN, PROT_READ, h->tinfo_pages,
+					pfns, NULL);
+	if (!h->tinfo) {
+		free(pfns);
+		h->tinfo_pages = 0;
+		return fail(err, errlen, "cannot map the trace buffer index: %s", why(errno));
+	}
+	ti = h->tinfo;
+	words = h->tinfo;
+	h->pages = ti->tbuf_size;
+	for (int c = 0; c < h->ncpus; c++) {
+		uint16_t off = ti->mfn_offset[c];
+		void *p;
+
+		if (!off)
+			continue;
+		if ((off + (size_t)h->pages) * 4 > h->tinfo_pages * PAGE) {
+			free(pfns);
+			errno = EPROTO;
+			return fail(err, errlen, "pCPU %d: MFN list beyond t_info", c);
+		}
+		for (unsigned int i = 0; i < h->pages; i++)
+			pfns[i] = words[off + i];
+		p = xenforeignmemory_map(h->fmem, DOMID_XEN, PROT_READ | PROT_WRITE,
+					 h->pages, pfns, NULL);
+		if (!p) {
+			free(pfns);
+			return fail(err, errlen, "cannot map pCPU %d's trace buffer: %s", c,
+				    why(errno));
+		}
+		h->cpu[c].buf = p;
+		h->cpu[c].data = (uint8_t *)p + sizeof(struct t_buf);
+		h->cpu[c].size = h->pages * PAGE - sizeof(struct t_buf);
+	}
+	free(pfns);
+	return 0;
+}
+
+int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
+		   char *err, size_t errlen)
+{
+	struct rec_hvbuf *h;
+	xc_physinfo_t pi;
+	unsigned long mfn = 0, tsize = 0;
+	int ret;
+
+	*out = NULL;
+	ret = check_dom0(err, errlen);
+	if (ret)
+		return ret;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->port = -1;
+	errno = 0;
+	h->xch = xc_interface_open(NULL, NULL, 0);
+	if (!h->xch) {
+		ret = fail(err, errlen, "cannot open the Xen control interface (%s): "
+			   "not running on Xen, or not dom0, or not root", why(errno));
+		goto out;
+	}
+	if (xc_physinfo(h->xch, &pi)) {
+		ret = fail(err, errlen, "xc_physinfo: %s%s", why(errno),
+			   errno == EPERM ? " (not dom0?)" : "");
+		goto out;
+	}
+	h->ncpus = pi.max_cpu_id + 1;
+	h->cpu_khz = pi.cpu_khz;
+	if (h->ncpus < 1 || h->ncpus > REC_MAX_CPUS) {
+		errno = ERANGE;
+		ret = fail(err, errlen, "xc_physinfo: %d pCPUs", h->ncpus);
+		goto out;
+	}
+	h->cpu = calloc(h->ncpus, sizeof(*h->cpu));
+	h->fmem = xenforeignmemory_open(NULL, 0);
+	h->xce = xenevtchn_open(NULL, 0);
+	if (!h->cpu || !h->fmem || !h->xce) {
+		ret = fail(err, errlen, "cannot open the Xen foreign-memory or event-channel "
+			   "device: %s", why(errno));
+		goto out;
+	}
+	/* Claim the consumer's VIRQ before touching anything shared. */
+	h->port = xenevtchn_bind_virq(h->xce, VIRQ_TBUF);
+	if (h->port < 0) {
+		if (errno == EEXIST || errno == EBUSY)
+			ret = fail(err, errlen, "another trace consumer (xentrace?) is already "
+				   "bound to VIRQ_TBUF on this host: one consumer per host; "
+				   "stop it first");
+		else
+			ret = fail(err, errlen, "cannot bind VIRQ_TBUF: %s", why(errno));
+		goto out;
+	}
+	if (xc_tbuf_set_evt_mask(h->xch, o->evt_mask ? o->evt_mask : TRC_ALL_MASK)) {
+		ret = fail(err, errlen, "cannot set the event mask: %s", why(errno));
+		goto out;
+	}
+	h->masked = true;
+	if (o->cpumap) {
+		xc_cpumap_t map = xc_cpumap_alloc(h->xch);
+
+		if (!map) {
+			ret = fail(err, errlen, "out of memory");
+			goto out;
+		}
+		for (int c = 0; c < h->ncpus && c < REC_MAX_CPUS; c++)
+			if (o->cpumap[c / 8] & (1u << (c % 8)))
+				xc_cpumap_setcpu(c, map);
+		ret = xc_tbuf_set_cpu_mask(h->xch, map);
+		free(map);
+		if (ret) {
+			ret = fail(err, errlen, "cannot set the pCPU mask: %s", why(errno));
+			goto out;
+		}
+	}
+	if (xc_tbuf_enable(h->xch, o->pages ? o->pages : REC_HV_DEFAULT_PAGES, &mfn, &tsize)) {
+		ret = fail(err, errlen, "cannot enable the trace buffers: %s", why(errno));
+		goto out;
+	}
+	h->enabled = true;
+	if (!mfn || !tsize) {
+		errno = ENODEV;
+		ret = fail(err, errlen, "the hypervisor gave no trace buffer index");
+		goto out;
+	}
+	ret = map_buffers(h, mfn, tsize, err, errlen);
+	if (ret)
+		goto out;
+	if (o->discard)
+		for (int c = 0; c < h->ncpus; c++)
+			if (h->cpu[c].buf)
+				__atomic_store_n(&h->cpu[c].buf->cons,
+						 __atomic_load_n(&h->cpu[c].buf->prod,
+								 __ATOMIC_ACQUIRE),
+						 __ATOMIC_SEQ_CST);
+	*out = h;
+	return 0;
+out:
+	rec_hvbuf_close(h);
+	return ret;
+}
+
+int rec_hvbuf_ncpus(const struct rec_hvbuf *h)
+{
+	return h->ncpus;
+}
+
+bool rec_hvbuf_has_cpu(const struct rec_hvbuf *h, int cpu)
+{
+	return cpu >= 0 && cpu < h->ncpus && h->cpu[cpu].buf;
+}
+
+unsigned int rec_hvbuf_pages(const struct rec_hvbuf *h)
+{
+	return h->pages;
+}
+
+uint32_t rec_hvbuf_cpu_khz(const struct rec_hvbuf *h)
+{
+	return h->cpu_khz;
+}
+
+uint64_t rec_hvbuf_bytes(const struct rec_hvbuf *h)
+{
+	return h->bytes;
+}
+
+int rec_hvbuf_drain(struct rec_hvbuf *h, rec_window_fn fn, void *ctx)
+{
+	int ret = 0;
+
+	for (int c = 0; c < h->ncpus; c++) {
+		struct pcpu_buf *b = &h->cpu[c];
+		uint32_t prod, cons, x2, used, start, first;
+
+		if (!b->buf)
+			continue;
+		cons = __atomic_load_n(&b->buf->cons, __ATOMIC_RELAXED);
+		prod = __atomic_load_n(&b->buf->prod, __ATOMIC_RELAXED);
+		/* the records up to prod are visible once prod is */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (prod == cons)
+			continue;
+		x2 = 2 * b->size;
+		if (prod >= x2 || cons >= x2 || (prod | cons) & 3) {
+			/* Xen disables tracing on such counters: say so, touch nothing */
+			return -EPROTO;
+		}
+		used = prod >= cons ? prod - cons : prod + x2 - cons;
+		if (used > b->size)
+			return -EPROTO;
+		start = cons % b->size;
+		first = b->size - start < used ? b->size - start : used;
+		ret = fn(ctx, c, b->data + start, first, b->data, used - first);
+		/* done reading before Xen may reuse the space */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(&b->buf->cons, prod, __ATOMIC_RELAXED);
+		h->bytes += used;
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int rec_hvbuf_fd(const struct rec_hvbuf *h)
+{
+	return xenevtchn_fd(h->xce);
+}
+
+void rec_hvbuf_ack(struct rec_hvbuf *h)
+{
+	xenevtchn_port_or_error_t p = xenevtchn_pending(h->xce);
+
+	if (p >= 0)
+		xenevtchn_unmask(h->xce, p);
+}
+
+int rec_hvbuf_stop(struct rec_hvbuf *h)
+{
+	int ret = 0;
+
+	if (h->enabled && xc_tbuf_disable(h->xch))
+		ret = -errno;
+	h->enabled = false;
+	return ret;
+}
+
+int rec_hvbuf_domains(struct rec_hvbuf *h, struct rec_hvdom *out, int max)
+{
+	xc_domaininfo_t *info = calloc(max, sizeof(*info));
+	int n;
+
+	if (!info)
+		return -ENOMEM;
+	n = xc_domain_getinfolist(h->xch, 0, max, info);
+	if (n < 0) {
+		n = -errno;
+		free(info);
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		out[i].dom = info[i].domain;
+		out[i].nvcpus = info[i].max_vcpu_id + 1;
+		out[i].hvm = !!(info[i].flags & XEN_DOMINF_hvm_guest);
+		out[i].dying = !!(info[i].flags & (XEN_DOMINF_dying | XEN_DOMINF_shutdown));
+	}
+	free(info);
+	return n;
+}
+
+void rec_hvbuf_close(struct rec_hvbuf *h)
+{
+	if (!h)
+		return;
+	if (h->xch) {
+		rec_hvbuf_stop(h);
+		/* Xen's defaults: the mask before us cannot be read back */
+		if (h->masked) {
+			xc_cpumap_t map = xc_cpumap_alloc(h->xch);
+
+			xc_tbuf_set_evt_mask(h->xch, TRC_ALL_MASK);
+			if (map) {
+				for (int c = 0; c < h->ncpus; c++)
+					xc_cpumap_setcpu(c, map);
+				xc_tbuf_set_cpu_mask(h->xch, map);
+				free(map);
+			}
+		}
+	}
+	for (int c = 0; h->cpu && c < h->ncpus; c++)
+		if (h->cpu[c].buf)
+			xenforeignmemory_unmap(h->fmem, h->cpu[c].buf, h->pages);
+	if (h->tinfo)
+		xenforeignmemory_unmap(h->fmem, h->tinfo, h->tinfo_pages);
+	if (h->port >= 0)
+		xenevtchn_unbind(h->xce, h->port);
+	if (h->xce)
+		xenevtchn_close(h->xce);
+	if (h->fmem)
+		xenforeignmemory_close(h->fmem);
+	if (h->xch)
+		xc_interface_close(h->xch);
+	free(h->cpu);
+	free(h);
+}

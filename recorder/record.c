@@ -1,0 +1,962 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * record --xen: the session. One thread: it waits on VIRQ_TBUF (or the
+ * poll timeout, or a signal), drains every pCPU buffer into the same
+ * stream and sink as convert (so the events, pseudo tasks and GUEST
+ * options are convert's), optionally into a xentrace-format copy, moves
+ * dom0's ftrace pages into trace-dom0.dat, and keeps count of domains.
+ *
+ * Time: Xen stamps records with the host TSC and dom0 (PV) traces with
+ * x86-tsc, the same counter; one TSC2NSEC from xc_physinfo's cpu_khz,
+ * refined with (rdtsc, CLOCK_MONOTONIC_RAW) pairs at start and end, goes
+ * into both files.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <xenstore.h>
+#include <xen/trace.h>
+
+#include "recorder.h"
+#include "tdat.h"
+
+#define MAX_DOMS	1024
+#define BARRIER_LAG_NS	20000000ull	/* a record is stamped, then committed */
+#define REFRESH_NS	1000000000ull	/* domain list and status line */
+
+struct dom {
+	uint32_t	dom;
+	uint32_t	nvcpus;
+	char		name[64];
+	bool		at_start;
+	bool		gone;
+	bool		hvm;
+};
+
+struct clockpair {
+	uint64_t	tsc;
+	uint64_t	ns;
+};
+
+struct session {
+	const struct rec_record_opts	*o;
+	struct rec_hvbuf		*hv;
+	struct rec_dom0			*d0;
+	struct tdat_writer		*w;
+	struct rec_sink			*sink;
+	struct rec_stream		*s;
+	struct xs_handle		*xs;
+	char				*dom0_path;
+	int				rawfd;
+	uint64_t			raw_bytes;
+	int				ncpus;
+	struct dom			doms[MAX_DOMS];
+	int				ndoms;
+	struct clockpair		c0, c1;
+	uint64_t			hz;
+	uint32_t			mult, shift;
+	bool				barriers;
+	bool				has_d0;
+	struct tdat_stats		d0st;	/* dom0's file, at its close */
+	int				err;
+	char				errmsg[512];
+	pid_t				child;
+	int				status;
+	/* status line */
+	uint64_t			last_records;
+	uint64_t			last_status_ns;
+};
+
+static int sigpipe[2] = { -1, -1 };
+static volatile sig_atomic_t stop_sig;
+
+static void on_signal(int sig)
+{
+	int e = errno;
+	char c = (char)sig;
+
+	if (sig != SIGCHLD)
+		stop_sig = sig;
+	if (write(sigpipe[1], &c, 1) < 0) {
+		/* the pipe is full: a wakeup is pending anyway */
+	}
+	errno = e;
+}
+
+static uint64_t mono_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* The tightest of a few (rdtsc, CLOCK_MONOTONIC_RAW) brackets. */
+static struct clockpair clock_pair(void)
+{
+	struct clockpair best = { 0, 0 };
+	uint64_t width = UINT64_MAX;
+
+	for (int i = 0; i < 16; i++) {
+		uint64_t t1 = __rdtsc();
+		uint64_t ns = mono_ns(CLOCK_MONOTONIC_RAW);
+		uint64_t t2 = __rdtsc();
+
+		if (t2 - t1 < width) {
+			width = t2 - t1;
+			best.tsc = t1 + (t2 - t1) / 2;
+			best.ns = ns;
+		}
+	}
+	return best;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void fail(struct session *ss, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ss->err)
+		return;
+	ss->err = err;
+	va_start(ap, fmt);
+	vsnprintf(ss->errmsg, sizeof(ss->errmsg), fmt, ap);
+	va_end(ap);
+}
+
+static void note(const struct session *ss, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void note(const struct session *ss, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ss->o->log)
+		return;
+	fprintf(ss->o->log, "trace-cmd-xen record: ");
+	va_start(ap, fmt);
+	vfprintf(ss->o->log, fmt, ap);
+	va_end(ap);
+	fputc('\n', ss->o->log);
+}
+
+/* ---- option parsing ---- */
+
+static const struct {
+	const char	*name;
+	uint32_t	mask;
+} classes[] = {
+	{ "all", 0x0ffff000 }, { "gen", 0x0001f000 }, { "sched", 0x0002f000 },
+	{ "dom0op", 0x0004f000 }, { "hvm", 0x0008f000 }, { "mem", 0x0010f000 },
+	{ "pv", 0x0020f000 }, { "shadow", 0x0040f000 }, { "hw", 0x0080f000 },
+	{ "guest", 0x0800f000 },
+};
+
+int rec_parse_evt_mask(const char *s, uint32_t *mask)
+{
+	char buf[256], *save = NULL, *tok;
+	uint32_t m = 0;
+
+	if (!s || !*s || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	if (!strncmp(s, "0x", 2) || !strncmp(s, "0X", 2) ||
+	    strspn(s, "0123456789abcdefABCDEF") == strlen(s)) {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(s, &end, 16);
+		if (errno || *end || !v || v > UINT32_MAX)
+			return -EINVAL;
+		*mask = (uint32_t)v;
+		return 0;
+	}
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",+", &save); tok; tok = strtok_r(NULL, ",+", &save)) {
+		size_t i;
+
+		for (i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+			if (!strcasecmp(tok, classes[i].name))
+				break;
+		if (i == sizeof(classes) / sizeof(classes[0]))
+			return -EINVAL;
+		m |= classes[i].mask;
+	}
+	if (!m)
+		return -EINVAL;
+	*mask = m;
+	return 0;
+}
+
+int rec_parse_cpu_mask(const char *s, uint8_t *map, size_t bytes)
+{
+	const char *p = s;
+
+	memset(map, 0, bytes);
+	if (!s || !*s)
+		return -EINVAL;
+	if (!strcmp(s, "all")) {
+		memset(map, 0xff, bytes);
+		return 0;
+	}
+	if (!strncmp(s, "0x", 2) || !strncmp(s, "0X", 2)) {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(s + 2, &end, 16);
+		if (errno || *end || !v)
+			return -EINVAL;
+		for (unsigned int c = 0; c < 64 && c / 8 < bytes; c++)
+			if (v >> c & 1)
+				map[c / 8] |= 1u << (c % 8);
+		return 0;
+	}
+	while (*p) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p || a < 0)
+			return -EINVAL;
+		p = end;
+		if (*p == '-') {
+			b = strtol(p + 1, &end, 10);
+			if (end == p + 1 || b < a)
+				return -EINVAL;
+			p = end;
+		}
+		if ((size_t)b >= bytes * 8)
+			return -ERANGE;
+		for (long c = a; c <= b; c++)
+			map[c / 8] |= 1u << (c % 8);
+		if (*p == ',')
+			p++;
+		else if (*p)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+char *rec_dom0_path(const char *output)
+{
+	const char *slash = strrchr(output, '/');
+	const char *dot = strrchr(slash ? slash + 1 : output, '.');
+	size_t stem = dot && dot != (slash ? slash + 1 : output) ? (size_t)(dot - output)
+								 : strlen(output);
+	char *p = malloc(strlen(output) + 6);
+
+	if (p)
+		sprintf(p, "%.*s-dom0%s", (int)stem, output, output + stem);
+	return p;
+}
+
+/* ---- domains ---- */
+
+static void dom_name(struct session *ss, struct dom *d)
+{
+	char path[64];
+	unsigned int len = 0;
+	char *v = NULL;
+
+	if (ss->xs) {
+		snprintf(path, sizeof(path), "/local/domain/%u/name", d->dom);
+		v = xs_read(ss->xs, XBT_NULL, path, &len);
+	}
+	if (v && len)
+		snprintf(d->name, sizeof(d->name), "%.*s", (int)len, v);
+	else if (d->dom == 0)
+		snprintf(d->name, sizeof(d->name), "Domain-0");
+	else
+		snprintf(d->name, sizeof(d->name), "d%u", d->dom);
+	free(v);
+}
+
+/* The domain list now: new ones are added (and their vCPUs noted). */
+static void refresh_domains(struct session *ss, bool first)
+{
+	struct rec_hvdom *list = calloc(MAX_DOMS, sizeof(*list));
+	int n;
+
+	if (!list)
+		return;
+	n = rec_hvbuf_domains(ss->hv, list, MAX_DOMS);
+	for (int i = 0; i < ss->ndoms; i++) {
+		bool alive = false;
+
+		for (int j = 0; j < n; j++)
+			alive |= list[j].dom == ss->doms[i].dom && !list[j].dying;
+		if (!alive && !ss->doms[i].gone && n >= 0) {
+			ss->doms[i].gone = true;
+			if (!first)
+				note(ss, "domain %u (%s) went away", ss->doms[i].dom,
+				     ss->doms[i].name);
+		}
+	}
+	for (int j = 0; j < n; j++) {
+		struct dom *d = NULL;
+
+		if (list[j].dying)
+			continue;
+		for (int i = 0; i < ss->ndoms; i++)
+			if (ss->doms[i].dom == list[j].dom && !ss->doms[i].gone)
+				d = &ss->doms[i];
+		if (d) {
+			if (list[j].nvcpus > d->nvcpus)
+				d->nvcpus = list[j].nvcpus;
+		} else if (ss->ndoms < MAX_DOMS) {
+			d = &ss->doms[ss->ndoms++];
+			d->dom = list[j].dom;
+			d->nvcpus = list[j].nvcpus;
+			d->hvm = list[j].hvm;
+			d->at_start = first;
+			dom_name(ss, d);
+			if (!first)
+				note(ss, "domain %u (%s) appeared, %u vCPU%s", d->dom, d->name,
+				     d->nvcpus, d->nvcpus == 1 ? "" : "s");
+		} else {
+			continue;
+		}
+		for (uint32_t v = 0; v < d->nvcpus; v++)
+			if (rec_sink_note_vcpu(ss->sink, d->dom, v) < 0)
+				fail(ss, -ENOMEM, "out of memory");
+	}
+	free(list);
+}
+
+/* ---- the hypervisor stream ---- */
+
+static int write_all(int fd, struct iovec *iov, int n)
+{
+	while (n) {
+		ssize_t r = writev(fd, iov, n);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n && (size_t)r >= iov->iov_len) {
+			r -= iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n) {
+			iov->iov_base = (char *)iov->iov_base + r;
+			iov->iov_len -= r;
+		}
+	}
+	return 0;
+}
+
+static int on_window(void *ctx, int cpu, const void *a, size_t alen, const void *b, size_t blen)
+{
+	struct session *ss = ctx;
+	int ret;
+
+	if (ss->rawfd >= 0 && !ss->err) {
+		/* xentrace's window: a cpu_change record, then the ring bytes */
+		uint32_t hdr[3] = { TRC_TRACE_CPU_CHANGE | (2u << TRACE_EXTRA_SHIFT),
+				    (uint32_t)cpu, (uint32_t)(alen + blen) };
+		struct iovec iov[3] = {
+			{ hdr, sizeof(hdr) }, { (void *)a, alen }, { (void *)b, blen },
+		};
+
+		ret = write_all(ss->rawfd, iov, blen ? 3 : 2);
+		if (ret < 0) {
+			fail(ss, ret, "%s: %s", ss->o->raw, strerror(-ret));
+			return ret;
+		}
+		ss->raw_bytes += sizeof(hdr) + alen + blen;
+	}
+	rec_stream_feed(ss->s, cpu, a, alen);
+	if (blen)
+		rec_stream_feed(ss->s, cpu, b, blen);
+	rec_stream_end_window(ss->s, cpu);
+	return 0;
+}
+
+static void check_sink(struct session *ss)
+{
+	const char *msg;
+	int ret = rec_sink_error(ss->sink, &msg);
+
+	if (ret)
+		fail(ss, ret, "%s: %s", ss->o->output, msg);
+}
+
+/* One round: every pCPU window, then what dom0 has. */
+static void drain(struct session *ss)
+{
+	uint64_t now = __rdtsc();
+	int ret = rec_hvbuf_drain(ss->hv, on_window, ss);
+
+	if (ret == -EPROTO)
+		fail(ss, ret, "the hypervisor's buffer counters are corrupt: tracing stopped");
+	if (ss->barriers) {
+		uint64_t lag = BARRIER_LAG_NS * ss->hz / 1000000000ull;
+
+		if (now > lag)
+			rec_stream_barrier(ss->s, now - lag);
+	}
+	check_sink(ss);
+	if (ss->d0 && !ss->err) {
+		ret = rec_dom0_drain(ss->d0);
+		if (ret < 0)
+			fail(ss, ret, "%s: %s", ss->dom0_path, rec_dom0_error(ss->d0));
+	}
+}
+
+/* ---- status and summary ---- */
+
+static void human(char *buf, size_t len, uint64_t b)
+{
+	if (b >= 10ull << 30)
+		snprintf(buf, len, "%" PRIu64 " GiB", b >> 30);
+	else if (b >= 10ull << 20)
+		snprintf(buf, len, "%" PRIu64 " MiB", b >> 20);
+	else
+		snprintf(buf, len, "%" PRIu64 " KiB", b >> 10);
+}
+
+static void status_line(struct session *ss, uint64_t now_ns)
+{
+	struct rec_stream_stats st;
+	struct tdat_stats ds = { 0 }, hs = { 0 };
+	char hb[32], db[32];
+	double dt = (now_ns - ss->last_status_ns) / 1e9;
+
+	rec_stream_get_stats(ss->s, &st);
+	tdat_get_stats(ss->w, -1, &hs);
+	if (ss->d0)
+		rec_dom0_stats(ss->d0, &ds);
+	human(hb, sizeof(hb), hs.bytes);
+	human(db, sizeof(db), ds.bytes);
+	fprintf(stderr, "\rxen: %.0f rec/s, %s, %" PRIu64 " lost", dt > 0 ?
+		(st.records - ss->last_records) / dt : 0.0, hb, st.lost);
+	if (ss->d0)
+		fprintf(stderr, " | dom0: %" PRIu64 " pages, %s, %" PRIu64 " lost", ds.pages,
+			db, ds.missed);
+	fprintf(stderr, "   ");
+	fflush(stderr);
+	ss->last_records = st.records;
+}
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+
+	return path && !stat(path, &st) ? (uint64_t)st.st_size : 0;
+}
+
+static double span_s(const struct session *ss)
+{
+	return (ss->c1.ns - ss->c0.ns) / 1e9;
+}
+
+static void summary(const struct session *ss, FILE *f)
+{
+	struct rec_stream_stats st;
+	struct rec_sink_stats ks;
+	const struct tdat_stats *ds = &ss->d0st;
+
+	rec_stream_get_stats(ss->s, &st);
+	rec_sink_get_stats(ss->sink, &ks);
+	fprintf(f, "hypervisor  %s: %" PRIu64 " records, %" PRIu64 " events (%" PRIu64
+		" sched_switch), %" PRIu64 " lost by Xen, %" PRIu64 " bytes\n",
+		ss->o->output, st.records, ks.events, ks.switches, st.lost,
+		file_size(ss->o->output));
+	if (ss->has_d0) {
+		fprintf(f, "dom0        %s: %" PRIu64 " pages, %" PRIu64 " lost, %" PRIu64
+			" bytes\n", ss->dom0_path, ds->pages, ds->missed, file_size(ss->dom0_path));
+	}
+	if (ss->rawfd >= 0)
+		fprintf(f, "raw         %s: %" PRIu64 " bytes (xentrace format)\n", ss->o->raw,
+			ss->raw_bytes);
+	fprintf(f, "domains    ");
+	for (int i = 0; i < ss->ndoms; i++)
+		fprintf(f, " %u:%s (%u vCPU%s%s%s)", ss->doms[i].dom, ss->doms[i].name,
+			ss->doms[i].nvcpus, ss->doms[i].nvcpus == 1 ? "" : "s",
+			ss->doms[i].at_start ? "" : ", new", ss->doms[i].gone ? ", gone" : "");
+	fprintf(f, "\nclock       TSC %" PRIu64 " Hz, %u pCPUs, %.3f s\n", ss->hz, ss->ncpus,
+		span_s(ss));
+	fprintf(f, "view with   trace-cmd report -i %s%s%s\n", ss->o->output,
+		ss->has_d0 ? " -i " : "", ss->has_d0 ? ss->dom0_path : "");
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void summary_json(const struct session *ss, FILE *f)
+{
+	struct rec_stream_stats st;
+	struct rec_sink_stats ks;
+	const struct tdat_stats *ds = &ss->d0st;
+
+	rec_stream_get_stats(ss->s, &st);
+	rec_sink_get_stats(ss->sink, &ks);
+	fprintf(f, "{\n  \"duration_s\": %.6f,\n", span_s(ss));
+	fprintf(f, "  \"hz\": %" PRIu64 ",\n  \"cpu_khz\": %u,\n  \"tsc2nsec_mult\": %u,\n"
+		"  \"tsc2nsec_shift\": %u,\n", ss->hz, rec_hvbuf_cpu_khz(ss->hv), ss->mult,
+		ss->shift);
+	fprintf(f, "  \"tsc_start\": %" PRIu64 ",\n  \"tsc_end\": %" PRIu64 ",\n", ss->c0.tsc,
+		ss->c1.tsc);
+	fprintf(f, "  \"pcpus\": %d,\n  \"tbuf_pages\": %u,\n", ss->ncpus,
+		rec_hvbuf_pages(ss->hv));
+	fprintf(f, "  \"hypervisor\": {\"file\": ");
+	json_str(f, ss->o->output);
+	fprintf(f, ", \"size\": %" PRIu64 ", \"records\": %" PRIu64 ", \"events\": %" PRIu64
+		", \"sched_switch\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_records\": %"
+		PRIu64 ", \"late\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"classes\": {",
+		file_size(ss->o->output), st.records, ks.events, ks.switches, st.lost,
+		st.lost_records, st.late, rec_hvbuf_bytes(ss->hv));
+	for (int i = 0; i < REC_NR_CLASSES; i++)
+		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", rec_class_name(i), ks.classes[i]);
+	fprintf(f, "}},\n");
+	if (ss->has_d0) {
+		fprintf(f, "  \"dom0\": {\"file\": ");
+		json_str(f, ss->dom0_path);
+		fprintf(f, ", \"size\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"events\": %" PRIu64
+			", \"lost\": %" PRIu64 ", \"bad_pages\": %" PRIu64 "},\n",
+			file_size(ss->dom0_path), ds->pages, ds->events, ds->missed, ds->bad_pages);
+	}
+	if (ss->rawfd >= 0) {
+		fprintf(f, "  \"raw\": {\"file\": ");
+		json_str(f, ss->o->raw);
+		fprintf(f, ", \"size\": %" PRIu64 "},\n", ss->raw_bytes);
+	}
+	fprintf(f, "  \"domains\": [");
+	for (int i = 0; i < ss->ndoms; i++) {
+		fprintf(f, "%s{\"dom\": %u, \"name\": ", i ? ", " : "", ss->doms[i].dom);
+		json_str(f, ss->doms[i].name);
+		fprintf(f, ", \"vcpus\": %u, \"hvm\": %s, \"at_start\": %s, \"gone\": %s, "
+			"\"traceid\": %" PRIu64 "}", ss->doms[i].nvcpus,
+			ss->doms[i].hvm ? "true" : "false", ss->doms[i].at_start ? "true" : "false",
+			ss->doms[i].gone ? "true" : "false", rec_guest_traceid(ss->doms[i].dom));
+	}
+	fprintf(f, "],\n  \"error\": ");
+	json_str(f, ss->errmsg);
+	fprintf(f, "\n}\n");
+}
+
+/* ---- setup ---- */
+
+/* AMD hosts name pre-4.19 VMEXIT reasons as SVM; dom0 sees the vendor. */
+static bool host_is_amd(void)
+{
+	char line[256];
+	bool amd = false;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "vendor_id", 9)) {
+			amd = strstr(line, "AuthenticAMD") || strstr(line, "HygonGenuine");
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return amd;
+}
+
+/* SWITCH drives the vCPU model when the mask has SCHED_VERBOSE but no runstates. */
+static bool mask_uses_switch(uint32_t m)
+{
+	if (!m)
+		return false;
+	return (m & 0x00020000) && !((m >> 12) & 1) && ((m >> 12) & 8);
+}
+
+static int start_child(struct session *ss, int *gofd)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	ss->child = fork();
+	if (ss->child < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -errno;
+	}
+	if (!ss->child) {
+		char c;
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		close(p[1]);
+		/* start only once tracing runs; a closed pipe means give up */
+		if (read(p[0], &c, 1) != 1)
+			_exit(127);
+		execvp(ss->o->command[0], ss->o->command);
+		fprintf(stderr, "trace-cmd-xen record: %s: %s\n", ss->o->command[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*gofd = p[1];
+	return 0;
+}
+
+static void reap(struct session *ss, bool wait)
+{
+	int st;
+
+	if (ss->child <= 0)
+		return;
+	if (waitpid(ss->child, &st, wait ? 0 : WNOHANG) != ss->child)
+		return;
+	ss->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	ss->child = 0;
+}
+
+static int setup_files(struct session *ss, char *err, size_t errlen)
+{
+	struct tdat_params tp = { .version = 7, .clock = "x86-tsc" };
+	struct rec_sink_opts so = { .svm = host_is_amd(),
+				    .use_switch = mask_uses_switch(ss->o->evt_mask) };
+	int ret;
+
+	tp.max_cpus = ss->ncpus;
+	tp.cpus = ss->ncpus;
+	ss->w = tdat_create(ss->o->output, &tp);
+	if (!ss->w) {
+		snprintf(err, errlen, "%s: %s", ss->o->output, tdat_last_error());
+		return errno ? -errno : -EIO;
+	}
+	so.ncpus = ss->ncpus;
+	ss->sink = rec_sink_new(ss->w, &so);
+	if (!ss->sink)
+		return -ENOMEM;
+	refresh_domains(ss, true);
+	ret = rec_sink_add_formats(ss->w);
+	if (!ret)
+		ret = rec_sink_add_cmdlines(ss->sink);
+	if (!ret)
+		ret = tdat_set_tsc2nsec(ss->w, ss->mult, ss->shift, 0);
+	if (!ret)
+		ret = tdat_set_traceid(ss->w, REC_HOST_TRACEID);
+	if (!ret)
+		ret = tdat_set_uname(ss->w, "Xen hypervisor record --xen");
+	if (!ret)
+		ret = tdat_start_data(ss->w);
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", ss->o->output, tdat_error(ss->w));
+		return ret;
+	}
+	ss->s = rec_stream_new(&(struct rec_stream_params){ .max_cpus = ss->ncpus,
+							     .max_buffered = 32u << 20 },
+			       rec_sink_emit, ss->sink);
+	if (!ss->s)
+		return -ENOMEM;
+	for (int c = 0; c < ss->ncpus; c++)
+		if (rec_hvbuf_has_cpu(ss->hv, c))
+			rec_stream_expect(ss->s, c);
+	/* a PV dom0 reads the host TSC itself: barriers from its rdtsc are exact */
+	ss->barriers = ss->ndoms && ss->doms[0].dom == 0 && !ss->doms[0].hvm;
+	return 0;
+}
+
+/* The refined TSC rate: the measured one if it agrees with Xen's within 0.1 %. */
+static uint64_t refine_hz(struct session *ss)
+{
+	uint64_t khz_hz = (uint64_t)rec_hvbuf_cpu_khz(ss->hv) * 1000;
+	uint64_t dns = ss->c1.ns - ss->c0.ns;
+	double meas;
+
+	if (dns < 1000000000ull || ss->c1.tsc <= ss->c0.tsc)
+		return ss->hz;
+	meas = (double)(ss->c1.tsc - ss->c0.tsc) * 1e9 / (double)dns;
+	if (khz_hz && (meas < khz_hz * 0.999 || meas > khz_hz * 1.001)) {
+		note(ss, "dom0 measured the TSC at %.0f Hz, Xen says %" PRIu64
+		     " Hz: keeping Xen's", meas, khz_hz);
+		return ss->hz;
+	}
+	return (uint64_t)(meas + 0.5);
+}
+
+/* Stop order: dom0 off, Xen off, drain both, finish the merge, options. */
+static void finish(struct session *ss)
+{
+	uint64_t hz;
+	int ret;
+
+	if (ss->d0) {
+		ret = rec_dom0_stop(ss->d0);
+		if (ret < 0)
+			fail(ss, ret, "%s: %s", ss->dom0_path, rec_dom0_error(ss->d0));
+	}
+	rec_hvbuf_stop(ss->hv);
+	ss->c1 = clock_pair();
+	if (!ss->err)
+		drain(ss);
+	rec_stream_finish(ss->s);
+	check_sink(ss);
+	/* domains that came and went: their GUEST entries too */
+	ret = rec_sink_add_guests(ss->sink);
+	hz = refine_hz(ss);
+	if (hz != ss->hz && !rec_tsc2nsec(hz, &ss->mult, &ss->shift)) {
+		ss->hz = hz;
+		tdat_set_tsc2nsec(ss->w, ss->mult, ss->shift, 0);
+		if (ss->d0)
+			tdat_set_tsc2nsec(rec_dom0_writer(ss->d0), ss->mult, ss->shift, 0);
+	}
+	if (ret < 0)
+		fail(ss, ret, "%s: %s", ss->o->output, tdat_error(ss->w));
+}
+
+int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t errlen)
+{
+	struct rec_hvbuf_opts ho = { .pages = o->pages, .evt_mask = o->evt_mask,
+				     .cpumap = o->cpumap };
+	struct session *ss = calloc(1, sizeof(*ss));
+	struct sigaction sa = { .sa_handler = on_signal }, old[4];
+	static const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
+	bool tty = !o->quiet && isatty(2);
+	uint64_t start_ns, next_refresh, end_ns = 0;
+	bool created, started = false, d0_tried = false;
+	int gofd = -1, ret, fd;
+
+	*status = 0;
+	err[0] = 0;
+	if (!ss)
+		return -ENOMEM;
+	ss->o = o;
+	ss->rawfd = -1;
+	stop_sig = 0;
+	if (pipe2(sigpipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		free(ss);
+		return -errno;
+	}
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+
+	/* refuse an unwritable output before touching the hypervisor */
+	created = access(o->output, F_OK) < 0;
+	fd = open(o->output, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", o->output, strerror(errno));
+		goto out;
+	}
+	close(fd);
+	if (!o->no_dom0) {
+		ss->dom0_path = rec_dom0_path(o->output);
+		if (!ss->dom0_path) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	if (o->raw) {
+		ss->rawfd = open(o->raw, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (ss->rawfd < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "%s: %s", o->raw, strerror(errno));
+			goto out;
+		}
+	}
+
+	ret = rec_hvbuf_open(&ss->hv, &ho, err, errlen);
+	if (ret)
+		goto out;
+	ss->ncpus = rec_hvbuf_ncpus(ss->hv);
+	if (o->pages && rec_hvbuf_pages(ss->hv) != o->pages)
+		note(ss, "the trace buffers are %u pages per pCPU (Xen sets the size once "
+		     "per boot, or clamps it), not %lu", rec_hvbuf_pages(ss->hv), o->pages);
+	ss->hz = (uint64_t)rec_hvbuf_cpu_khz(ss->hv) * 1000;
+	if (!ss->hz)
+		ss->hz = REC_DEFAULT_HZ;
+	rec_tsc2nsec(ss->hz, &ss->mult, &ss->shift);
+	ss->xs = xs_open(XS_OPEN_READONLY);
+	if (!ss->xs)
+		note(ss, "no xenstore (%s): domains are named d<id>", strerror(errno));
+
+	ret = setup_files(ss, err, errlen);
+	if (ret)
+		goto out;
+	if (o->command) {
+		ret = start_child(ss, &gofd);
+		if (ret) {
+			snprintf(err, errlen, "cannot start %s: %s", o->command[0], strerror(-ret));
+			goto out;
+		}
+	}
+	if (ss->dom0_path) {
+		struct rec_dom0_opts d0 = {
+			.path = ss->dom0_path, .events = o->events, .nr_events = o->nr_events,
+			.buffer_kb = o->buffer_kb, .traceid = rec_guest_traceid(0),
+			.mult = ss->mult, .shift = ss->shift,
+			.pids = &ss->child, .npids = ss->child > 0,
+		};
+
+		rec_dom0_cleanup_stale(o->log);
+		d0_tried = true;
+		ret = rec_dom0_open(&ss->d0, &d0, err, errlen);
+		if (ret)
+			goto out;
+		rec_dom0_start(ss->d0);
+	}
+
+	ss->c0 = clock_pair();
+	start_ns = mono_ns(CLOCK_MONOTONIC);
+	next_refresh = start_ns + REFRESH_NS;
+	ss->last_status_ns = start_ns;
+	started = true;
+	if (o->duration > 0)
+		end_ns = start_ns + (uint64_t)(o->duration * 1e9);
+	if (gofd >= 0) {
+		if (write(gofd, "g", 1) != 1)
+			note(ss, "cannot start the command");
+		close(gofd);
+		gofd = -1;
+	}
+	if (!o->quiet)
+		note(ss, "recording %d pCPU%s%s%s; Ctrl-C stops", ss->ncpus,
+		     ss->ncpus == 1 ? "" : "s", ss->d0 ? " and dom0 into " : "",
+		     ss->d0 ? ss->dom0_path : "");
+
+	while (!stop_sig && !ss->err) {
+		struct pollfd pfd[2] = {
+			{ .fd = rec_hvbuf_fd(ss->hv), .events = POLLIN },
+			{ .fd = sigpipe[0], .events = POLLIN },
+		};
+		int timeout = o->poll_ms > 0 ? o->poll_ms : 50;
+		uint64_t now;
+
+		if (end_ns) {
+			now = mono_ns(CLOCK_MONOTONIC);
+			if (now >= end_ns)
+				break;
+			if ((end_ns - now) / 1000000 < (uint64_t)timeout)
+				timeout = (int)((end_ns - now) / 1000000) + 1;
+		}
+		if (poll(pfd, 2, timeout) > 0) {
+			char buf[64];
+
+			if (pfd[0].revents & POLLIN)
+				rec_hvbuf_ack(ss->hv);
+			if (pfd[1].revents & POLLIN)
+				while (read(sigpipe[0], buf, sizeof(buf)) > 0)
+					;
+		}
+		drain(ss);
+		if (o->command) {
+			reap(ss, false);
+			if (!ss->child)
+				break;
+		}
+		now = mono_ns(CLOCK_MONOTONIC);
+		if (now >= next_refresh) {
+			refresh_domains(ss, false);
+			tdat_flush(ss->w);
+			if (tty)
+				status_line(ss, now);
+			ss->last_status_ns = now;
+			next_refresh = now + REFRESH_NS;
+		}
+	}
+	if (tty)
+		fputc('\n', stderr);
+	finish(ss);
+	if (stop_sig && !o->quiet)
+		note(ss, "stopped by signal %d", (int)stop_sig);
+	ret = 0;
+out:
+	if (gofd >= 0)
+		close(gofd);	/* the command never starts */
+	if (ss->child > 0) {
+		if (ret)
+			kill(ss->child, SIGTERM);
+		reap(ss, true);
+	}
+	*status = ss->status;
+	if (ss->w) {
+		int cret = tdat_close(ss->w);
+
+		if (cret && !ss->err)
+			fail(ss, cret, "%s: closing failed", o->output);
+	}
+	if (ss->d0) {
+		const char *msg;
+		int cret;
+
+		rec_dom0_stats(ss->d0, &ss->d0st);
+		ss->has_d0 = true;
+		cret = rec_dom0_close(ss->d0, &msg);
+		ss->d0 = NULL;
+
+		if (cret && !ss->err)
+			fail(ss, cret, "%s: %s", ss->dom0_path, msg);
+	}
+	if (ss->rawfd >= 0 && close(ss->rawfd) && !ss->err)
+		fail(ss, -errno, "%s: %s", o->raw, strerror(errno));
+	if (!ret && started) {
+		if (!o->quiet && o->log)
+			summary(ss, o->log);
+		if (o->summary_json) {
+			FILE *f = strcmp(o->summary_json, "-") ? fopen(o->summary_json, "w") : stdout;
+
+			if (f) {
+				summary_json(ss, f);
+				if (f != stdout)
+					fclose(f);
+			} else if (!ss->err) {
+				fail(ss, -errno, "%s: %s", o->summary_json, strerror(errno));
+			}
+		}
+	}
+	if (!ret && ss->err) {
+		ret = ss->err;
+		if (ret == -ENOSPC)
+			snprintf(err, errlen, "disk full: %s; recording stopped, the files are "
+				 "closed and valid up to that point", ss->errmsg);
+		else
+			snprintf(err, errlen, "%s", ss->errmsg);
+	}
+	if (ret && !started) {
+		/* nothing was recorded: leave no empty files behind */
+		if (created)
+			unlink(o->output);
+		if (d0_tried)
+			unlink(ss->dom0_path);
+		if (ss->rawfd >= 0)
+			unlink(o->raw);
+	}
+	rec_stream_free(ss->s);
+	rec_sink_free(ss->sink);
+	rec_hvbuf_close(ss->hv);
+	if (ss->xs)
+		xs_close(ss->xs);
+	free(ss->dom0_path);
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	close(sigpipe[0]);
+	close(sigpipe[1]);
+	sigpipe[0] = sigpipe[1] = -1;
+	free(ss);
+	return ret;
+}
