@@ -282,7 +282,7 @@ static void test_disallowed_option(void **state)
 	assert_true(!WIFEXITED(status) || WEXITSTATUS(status) != 0);
 	snprintf(guest, sizeof(guest), "%s/bad-127.0.0.1.dat", dir);
 	assert_int_equal(grep_count(a.log, "option \"-p\" is not allowed"), 1);
-	assert_int_equal(grep_count(a.log, "tracing"), 0);
+	assert_int_equal(grep_count(a.log, ": tracing "), 0);
 	/* and the next session works, this time with the host offering
 	 * time sync (the agent answers none) */
 	stock_record_tsync(&a, "good", "-e sched:sched_wakeup", 1000, true);
@@ -448,7 +448,7 @@ static void test_own_session_and_vanishing_peer(void **state)
 	assert_int_equal(tmsg_wait_for(o.ctl, TMSG_CLOSE_RESP, m, 15000), 0);
 	own_free(&o);
 	stop_agent(&a);
-	assert_int_equal(grep_count(a.log, "tracing"), 4);
+	assert_int_equal(grep_count(a.log, ": tracing "), 4);
 	assert_int_equal(grep_count(a.log, "pages sent"), 4);
 	assert_int_equal(grep_count(a.log, "peer asks for: -e sched:sched_switch -b 512"), 3);
 	free(m);
@@ -552,7 +552,7 @@ static void test_secret_and_garbage(void **state)
 	stop_agent(&a);
 	assert_int_equal(grep_count(a.log, "invalid message"), 2);
 	assert_int_equal(grep_count(a.log, "requires a secret"), 2);
-	assert_int_equal(grep_count(a.log, "tracing"), 0);
+	assert_int_equal(grep_count(a.log, ": tracing "), 0);
 }
 
 static int setup(void **state)
