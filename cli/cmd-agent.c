@@ -22,9 +22,9 @@ int cmd_agent(int argc, char **argv);
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: trace-cmd-xen agent --xen [--domid N] [--tracing-dir DIR]\n"
+		"usage: trace-cmd-xen agent --xen [--domid N] [--tracing-dir DIR] [-D]\n"
 		"       trace-cmd-xen agent -N HOST [-p PORT] (--secret-file FILE | --insecure)\n"
-		"                           [--tracing-dir DIR]\n\n"
+		"                           [--tracing-dir DIR] [-D]\n\n"
 		"Serve trace-cmd's agent protocol, one session at a time, recording\n"
 		"this machine's ftrace in a tracefs instance of its own: over vchan to\n"
 		"dom0 in a Xen guest (--xen), or over TCP to HOST only (-N). The host\n"
@@ -40,6 +40,7 @@ static void usage(FILE *f)
 		"  --secret-file FILE  require the secret in FILE from the host\n"
 		"                      (trace-cmd-xen record --secret-file)\n"
 		"  --insecure          also accept hosts without it (stock trace-cmd)\n"
+		"  -D                  run as a daemon (messages still go to stderr)\n"
 		"  -h, --help          this text\n",
 		TMSG_AGENT_PORT);
 }
@@ -79,12 +80,13 @@ int cmd_agent(int argc, char **argv)
 	struct agent_config cfg = { .port = TMSG_AGENT_PORT,
 				    .domid = AGENT_DOMID_SELF };
 	unsigned long port, id;
-	bool xen = false;
+	bool xen = false, daemonize = false;
+	char *dir = NULL;
 	char *end;
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "N:p:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "N:p:Dh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'N':
 			cfg.peer_host = optarg;
@@ -124,6 +126,9 @@ int cmd_agent(int argc, char **argv)
 			}
 			cfg.domid = (unsigned int)id;
 			break;
+		case 'D':
+			daemonize = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return TCX_EXIT_OK;
@@ -137,6 +142,24 @@ int cmd_agent(int argc, char **argv)
 		usage(stderr);
 		return TCX_EXIT_USAGE;
 	}
+	if (daemonize) {
+		/* it changes to "/": keep a relative --tracing-dir valid */
+		if (cfg.tracing_dir) {
+			dir = realpath(cfg.tracing_dir, NULL);
+			if (!dir) {
+				tcx_err("agent", "--tracing-dir %s: %s",
+					cfg.tracing_dir, strerror(errno));
+				return TCX_EXIT_USAGE;
+			}
+			cfg.tracing_dir = dir;
+		}
+		if (daemon(0, 1)) {
+			tcx_err("agent", "-D: %s", strerror(errno));
+			free(dir);
+			return TCX_EXIT_FAIL;
+		}
+	}
 	ret = xen ? agent_serve_xen(&cfg) : agent_serve_tcp(&cfg);
+	free(dir);
 	return ret ? TCX_EXIT_FAIL : TCX_EXIT_OK;
 }
