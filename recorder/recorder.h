@@ -317,8 +317,22 @@ size_t rec_encode_sched_switch(void *buf, int prev_pid, const char *prev_comm,
 /** rec_encode_kvm_entry - a synthesized kvm/kvm_entry payload */
 size_t rec_encode_kvm_entry(void *buf, int pid, uint32_t vcpu);
 
-/** rec_encode_kvm_exit - a synthesized kvm/kvm_exit payload (reason unknown) */
+/* VMX exit reasons written in synthesized kvm/kvm_exit events (isa 1). */
+#define REC_SYNTH_EXIT_PREEMPTED	1	/* EXTERNAL_INTERRUPT */
+#define REC_SYNTH_EXIT_BLOCKED		12	/* HLT */
+
+/**
+ * rec_encode_kvm_exit - a synthesized kvm/kvm_exit payload, for a vCPU
+ * switched out with no VMEXIT record: reason REC_SYNTH_EXIT_PREEMPTED
+ */
 size_t rec_encode_kvm_exit(void *buf, int pid, uint32_t vcpu);
+
+/**
+ * rec_encode_kvm_exit_state - the same with the reason from how the vCPU
+ * left: REC_STATE_BLOCKED gives REC_SYNTH_EXIT_BLOCKED (HLT), anything
+ * else REC_SYNTH_EXIT_PREEMPTED (EXTERNAL_INTERRUPT); xen_event stays 0
+ */
+size_t rec_encode_kvm_exit_state(void *buf, int pid, uint32_t vcpu, long prev_state);
 
 /* ---- vCPUs as tasks ---- */
 

@@ -183,7 +183,8 @@ static void do_switch(struct rec_sink *k, const struct rec_record *r, const stru
 
 	if (k->in_guest[cpu] && prev) {
 		/* KernelShark's combo view needs every guest interval closed. */
-		put(k, cpu, r->tsc, b, rec_encode_kvm_exit(b, prev, sw->prev_vcpu & 0xffff));
+		put(k, cpu, r->tsc, b, rec_encode_kvm_exit_state(b, prev, sw->prev_vcpu & 0xffff,
+								 sw->prev_state));
 	}
 	k->in_guest[cpu] = false;
 	rec_vcpu_comm(sw->prev_dom, sw->prev_vcpu, pc);

@@ -785,17 +785,28 @@ size_t rec_encode_kvm_entry(void *buf, int pid, uint32_t vcpu)
 	return REC_KVM_ENTRY_SIZE;
 }
 
-size_t rec_encode_kvm_exit(void *buf, int pid, uint32_t vcpu)
+size_t rec_encode_kvm_exit_state(void *buf, int pid, uint32_t vcpu, long prev_state)
 {
 	uint8_t *b = buf;
 
 	memset(b, 0, REC_KVM_EXIT_SIZE);
 	common(b, REC_ID_KVM_EXIT, pid);
-	/* No Xen exit record: the reason is unknown (prints UNKNOWN). */
-	put32(b, 8, 0xffff);
+	/*
+	 * No Xen exit record (PV, or HVM tracing off): name the reason the
+	 * vCPU left by a VMX reason the kvm plugin prints, HLT when it
+	 * blocked, EXTERNAL_INTERRUPT (the scheduler's tick) when preempted.
+	 * xen_event 0 tells these apart from real exits.
+	 */
+	put32(b, 8, prev_state == REC_STATE_BLOCKED ? REC_SYNTH_EXIT_BLOCKED
+						    : REC_SYNTH_EXIT_PREEMPTED);
 	put32(b, 12, 1);
 	put32(b, 24, vcpu);
 	return REC_KVM_EXIT_SIZE;
+}
+
+size_t rec_encode_kvm_exit(void *buf, int pid, uint32_t vcpu)
+{
+	return rec_encode_kvm_exit_state(buf, pid, vcpu, REC_STATE_RUNNING);
 }
 
 void rec_vcpu_comm(uint32_t dom, uint32_t vcpu, char comm[16])
