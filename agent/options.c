@@ -21,6 +21,10 @@ refuse(int err, char *buf, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
+	/* The peer's text goes back to it and into logs: no control bytes. */
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	return err;
 }
 

@@ -89,9 +89,13 @@ static int read_request(struct session *s, struct agent_record_opts *o)
 	}
 	ret = agent_parse_record_args((int)req.argc, req.argv, o, why,
 				      sizeof(why));
-	for (uint32_t i = 0; i < req.argc; i++)
-		fprintf(s->log, "%s%s", i ? " " : "agent: peer asks for: ",
-			req.argv[i]);
+	for (uint32_t i = 0; i < req.argc; i++) {
+		fputs(i ? " " : "agent: peer asks for: ", s->log);
+		/* the peer's bytes, shown without control characters */
+		for (const char *c = req.argv[i]; *c; c++)
+			fputc((unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c,
+			      s->log);
+	}
 	if (req.argc)
 		fputc('\n', s->log);
 	tmsg_trace_req_free(&req);

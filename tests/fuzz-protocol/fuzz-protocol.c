@@ -64,8 +64,12 @@ static void check_allow_list(const struct tmsg_trace_req *r)
 	struct agent_record_opts o;
 	char err[256];
 
-	if (agent_parse_record_args((int)r->argc, r->argv, &o, err, sizeof(err)))
+	if (agent_parse_record_args((int)r->argc, r->argv, &o, err, sizeof(err))) {
+		/* a refusal's text goes back to the peer: printable only */
+		for (const char *c = err; *c; c++)
+			CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
 		return;
+	}
 	CHECK(o.nr_events <= AGENT_MAX_EVENTS);
 	for (int i = 0; i < o.nr_events; i++)
 		CHECK(!strchr(o.events[i], '/') && !strchr(o.events[i], '.'));

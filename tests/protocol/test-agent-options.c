@@ -71,6 +71,7 @@ static void test_refused(void **state)
 		{ { "-C", "../x" }, 2, -EINVAL, "clock" },
 		{ { "-C", "LOCAL" }, 2, -EINVAL, "clock" },
 		{ { "--file-version", "5" }, 2, -EINVAL, "6 or 7" },
+		{ { "-\x1b[2J" }, 1, -EPERM, "\"-?[2J\" is not allowed" },
 		{ { "--file-version", "8" }, 2, -EINVAL, "6 or 7" },
 		{ { "--compression", "zstd" }, 2, -EINVAL, "only \"none\"" },
 		{ { "--compression" }, 1, -EINVAL, "only \"none\"" },
