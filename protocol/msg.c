@@ -21,6 +21,10 @@ int tmsg_fail(int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	/* Messages quote peer bytes: keep terminals and logs safe. */
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	memcpy(last_error, buf, sizeof(buf));
 	return err;
 }
