@@ -188,6 +188,12 @@ static int sh(const char *fmt, ...)
 static int stock_record_tsync(const struct agent_proc *a, const char *out,
 			      const char *guest_opts, int ms, bool tsync);
 
+/* Sessions that started tracing or were refused, from the agent's log. */
+static int session_marks(const struct agent_proc *a)
+{
+	return grep_count(a->log, ": tracing ") + grep_count(a->log, " refused: ");
+}
+
 static int stock_record(const struct agent_proc *a, const char *out,
 			const char *guest_opts, int ms)
 {
@@ -199,6 +205,7 @@ static int stock_record_tsync(const struct agent_proc *a, const char *out,
 			      const char *guest_opts, int ms, bool tsync)
 {
 	char target[64], log[160], cmd[512];
+	int seen = session_marks(a);
 	pid_t pid;
 	int status;
 
@@ -213,6 +220,10 @@ static int stock_record_tsync(const struct agent_proc *a, const char *out,
 
 		pid = spawn(argv, log);
 	}
+	/* Ctrl-C only once the session is up (or refused), however slow the
+	 * machine, then after @ms of tracing. */
+	for (int i = 0; i < 400 && session_marks(a) == seen; i++)
+		usleep(50 * 1000);
 	usleep(ms * 1000);
 	kill(pid, SIGINT);
 	status = reap(pid, 30000);
