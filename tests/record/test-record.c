@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * record --xen end to end on xensim, checked against the simulator's
+ * ground truth and read back with libtracecmd:
+ *  - drainable rate: every record written is in trace.dat (and in --raw),
+ *    nothing lost, the sched_switch timeline is the truth's run intervals,
+ *    GUEST options and dom0's TRACEID match, dom0's real ftrace markers
+ *    land inside the rdtsc brackets of their writes, and trace-cmd merges
+ *    both files into one ordered time line;
+ *  - above the drain limit: the missed-event counts equal Xen's drops;
+ *  - -- command, SIGINT, and the errors.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+#include <x86intrin.h>
+
+#include <cmocka.h>
+#include <trace-cmd/trace-cmd.h>
+
+#include "recorder.h"
+#include "simhost.h"
+
+#define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
+#define MAXCPU		64
+
+static struct simhost sim;
+
+static int setup_basic(void **state)
+{
+	return simhost_start(&sim, conf_path("basic.conf"));
+}
+
+static int setup_stress(void **state)
+{
+	return simhost_start(&sim, conf_path("stress.conf"));
+}
+
+static int cleanup(void **state)
+{
+	simhost_cleanup(&sim);
+	return 0;
+}
+
+static const char *tcx(void)
+{
+	const char *b = getenv("TCX_BIN");
+
+	return b ? b : "trace-cmd-xen";
+}
+
+static char *path(const char *name)
+{
+	static char buf[8][512];
+	static int i;
+
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", sim.tmp, name);
+	return buf[i];
+}
+
+/* Start argv with the simulator's environment plus @env (NAME=VALUE or NULL). */
+static pid_t spawn(char *const argv[], const char *errfile, const char *env)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	if (errfile) {
+		FILE *f = freopen(errfile, "w", stderr);
+
+		(void)f;
+	}
+	if (!freopen("/dev/null", "w", stdout))
+		_exit(126);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	setenv("LD_LIBRARY_PATH", getenv("XENSIM_LIBDIR"), 1);
+	if (env)
+		putenv((char *)env);
+	execv(argv[0], argv);
+	_exit(127);
+}
+
+static int wait_rc(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run(char *const argv[], const char *errfile, const char *env)
+{
+	return wait_rc(spawn(argv, errfile, env));
+}
+
+static bool file_has(const char *file, const char *needle)
+{
+	char buf[8192];
+	FILE *f = fopen(file, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	if (!strstr(buf, needle))
+		print_message("# %s lacks \"%s\":\n# %s\n", file, needle, buf);
+	return strstr(buf, needle) != NULL;
+}
+
+static uint64_t json_u64(const char *file, const char *key)
+{
+	char buf[16384], pat[64], *p;
+	FILE *f = fopen(file, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(buf, pat);
+	assert_non_null(p);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+static uint64_t tsc_ns(uint64_t tsc, uint32_t mult, uint32_t shift)
+{
+	return (uint64_t)(((unsigned __int128)tsc * mult) >> shift);
+}
+
+/* ---- reading trace.dat back ---- */
+
+struct sw {
+	uint64_t ts;
+	int prev, next;
+};
+
+struct hvread {
+	uint64_t recs[MAXCPU];		/* events that are Xen records */
+	uint64_t missed[MAXCPU];
+	uint64_t events;
+	struct sw *sw[MAXCPU];
+	size_t nsw[MAXCPU], capsw[MAXCPU];
+};
+
+static unsigned long long field(struct tep_event *ev, struct tep_record *r, const char *name)
+{
+	unsigned long long v = 0;
+
+	tep_get_field_val(NULL, ev, name, r, &v, 0);
+	return v;
+}
+
+static int on_hv(struct tracecmd_input *h, struct tep_record *r, int cpu, void *data)
+{
+	struct hvread *hr = data;
+	struct tep_event *ev = tep_find_event_by_record(tracecmd_get_tep(h), r);
+	bool rec;
+
+	if (!ev || cpu >= MAXCPU)
+		return 0;
+	hr->events++;
+	if (r->missed_events > 0)
+		hr->missed[cpu] += r->missed_events;
+	if (!strcmp(ev->name, "sched_switch")) {
+		if (hr->nsw[cpu] == hr->capsw[cpu]) {
+			hr->capsw[cpu] = hr->capsw[cpu] ? 2 * hr->capsw[cpu] : 4096;
+			hr->sw[cpu] = realloc(hr->sw[cpu], hr->capsw[cpu] * sizeof(struct sw));
+			assert_non_null(hr->sw[cpu]);
+		}
+		hr->sw[cpu][hr->nsw[cpu]++] = (struct sw){ r->ts, (int)field(ev, r, "prev_pid"),
+							   (int)field(ev, r, "next_pid") };
+		return 0;
+	}
+	if (!strcmp(ev->name, "lost_records"))
+		return 0;	/* Xen's own mark, not a record it was asked for */
+	if (!strcmp(ev->name, "kvm_entry") || !strcmp(ev->name, "kvm_exit"))
+		rec = field(ev, r, "xen_event") != 0;	/* 0: synthesized */
+	else
+		rec = !strcmp(ev->system, "xen");
+	if (!rec)
+		return 0;
+	hr->recs[cpu]++;
+	return 0;
+}
+
+static void hv_read(const char *file, struct hvread *hr)
+{
+	struct tracecmd_input *h = tracecmd_open(file, 0);
+
+	memset(hr, 0, sizeof(*hr));
+	assert_non_null(h);
+	tracecmd_iterate_events(h, NULL, 0, on_hv, hr);
+	tracecmd_close(h);
+}
+
+static void hv_free(struct hvread *hr)
+{
+	for (int c = 0; c < MAXCPU; c++)
+		free(hr->sw[c]);
+}
+
+/* Index of the switch on @cpu at @ts to @pid, or -1. */
+static long find_switch(const struct hvread *hr, unsigned int cpu, uint64_t ts, int pid)
+{
+	size_t lo = 0, hi = hr->nsw[cpu];
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (hr->sw[cpu][mid].ts < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < hr->nsw[cpu] && hr->sw[cpu][lo].ts == ts; lo++)
+		if (hr->sw[cpu][lo].next == pid)
+			return (long)lo;
+	return -1;
+}
+
+/*
+ * dom0: markers written while recording, each bracketed by rdtsc in this
+ * process; the kernel stamps them with x86-tsc, so once both files convert
+ * ticks the same way each must land inside its bracket.
+ */
+#define NMARK	20
+
+struct marks {
+	uint64_t t1[NMARK], t2[NMARK], ts[NMARK];
+	bool seen[NMARK];
+	uint64_t events;
+};
+
+static int on_d0(struct tracecmd_input *h, struct tep_record *r, int cpu, void *data)
+{
+	struct marks *m = data;
+	struct tep_event *ev = tep_find_event_by_record(tracecmd_get_tep(h), r);
+	const char *p;
+	int i;
+
+	m->events++;
+	if (!ev || strcmp(ev->name, "print"))
+		return 0;
+	p = memmem(r->data, r->size, "tcxmark ", 8);
+	if (!p || sscanf(p + 8, "%d", &i) != 1 || i < 0 || i >= NMARK)
+		return 0;
+	m->seen[i] = true;
+	m->ts[i] = r->ts;
+	return 0;
+}
+
+static void write_marks(pid_t rec, struct marks *m)
+{
+	char p[256], msg[32];
+	int fd = -1;
+
+	snprintf(p, sizeof(p), "/sys/kernel/tracing/instances/tcx-record-%d/tracing_on", (int)rec);
+	/* the instance exists and traces once tracing_on reads 1 */
+	for (int i = 0; i < 300; i++) {
+		FILE *f = fopen(p, "r");
+		int on = 0;
+
+		if (f) {
+			if (fscanf(f, "%d", &on) != 1)
+				on = 0;
+			fclose(f);
+		}
+		if (on)
+			break;
+		usleep(10 * 1000);
+	}
+	snprintf(p, sizeof(p), "/sys/kernel/tracing/instances/tcx-record-%d/trace_marker", (int)rec);
+	fd = open(p, O_WRONLY);
+	assert_true(fd >= 0);
+	for (int i = 0; i < NMARK; i++) {
+		int n = snprintf(msg, sizeof(msg), "tcxmark %d", i);
+
+		m->t1[i] = __rdtsc();
+		assert_int_equal(write(fd, msg, n), n);
+		m->t2[i] = __rdtsc();
+		usleep(20 * 1000);
+	}
+	close(fd);
+}
+
+/* ---- the tests ---- */
+
+static void test_drainable(void **state)
+{
+	char *out = path("trace.dat"), *d0 = path("trace-dom0.dat"), *raw = path("raw.bin");
+	char *js = path("sum.json"), *err = path("err"), *mono = path("mono");
+	char *argv[] = { (char *)tcx(), "record", "--xen", "-q", "-e", "sched:sched_switch",
+			 "-o", out, "--raw", raw, "--summary-json", js, "--duration", "2",
+			 NULL };
+	char cmd[2048];
+	struct tracecmd_input *h;
+	struct hvread hr;
+	struct marks mk = { 0 };
+	struct truth t;
+	uint32_t mult, shift;
+	size_t checked = 0;
+	unsigned long nonmono = 99, d0lines = 0, marklines = 0;
+	FILE *f;
+	pid_t rpid;
+
+	rpid = spawn(argv, err, NULL);
+	write_marks(rpid, &mk);
+	assert_int_equal(wait_rc(rpid), 0);
+	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(truth_load(sim.dir, &t), 0);
+	mult = json_u64(js, "tsc2nsec_mult");
+	shift = json_u64(js, "tsc2nsec_shift");
+
+	hv_read(out, &hr);
+	for (unsigned int c = 0; c < t.pcpus; c++) {
+		print_message("# pCPU %u: truth written %lu dropped %lu, trace.dat %lu\n", c,
+			      (unsigned long)t.st[c].written, (unsigned long)t.st[c].dropped,
+			      (unsigned long)hr.recs[c]);
+		assert_true(t.st[c].written > 1000);
+		assert_int_equal(t.st[c].dropped, 0);
+		assert_int_equal(hr.recs[c], t.st[c].written);
+		assert_int_equal(hr.missed[c], 0);
+	}
+	assert_int_equal(json_u64(js, "lost"), 0);
+
+	/*
+	 * The timeline: a run whose opening record was written starts with a
+	 * switch to its vCPU at that very stamp, and the vCPU stays until the
+	 * next switch, which Xen logs right after the closing record (the
+	 * incoming vCPU's runnable->running, a few ticks later).
+	 */
+	for (size_t i = 0; i < t.nrun; i++) {
+		const struct truth_run *r = &t.run[i];
+		int pid = rec_vcpu_pid(r->dom, r->vcpu);
+		long k;
+		uint64_t end;
+
+		if (!r->ws)
+			continue;
+		k = find_switch(&hr, r->pcpu, tsc_ns(r->start, mult, shift), pid);
+		if (k < 0)
+			fail_msg("no switch to d%uv%u on pCPU %u at %lu", r->dom, r->vcpu,
+				 r->pcpu, (unsigned long)r->start);
+		checked++;
+		if (!r->we || !r->end || (size_t)k + 1 >= hr.nsw[r->pcpu])
+			continue;
+		end = tsc_ns(r->end, mult, shift);
+		if (hr.sw[r->pcpu][k + 1].prev != pid || hr.sw[r->pcpu][k + 1].ts < end ||
+		    hr.sw[r->pcpu][k + 1].ts - end > 10000)
+			fail_msg("d%uv%u on pCPU %u: truth ends at %lu ns, trace.dat at %lu ns",
+				 r->dom, r->vcpu, r->pcpu, (unsigned long)end,
+				 (unsigned long)hr.sw[r->pcpu][k + 1].ts);
+		checked++;
+	}
+	print_message("# %zu run boundaries matched\n", checked);
+	assert_true(checked > 100);
+
+	/* GUEST entries for every domain; dom0's file carries dom0's TRACEID */
+	h = tracecmd_open(out, 0);
+	assert_non_null(h);
+	for (uint32_t dom = 0; dom <= 2; dom++) {
+		const char *name;
+		const int *pids;
+		int n;
+
+		assert_int_equal(tracecmd_get_guest_cpumap(h, rec_guest_traceid(dom), &name, &n,
+							   &pids), 0);
+		assert_int_equal(n, dom == 2 ? 1 : 2);
+		assert_int_equal(pids[n - 1], rec_vcpu_pid(dom, n - 1));
+	}
+	tracecmd_close(h);
+	h = tracecmd_open(d0, 0);
+	assert_non_null(h);
+	assert_int_equal(tracecmd_get_traceid(h), rec_guest_traceid(0));
+	tracecmd_iterate_events(h, NULL, 0, on_d0, &mk);
+	tracecmd_close(h);
+
+	/* one clock: dom0's x86-tsc stamps convert as the hypervisor's do */
+	for (int i = 0; i < NMARK; i++) {
+		uint64_t a = tsc_ns(mk.t1[i], mult, shift), b = tsc_ns(mk.t2[i], mult, shift);
+
+		assert_true(mk.seen[i]);
+		if (mk.ts[i] < a || mk.ts[i] > b)
+			fail_msg("marker %d at %lu ns, written between %lu and %lu", i,
+				 (unsigned long)mk.ts[i], (unsigned long)a, (unsigned long)b);
+	}
+	print_message("# dom0: %lu events, %d markers inside their rdtsc brackets\n",
+		      (unsigned long)mk.events, NMARK);
+
+	/* trace-cmd merges both files into one ordered time line */
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s -i %s 2>/dev/null | awk '"
+		 "/^trace-dom0.dat:/ {d++} /tcxmark/ {m++} "
+		 "{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+[.][0-9]+:$/) "
+		 "{t = $i + 0; if (t < p) bad++; p = t; break}} "
+		 "END {print bad + 0, d + 0, m + 0}' > %s", out, d0, mono);
+	assert_int_equal(system(cmd), 0);
+	f = fopen(mono, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%lu %lu %lu", &nonmono, &d0lines, &marklines), 3);
+	fclose(f);
+	print_message("# merged report: %lu dom0 lines, %lu markers, %lu out of order\n",
+		      d0lines, marklines, nonmono);
+	assert_int_equal(nonmono, 0);
+	assert_true(d0lines > 100);
+	assert_int_equal(marklines, NMARK);
+	hv_free(&hr);
+	truth_free(&t);
+}
+
+static void test_stress(void **state)
+{
+	char *out = path("trace.dat"), *js = path("sum.json"), *err = path("err");
+	char *argv[] = { (char *)tcx(), "record", "--xen", "-q", "--no-dom0", "-S", "2",
+			 "-o", out, "--summary-json", js, "--duration", "1", NULL };
+	struct hvread hr;
+	struct truth t;
+	uint64_t lost = 0;
+
+	assert_int_equal(run(argv, err, NULL), 0);
+	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(truth_load(sim.dir, &t), 0);
+	hv_read(out, &hr);
+	for (unsigned int c = 0; c < t.pcpus; c++) {
+		print_message("# pCPU %u: written %lu dropped %lu reported %lu; file: %lu "
+			      "records, %lu missed\n", c, (unsigned long)t.st[c].written,
+			      (unsigned long)t.st[c].dropped,
+			      (unsigned long)t.st[c].lost_reported, (unsigned long)hr.recs[c],
+			      (unsigned long)hr.missed[c]);
+		assert_true(t.st[c].dropped > 0);
+		assert_int_equal(hr.missed[c], t.st[c].lost_reported);
+		assert_int_equal(hr.recs[c], t.st[c].written);
+		lost += t.st[c].lost_reported;
+	}
+	assert_int_equal(json_u64(js, "lost"), lost);
+	hv_free(&hr);
+	truth_free(&t);
+}
+
+static void test_command(void **state)
+{
+	char *out = path("trace.dat"), *err = path("err");
+	char *argv[] = { (char *)tcx(), "record", "--xen", "-q", "-o", out, "--",
+			 "/bin/sh", "-c", "sleep 0.3; exit 3", NULL };
+	struct tracecmd_input *h;
+
+	assert_int_equal(run(argv, err, NULL), 3);
+	h = tracecmd_open(out, 0);
+	assert_non_null(h);
+	tracecmd_close(h);
+	h = tracecmd_open(path("trace-dom0.dat"), 0);
+	assert_non_null(h);
+	tracecmd_close(h);
+}
+
+static void test_sigint(void **state)
+{
+	char *out = path("trace.dat"), *raw = path("raw.bin"), *err = path("err");
+	char *argv[] = { (char *)tcx(), "record", "--xen", "-o", out, "--raw", raw,
+			 NULL };
+	char cmd[2048];
+	struct hvread hr;
+	pid_t pid;
+	uint64_t n = 0;
+
+	pid = spawn(argv, err, NULL);
+	usleep(1200 * 1000);
+	kill(pid, SIGINT);
+	assert_int_equal(wait_rc(pid), 0);
+	assert_true(file_has(err, "stopped by signal 2"));
+	hv_read(out, &hr);
+	for (int c = 0; c < MAXCPU; c++)
+		n += hr.recs[c];
+	assert_true(n > 1000);
+	hv_free(&hr);
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s -i %s >/dev/null 2>&1", out,
+		 path("trace-dom0.dat"));
+	assert_int_equal(system(cmd), 0);
+	/* the raw copy converts as xentrace's would */
+	snprintf(cmd, sizeof(cmd), "%s convert -q %s -o %s", tcx(), raw, path("conv.dat"));
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_errors(void **state)
+{
+	char *out = path("t.dat"), *err = path("err");
+	char *badmask[] = { (char *)tcx(), "record", "--xen", "-M", "bogus", "-o", out, NULL };
+	char *badev[] = { (char *)tcx(), "record", "--xen", "-q", "-e", "nosuch:nosuch_ev",
+			  "-o", out, NULL };
+	char *badout[] = { (char *)tcx(), "record", "--xen", "-q", "-o",
+			   "/nonexistent/dir/t.dat", NULL };
+	char *noxen[] = { (char *)tcx(), "record", "-o", out, NULL };
+	char *plain[] = { (char *)tcx(), "record", "--xen", "-q", "-o", out, "--duration",
+			  "0.5", NULL };
+	char *full[] = { (char *)tcx(), "record", "--xen", "-q", "--no-dom0", "-o", out,
+			 "--raw", "/dev/full", "--duration", "2", NULL };
+	char *xt[] = { XENTRACE, "-T", "5", path("xt.bin"), NULL };
+	struct tracecmd_input *h;
+	pid_t xpid;
+
+	assert_int_equal(run(badmask, err, NULL), 2);
+	assert_true(file_has(err, "unknown class"));
+	assert_int_equal(run(noxen, err, NULL), 2);
+	assert_int_equal(run(badev, err, NULL), 1);
+	assert_true(file_has(err, "no event matches \"nosuch:nosuch_ev\""));
+	assert_int_equal(access(out, F_OK), -1);	/* nothing left behind */
+	assert_int_equal(access(path("t-dom0.dat"), F_OK), -1);
+	assert_int_equal(run(badout, err, NULL), 1);
+	assert_true(file_has(err, "/nonexistent/dir/t.dat: No such file"));
+	assert_int_equal(run(plain, err, "XENSIM_DOMID=1"), 1);
+	assert_true(file_has(err, "dom0"));
+
+	/* a second consumer: the stock xentrace holds VIRQ_TBUF */
+	if (!access(XENTRACE, X_OK)) {
+		xpid = spawn(xt, NULL, NULL);
+		usleep(500 * 1000);
+		assert_int_equal(run(plain, err, NULL), 1);
+		assert_true(file_has(err, "another trace consumer"));
+		kill(xpid, SIGINT);
+		wait_rc(xpid);
+	}
+
+	/* disk full: stop, say so, leave a valid file */
+	assert_int_equal(run(full, err, NULL), 1);
+	assert_true(file_has(err, "disk full"));
+	h = tracecmd_open(out, 0);
+	assert_non_null(h);
+	tracecmd_close(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_drainable, setup_basic, cleanup),
+		cmocka_unit_test_setup_teardown(test_stress, setup_stress, cleanup),
+		cmocka_unit_test_setup_teardown(test_command, setup_basic, cleanup),
+		cmocka_unit_test_setup_teardown(test_sigint, setup_basic, cleanup),
+		cmocka_unit_test_setup_teardown(test_errors, setup_basic, cleanup),
+	};
+
+	tracecmd_set_loglevel(TEP_LOG_NONE);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
