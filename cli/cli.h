@@ -13,6 +13,7 @@
 /* Each takes argv with argv[0] = the subcommand name. */
 int cmd_convert(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 
 /* Print "trace-cmd-xen <cmd>: <message>" on stderr. */
 void tcx_err(const char *cmd, const char *fmt, ...)
