@@ -271,18 +271,32 @@ static void write_marks(pid_t rec, struct marks *m)
 	char p[256], msg[32];
 	int fd = -1;
 
-	snprintf(p, sizeof(p), "/sys/kernel/tracing/instances/tcx-record-%d/tracing_on", (int)rec);
-	/* the instance exists and traces once tracing_on reads 1 */
-	for (int i = 0; i < 300; i++) {
-		FILE *f = fopen(p, "r");
+	/*
+	 * A new instance traces at once; the recorder turns it off, sets the
+	 * clock, then on again: on with the x86-tsc clock means started.
+	 */
+	for (int i = 0; i < 500; i++) {
+		char clk[256] = "";
 		int on = 0;
+		FILE *f;
 
+		snprintf(p, sizeof(p), "/sys/kernel/tracing/instances/tcx-record-%d/trace_clock",
+			 (int)rec);
+		f = fopen(p, "r");
+		if (f) {
+			if (!fgets(clk, sizeof(clk), f))
+				clk[0] = 0;
+			fclose(f);
+		}
+		snprintf(p, sizeof(p), "/sys/kernel/tracing/instances/tcx-record-%d/tracing_on",
+			 (int)rec);
+		f = fopen(p, "r");
 		if (f) {
 			if (fscanf(f, "%d", &on) != 1)
 				on = 0;
 			fclose(f);
 		}
-		if (on)
+		if (on && strstr(clk, "[x86-tsc]"))
 			break;
 		usleep(10 * 1000);
 	}
