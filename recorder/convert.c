@@ -3,11 +3,13 @@
  * convert: a xentrace capture read into a merging stream whose records go
  * through the trace.dat sink (sink.c) into a file written by tdat.
  *
- * A seekable input is read twice: a quick unordered scan first finds the
- * pCPUs and the (domain, vCPU) pairs, because cmdlines (and, in version 6,
- * options) must be written before the data. A pipe is read once; its
- * tasks are then named by sched_switch only, and GUEST options are added
- * after the data (version 7).
+ * Version 7 (the default) reads the capture once: cmdlines and GUEST
+ * options are written after the data, at close. A file is first looked at
+ * cheaply: its window headers give the pCPUs with data (an exact merge),
+ * its first 16 MiB whether runstate or SWITCH records drive the vCPU model
+ * and whether exit reasons are AMD's. Version 6 needs cmdlines and options
+ * before the data: a file is then scanned whole first, and a pipe's tasks
+ * are named by sched_switch only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +27,9 @@
 #include "tdat.h"
 
 /* ---- the conversion ---- */
+
+/* The start of a file read ahead for what must be known before the data. */
+#define SNIFF_BYTES	(16u << 20)
 
 struct conv {
 	const struct rec_convert_opts	*o;
@@ -65,10 +70,12 @@ static void progress(void *ctx, uint64_t bytes)
 }
 
 /*
- * The quick first pass over a file: which pCPUs have data, which vCPUs
- * the scheduler records name (into @scan_sink), runstate or SWITCH.
+ * A quick unordered pass over the file (@limit: its first bytes only, 0:
+ * all of it): which vCPUs the scheduler records name (into c->sink),
+ * runstate or SWITCH, AMD exit reasons; with @cpus, also which pCPUs have
+ * data (the whole file only).
  */
-static int scan(struct conv *c, int fd, char *err, size_t errlen)
+static int scan(struct conv *c, int fd, uint64_t limit, bool cpus, char *err, size_t errlen)
 {
 	/* GEN for LOST_RECORDS, SCHED for everything naming a vCPU, HVM exits */
 	struct rec_stream_params p = { .unordered = true, .class_mask = 0x00b };
@@ -79,23 +86,50 @@ static int scan(struct conv *c, int fd, char *err, size_t errlen)
 
 	if (!s)
 		return -ENOMEM;
-	ret = rec_read_xentrace(fd, s, &res, NULL, NULL);
+	if (limit)
+		ret = rec_read_xentrace_prefix(fd, limit, s, &res);
+	else
+		ret = rec_read_xentrace(fd, s, &res, NULL, NULL);
 	if (ret < 0 && ret != -EBADMSG)
 		snprintf(err, errlen, "%.200s: %.256s", c->o->input, res.msg);
 	else
 		ret = 0;
 	rec_stream_finish(s);
 	rec_stream_get_stats(s, &st);
-	c->max_cpu = st.max_cpu;
-	c->has_data = calloc(c->max_cpu + 1, sizeof(*c->has_data));
-	if (!c->has_data && !ret)
-		ret = -ENOMEM;
-	for (int i = 0; c->has_data && i <= c->max_cpu; i++)
-		c->has_data[i] = rec_stream_has_data(s, i);
+	if (cpus) {
+		c->max_cpu = st.max_cpu;
+		c->has_data = calloc(c->max_cpu + 1, sizeof(*c->has_data));
+		if (!c->has_data && !ret)
+			ret = -ENOMEM;
+		for (int i = 0; c->has_data && i <= c->max_cpu; i++)
+			c->has_data[i] = rec_stream_has_data(s, i);
+	}
 	rec_stream_free(s);
 	if (!ret && c->err)
 		ret = c->err;
 	return ret;
+}
+
+/*
+ * What a version 7 conversion of a file needs before its data, without
+ * reading the records twice: the pCPUs with data from the window headers
+ * (so the merge waits for each of them exactly), and from the first
+ * SNIFF_BYTES, runstate or SWITCH and AMD exit reasons. vCPUs are named
+ * at close (cmdlines and GUEST options after the data).
+ */
+static int look_ahead(struct conv *c, int fd, char *err, size_t errlen)
+{
+	int ret;
+
+	c->has_data = calloc(REC_MAX_CPUS, sizeof(*c->has_data));
+	if (!c->has_data)
+		return -ENOMEM;
+	ret = rec_xentrace_cpus(fd, c->has_data, REC_MAX_CPUS, &c->max_cpu);
+	if (ret < 0) {
+		snprintf(err, errlen, "%.200s: %s", c->o->input, strerror(-ret));
+		return ret;
+	}
+	return scan(c, fd, SNIFF_BYTES, false, err, errlen);
 }
 
 __attribute__((format(printf, 2, 3)))
@@ -117,7 +151,7 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 {
 	struct conv c = { .o = o, .max_cpu = -1 };
 	struct tdat_params tp = { .clock = "x86-tsc" };
-	struct rec_sink_opts so = { .svm = o->svm };
+	struct rec_sink_opts so = { .svm = o->svm, .svm_auto = !o->svm };
 	struct rec_sink_stats kst;
 	struct tdat_writer *w = NULL;
 	struct rec_sink *sink = NULL;
@@ -126,7 +160,7 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 	size_t nvcpus = 0;
 	const char *msg;
 	struct stat st;
-	bool rescan, created = false, is_stdin = !strcmp(o->input, "-");
+	bool is_file, v7, created = false, is_stdin = !strcmp(o->input, "-");
 	int fd, ncpus, ret, rret = 0;
 
 	memset(sum, 0, sizeof(*sum));
@@ -135,13 +169,15 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 		snprintf(err, errlen, "cannot convert %" PRIu64 " Hz", sum->hz);
 		return -EINVAL;
 	}
+	tp.version = o->file_version ? o->file_version : 7;
+	v7 = tp.version == 7;
 	fd = is_stdin ? 0 : open(o->input, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", o->input, strerror(errno));
 		return -errno;
 	}
-	rescan = !fstat(fd, &st) && S_ISREG(st.st_mode);
-	if (rescan) {
+	is_file = !fstat(fd, &st) && S_ISREG(st.st_mode);
+	if (is_file) {
 		struct stat ost;
 
 		/* writing the output would destroy the input being read */
@@ -159,26 +195,30 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	if (rescan) {
-		ret = scan(&c, fd, err, errlen);
+	if (is_file) {
+		/*
+		 * Version 6 needs every cmdline and option before the data:
+		 * a first pass over the whole file. Version 7 takes them
+		 * after the data: a look at the window headers and the start.
+		 */
+		ret = v7 ? look_ahead(&c, fd, err, errlen) : scan(&c, fd, 0, true, err, errlen);
 		if (ret < 0) {
 			if (!err[0])
 				snprintf(err, errlen, "%s: %s", o->input, strerror(-ret));
 			goto out;
 		}
-		if (lseek(fd, 0, SEEK_SET) < 0) {
+		if (!v7 && lseek(fd, 0, SEEK_SET) < 0) {
 			ret = -errno;
 			snprintf(err, errlen, "%s: %s", o->input, strerror(errno));
 			goto out;
 		}
 	}
-	ncpus = rescan ? c.max_cpu + 1 : REC_MAX_CPUS;
+	ncpus = is_file ? c.max_cpu + 1 : REC_MAX_CPUS;
 	if (ncpus < 1)
 		ncpus = 1;
 
-	tp.version = o->file_version ? o->file_version : 7;
 	tp.max_cpus = ncpus;
-	tp.cpus = rescan ? ncpus : 0;
+	tp.cpus = is_file ? ncpus : 0;
 	w = tdat_create(o->output, &tp);
 	created = w != NULL;
 	if (!w) {
@@ -207,7 +247,7 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 	free(vcpus);
 	if (!ret)
 		ret = rec_sink_add_formats(w);
-	if (!ret && rescan)
+	if (!ret && !v7 && is_file)
 		ret = rec_sink_add_cmdlines(sink);
 	if (!ret)
 		ret = tdat_set_tsc2nsec(w, sum->mult, sum->shift, 0);
@@ -215,7 +255,7 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 		ret = tdat_set_traceid(w, REC_HOST_TRACEID);
 	if (!ret)
 		ret = tdat_set_uname(w, "Xen hypervisor xentrace");
-	if (!ret && rescan)
+	if (!ret && !v7 && is_file)
 		ret = rec_sink_add_guests(sink);
 	if (!ret)
 		ret = tdat_start_data(w);
@@ -233,7 +273,7 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 	/* Merge exactly: every pCPU with data holds the others back; from a
 	 * pipe, any may come, so only the buffer bound lets records out. */
 	for (int i = 0; i < ncpus; i++)
-		if (!rescan || c.has_data[i])
+		if (!is_file || c.has_data[i])
 			rec_stream_expect(s, i);
 	rret = rec_read_xentrace(fd, s, &sum->read, o->progress ? progress : NULL, (void *)o);
 	rec_stream_finish(s);
@@ -250,18 +290,26 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 		snprintf(err, errlen, "%s: %s", o->input, sum->read.msg);
 		goto out;
 	}
-	if (!rescan && tp.version == 7) {
-		ret = rec_sink_add_guests(sink);
+	if (v7) {
+		/* every vCPU the records named, in the sections after the data */
+		ret = rec_sink_add_cmdlines(sink);
+		if (!ret)
+			ret = rec_sink_add_guests(sink);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: %s", o->output, tdat_error(w));
 			goto out;
 		}
-	} else if (!rescan) {
-		warn(o, "a version 6 file from a pipe gets no GUEST options");
+	} else if (!is_file) {
+		warn(o, "a version 6 file from a pipe gets no GUEST options and names tasks "
+		     "by sched_switch only, not in cmdlines");
 	}
-	if (!rescan)
-		warn(o, "input read from a pipe: tasks are named by sched_switch only, "
-		     "not in cmdlines");
+	rec_sink_get_stats(sink, &kst);
+	if (kst.svm_switched) {
+		sum->svm_detected = true;
+		warn(o, "exit reasons only AMD has appeared after the start of the capture: "
+		     "later pre-4.19 VMEXIT reasons are named as SVM, the %" PRIu64
+		     " before as VMX (convert again with --svm)", kst.vmx_before_svm);
+	}
 	if (sum->read.truncated)
 		warn(o, "%s: %s", o->input, sum->read.msg);
 	if (sum->stream.cut_bytes)
@@ -273,7 +321,6 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 		snprintf(err, errlen, "%s: closing failed", o->output);
 		goto out;
 	}
-	rec_sink_get_stats(sink, &kst);
 	memcpy(sum->classes, kst.classes, sizeof(sum->classes));
 	sum->unknown = kst.unknown;
 	sum->switches = kst.switches;

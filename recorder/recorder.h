@@ -206,6 +206,24 @@ typedef void (*rec_progress_fn)(void *ctx, uint64_t bytes);
 int rec_read_xentrace(int fd, struct rec_stream *s, struct rec_read_result *res,
 		      rec_progress_fn progress, void *pctx);
 
+/**
+ * rec_read_xentrace_prefix - the same for the first @max_bytes of the
+ * regular file @fd (from offset 0, the fd's offset is left alone), for a
+ * quick look at the start of a capture; the window cut at the limit counts
+ * as truncated. -ESPIPE when @fd is not a regular file.
+ */
+int rec_read_xentrace_prefix(int fd, uint64_t max_bytes, struct rec_stream *s,
+			     struct rec_read_result *res);
+
+/**
+ * rec_xentrace_cpus - the pCPUs with data in the xentrace file @fd, from
+ * its window headers only (one small pread per window, the records are
+ * not read): has_data[cpu] for cpu < @max_cpus, and the highest in
+ * @max_cpu (-1: none). Stops quietly at the first invalid header (the
+ * reading reports it). Returns 0 or -errno.
+ */
+int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu);
+
 /* ---- the event catalogue ---- */
 
 /* How an event's payload is built from a record. */
@@ -429,11 +447,15 @@ struct rec_sink;
  * @ncpus:	pCPUs 0..ncpus-1 (records of others are ignored; 0: REC_MAX_CPUS)
  * @svm:	name exit reasons of pre-4.19 VMEXIT records as SVM
  * @use_switch:	drive the vCPU model from SWITCH records (no runstate records)
+ * @svm_auto:	without @svm, switch to SVM names from the first pre-4.19
+ *		VMEXIT whose reason only AMD has (0x60 or more) on; the exits
+ *		named VMX before it are counted (stats.vmx_before_svm)
  */
 struct rec_sink_opts {
 	int		ncpus;
 	bool		svm;
 	bool		use_switch;
+	bool		svm_auto;
 };
 
 /**
@@ -442,12 +464,16 @@ struct rec_sink_opts {
  * @unknown:	records written as xen/unknown
  * @switches:	sched_switch events written
  * @events:	events written in all
+ * @svm_switched: @svm_auto turned SVM naming on
+ * @vmx_before_svm: pre-4.19 exits named as VMX before that
  */
 struct rec_sink_stats {
 	uint64_t	classes[REC_NR_CLASSES];
 	uint64_t	unknown;
 	uint64_t	switches;
 	uint64_t	events;
+	bool		svm_switched;
+	uint64_t	vmx_before_svm;
 };
 
 /* One domain seen. */

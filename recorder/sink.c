@@ -201,6 +201,17 @@ static void do_switch(struct rec_sink *k, const struct rec_record *r, const stru
 		fail(k, -ENOMEM);
 }
 
+/* Every (domain, vCPU) a record names gets a cmdline and a GUEST entry. */
+static void note_vcpus(struct rec_sink *k, const struct rec_record *r)
+{
+	uint32_t dom[2], vcpu[2];
+	int n = rec_record_vcpus(r, dom, vcpu);
+
+	for (int i = 0; i < n; i++)
+		if (vset_add(&k->tasks, dom[i], vcpu[i]) < 0)
+			fail(k, -ENOMEM);
+}
+
 void rec_sink_emit(void *sink, const struct rec_record *r)
 {
 	struct rec_sink *k = sink;
@@ -225,8 +236,17 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 			return;
 		}
 	}
-	if (e->enc == REC_ENC_VMEXIT && k->o.svm && (r->event & 0xff) == 0x02)
-		isa = 2;
+	if (e->enc == REC_ENC_VMEXIT && (r->event & 0xff) == 0x02) {
+		/* VMX exit reasons stay below 0x60; AMD's interrupt, I/O, NPF... do not */
+		if (!k->o.svm && k->o.svm_auto && r->nr && r->w[0] >= 0x60) {
+			k->o.svm = true;
+			k->st.svm_switched = true;
+		}
+		if (k->o.svm)
+			isa = 2;
+		else
+			k->st.vmx_before_svm++;
+	}
 	len = rec_event_encode(e, r, pid, isa, b);
 	if (!len) {
 		e = rec_event_lookup(0xffffffff);
@@ -242,9 +262,12 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 	} else if (e->enc == REC_ENC_VMEXIT) {
 		k->in_guest[r->cpu] = false;
 	}
-	/* only scheduler records move vCPUs */
-	if (cls == REC_CLASS_SCHED && rec_vcpus_update(k->vm, r, &sw))
-		do_switch(k, r, &sw);
+	/* only scheduler records move vCPUs; they (and LOST_RECORDS) name tasks */
+	if (cls == REC_CLASS_SCHED || r->event == TRC_LOST_RECORDS) {
+		note_vcpus(k, r);
+		if (cls == REC_CLASS_SCHED && rec_vcpus_update(k->vm, r, &sw))
+			do_switch(k, r, &sw);
+	}
 }
 
 int rec_sink_add_cmdlines(struct rec_sink *k)

@@ -2,20 +2,24 @@
 /*
  * The xentrace file: a sequence of windows, each a cpu_change record
  * (event 0x1f003, words: pCPU, window size) and that many raw ring bytes.
- * Read sequentially in fixed-size chunks, so pipes work and a window size
- * of any value costs no memory.
+ * Read sequentially in bounded memory, so pipes work and a window size of
+ * any value costs no memory. A regular file is mapped a slab at a time and
+ * fed from the mapping (no copy into a read buffer); a pipe is read.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "recorder.h"
 
 #define TRC_CPU_CHANGE	0x0001f003u
 #define CHUNK		(1u << 20)
+#define SLAB		(4u << 20)	/* mapped at once: bounds the resident input */
 #define PROGRESS_EVERY	(64u << 20)
 
 static ssize_t read_full(int fd, uint8_t *buf, size_t len)
@@ -37,10 +41,137 @@ static ssize_t read_full(int fd, uint8_t *buf, size_t len)
 	return got;
 }
 
-int rec_read_xentrace(int fd, struct rec_stream *s, struct rec_read_result *res,
-		      rec_progress_fn progress, void *pctx)
+/* Where the bytes come from: a mapped regular file, or read() chunks. */
+struct src {
+	int		fd;
+	bool		map;
+	bool		from_start;	/* pread-like: leave the fd offset alone */
+	uint64_t	pos;		/* file offset of the next chunk (map) */
+	uint64_t	size;		/* file size (map) */
+	uint64_t	limit;		/* bytes to deliver at most */
+	uint64_t	given;
+	uint8_t		*buf;		/* read buffer, or the current slab */
+	size_t		slab_len;
+};
+
+static int src_open(struct src *r, int fd, uint64_t limit, bool from_start)
 {
-	uint8_t *buf = malloc(CHUNK);
+	struct stat st;
+	off_t at = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = fd;
+	r->from_start = from_start;
+	r->limit = limit ? limit : UINT64_MAX;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) &&
+	    (from_start || (at = lseek(fd, 0, SEEK_CUR)) >= 0)) {
+		r->map = true;
+		r->pos = at;
+		r->size = st.st_size;
+		return 0;
+	}
+	if (from_start)
+		return -ESPIPE;
+	r->buf = malloc(CHUNK);
+	return r->buf ? 0 : -ENOMEM;
+}
+
+static void src_close(struct src *r)
+{
+	if (r->map) {
+		if (r->buf)
+			munmap(r->buf, r->slab_len);
+		/* a later reader of @fd starts after what was consumed */
+		if (!r->from_start)
+			lseek(r->fd, r->pos, SEEK_SET);
+	} else {
+		free(r->buf);
+	}
+	r->buf = NULL;
+}
+
+/* The next piece of input into *p; returns its length, 0 at the end. */
+static ssize_t src_next(struct src *r, const uint8_t **p)
+{
+	uint64_t want = r->limit - r->given;
+	ssize_t n;
+
+	if (!want)
+		return 0;
+	if (r->map) {
+		uint64_t base = r->pos & ~(uint64_t)(SLAB - 1), len;
+		void *m;
+
+		if (r->buf)
+			munmap(r->buf, r->slab_len);
+		r->buf = NULL;
+		if (r->pos >= r->size)
+			return 0;
+		len = r->size - base < SLAB ? r->size - base : SLAB;
+		/* populated at once: one call maps the slab's pages */
+		m = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, r->fd, base);
+		if (m == MAP_FAILED)
+			return -errno;
+		r->buf = m;
+		r->slab_len = len;
+		n = base + len - r->pos;
+		if ((uint64_t)n > want)
+			n = want;
+		*p = r->buf + (r->pos - base);
+		r->pos += n;
+		r->given += n;
+		return n;
+	}
+	n = read_full(r->fd, r->buf, want < CHUNK ? want : CHUNK);
+	if (n > 0)
+		r->given += n;
+	*p = r->buf;
+	return n;
+}
+
+int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
+{
+	uint64_t off = 0;
+	uint8_t h[40];
+	ssize_t n;
+
+	*max_cpu = -1;
+	for (;;) {
+		uint32_t hdr, size, words;
+		unsigned int w;
+		int32_t c;
+
+		n = pread(fd, h, 12, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n < 12)
+			return 0;
+		memcpy(&hdr, h, 4);
+		words = (hdr >> 28) & 7;
+		if ((hdr & 0x0fffffff) != TRC_CPU_CHANGE || words < 2)
+			return 0;	/* the reading reports it */
+		w = (hdr >> 31) ? 12 : 4;
+		if (w + 8 > 12 && pread(fd, h, w + 8, off) != (ssize_t)(w + 8))
+			return 0;
+		memcpy(&c, h + w, 4);
+		memcpy(&size, h + w + 4, 4);
+		if (c < 0 || c >= max_cpus)
+			return 0;
+		if (size) {
+			has_data[c] = true;
+			if (c > *max_cpu)
+				*max_cpu = c;
+		}
+		off += w + words * 4 + (uint64_t)size;
+	}
+}
+
+static int read_windows(int fd, uint64_t limit, bool from_start, struct rec_stream *s,
+			struct rec_read_result *res, rec_progress_fn progress, void *pctx)
+{
+	struct src src;
 	uint8_t hdr[40];
 	unsigned int hlen = 0, hneed = 12;
 	uint64_t remain = 0, off = 0, next_progress = PROGRESS_EVERY;
@@ -49,11 +180,13 @@ int rec_read_xentrace(int fd, struct rec_stream *s, struct rec_read_result *res,
 
 	memset(res, 0, sizeof(*res));
 	res->corrupt_at = -1;
-	if (!buf)
-		return -ENOMEM;
+	ret = src_open(&src, fd, limit, from_start);
+	if (ret)
+		return ret;
 
 	for (;;) {
-		ssize_t n = read_full(fd, buf, CHUNK);
+		const uint8_t *buf = NULL;
+		ssize_t n = src_next(&src, &buf);
 		size_t pos = 0;
 
 		if (n < 0) {
@@ -167,6 +300,18 @@ int rec_read_xentrace(int fd, struct rec_stream *s, struct rec_read_result *res,
 	}
 out:
 	res->bytes = off;
-	free(buf);
+	src_close(&src);
 	return ret;
+}
+
+int rec_read_xentrace(int fd, struct rec_stream *s, struct rec_read_result *res,
+		      rec_progress_fn progress, void *pctx)
+{
+	return read_windows(fd, 0, false, s, res, progress, pctx);
+}
+
+int rec_read_xentrace_prefix(int fd, uint64_t max_bytes, struct rec_stream *s,
+			     struct rec_read_result *res)
+{
+	return read_windows(fd, max_bytes, true, s, res, NULL, NULL);
 }

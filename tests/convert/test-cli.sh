@@ -96,6 +96,12 @@ ok $([ $rc = 0 ] && [ "$(json "$tmp/s.json" "d['records']")" = "$(json "$tmp/a.j
      && [ "$(json "$tmp/s.json" "d['late']")" = 0 ]; echo $?) "-i - reads a pipe: same records, none late"
 report_ok "$tmp/s.dat"
 ok $? "trace-cmd report on the piped file: clean"
+# one pass for version 7, file or pipe: cmdlines and GUEST options after the data
+trace-cmd dump --cmd-lines -i "$tmp/a.dat" 2>/dev/null | grep -v '^ *$\|\[' | sort >"$tmp/a.cmd"
+trace-cmd dump --cmd-lines -i "$tmp/s.dat" 2>/dev/null | grep -v '^ *$\|\[' | sort >"$tmp/s.cmd"
+ok $(grep -q "196610 d3v1" "$tmp/a.cmd" && cmp -s "$tmp/a.cmd" "$tmp/s.cmd" && \
+     [ "$(trace-cmd dump --options -i "$tmp/s.dat" 2>/dev/null | grep -c 'Guest name')" = 4 ]; echo $?) \
+   "file and pipe: the same cmdlines (written after the data) and 4 GUEST options"
 run "$tcx" convert "$tmp/a.bin" -o "$tmp/v6.dat" --cpu-hz 2.4G --file-version 6
 report_ok "$tmp/v6.dat"
 ok $? "version 6 file: trace-cmd report clean"
@@ -105,6 +111,17 @@ run "$tcx" convert "$tmp/a.bin" -o "$tmp/svm.dat" --cpu-hz 2.4G --svm
 trace-cmd report "$tmp/svm.dat" 2>/dev/null >"$tmp/svm.report"
 ok $([ $rc = 0 ] && grep -q "kvm_exit: *reason" "$tmp/svm.report" && \
      ! grep -q "reason IO_INSTRUCTION" "$tmp/svm.report"; echo $?) "--svm names exit reasons as SVM"
+
+# AMD exit reasons first seen after the 16 MiB looked at ahead: SVM names
+# from there on, with a warning counting the exits named VMX before
+"$xtgen" -o "$tmp/vmx.bin" --size-mb 17 >/dev/null
+"$xtgen" -o "$tmp/amd.bin" --svm --legacy-ids --epochs 2 >/dev/null
+cat "$tmp/vmx.bin" "$tmp/amd.bin" >"$tmp/late-amd.bin"
+run "$tcx" convert "$tmp/late-amd.bin" -o "$tmp/la.dat" --cpu-hz 2.4G -q --summary-json "$tmp/la.json"
+ok $([ $rc = 0 ] && grep -q "warning: exit reasons only AMD has appeared after the start" "$tmp/err" && \
+     [ "$(json "$tmp/la.json" "d['svm_detected']")" = True ]; echo $?) \
+   "AMD exit reasons past the look-ahead: SVM from there on, with a warning"
+rm -f "$tmp/vmx.bin" "$tmp/late-amd.bin" "$tmp/la.dat"
 
 # ---- bad input: a clear error or a partial file with a warning ----
 : >"$tmp/empty.bin"
