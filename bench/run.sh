@@ -11,6 +11,7 @@ build=${1:?usage: bench/run.sh BUILDDIR}
 benches=(
 	bench/tdat-bench
 	bench/convert-bench
+	bench/record-bench
 )
 rc=0
 for b in "${benches[@]}"; do

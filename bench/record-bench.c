@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * record-bench: how high a record rate `record --xen` drains with nothing
+ * lost, against Debian's stock xentrace on the same simulated host and
+ * buffer size, in the same run. A ladder of rates (one busy HVM guest with
+ * a vCPU on each of 2 pCPUs) runs a fresh xensim host per step and
+ * consumer; the simulator's ground truth says what was written and what
+ * Xen dropped (lost by the consumer being late). Also: CPU time (user +
+ * system of the consumer) per million records, max RSS, and RSS sampled
+ * over a soak run at a drainable rate (memory must stay flat).
+ *
+ *   record-bench [-d SEC] [-S PAGES] [--soak SEC]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
+#define SOAK_RATE	20000
+
+struct result {
+	uint64_t	written, dropped;
+	double		cpu;
+	long		rss_kb;
+	int		status;
+};
+
+static char tmp[256];
+
+static void nap(double s)
+{
+	struct timespec d = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
+
+	while (nanosleep(&d, &d) && errno == EINTR)
+		;
+}
+
+static int write_conf(const char *path, unsigned int rate)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f, "[host]\npcpus = 2\nvendor = intel\nslice_us = 1000\ntick_us = 500\nseed = 5\n\n"
+		   "[domain Domain-0]\ndomid = 0\ntype = pv\nvcpus = 1\nprofile = idle\n"
+		   "rate = 1000\nrun_us = 50\nblock_us = 5000\n\n"
+		   "[domain load]\ndomid = 1\ntype = hvm\nvcpus = 2\nprofile = busy\n"
+		   "rate = %u\n", rate);
+	return fclose(f);
+}
+
+static pid_t host_start(const char *conf, const char *dir)
+{
+	char ready[600];
+	pid_t pid = fork();
+
+	if (!pid) {
+		int nul = open("/dev/null", O_WRONLY);
+
+		dup2(nul, 1);
+		execl(XENSIM_BIN, XENSIM_BIN, "run", conf, "--dir", dir, (char *)NULL);
+		_exit(127);
+	}
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	for (int i = 0; i < 500 && access(ready, F_OK); i++)
+		nap(0.01);
+	return pid;
+}
+
+/* Stop the host; its truth then has the final counters. */
+static void host_stop(pid_t pid, const char *dir, struct result *r)
+{
+	char path[600], line[512];
+	FILE *f;
+
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	snprintf(path, sizeof(path), "%s/truth", dir);
+	f = fopen(path, "r");
+	r->written = r->dropped = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		char *w = strstr(line, " written="), *d = strstr(line, " dropped=");
+
+		if (strncmp(line, "stats ", 6) || !w || !d)
+			continue;
+		r->written += strtoull(w + 9, NULL, 10);
+		r->dropped += strtoull(d + 9, NULL, 10);
+	}
+	if (f)
+		fclose(f);
+}
+
+static long rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/*
+ * Run one consumer against a fresh host at @rate for @secs; SIGINT ends
+ * it (xentrace's and our clean stop alike). With @soak, RSS every 10 s.
+ */
+static struct result consume(bool ours, unsigned int rate, double secs, unsigned int pages,
+			     bool soak)
+{
+	char conf[512], dir[512], out[512], spages[16];
+	struct result r = { 0 };
+	struct rusage ru;
+	pid_t host, pid;
+	int st;
+
+	snprintf(conf, sizeof(conf), "%s/host.conf", tmp);
+	snprintf(dir, sizeof(dir), "%s/host-%s-%u", tmp, ours ? "tcx" : "xt", rate);
+	snprintf(out, sizeof(out), "%s/out-%s", tmp, ours ? "trace.dat" : "trace.bin");
+	snprintf(spages, sizeof(spages), "%u", pages);
+	write_conf(conf, rate);
+	host = host_start(conf, dir);
+	pid = fork();
+	if (!pid) {
+		int nul = open("/dev/null", O_WRONLY);
+
+		dup2(nul, 1);
+		dup2(nul, 2);
+		setenv("XENSIM_HOST", dir, 1);
+		setenv("LD_LIBRARY_PATH", XSIM_LIBDIR, 1);
+		if (ours)
+			execl(TCX_BIN, TCX_BIN, "record", "--xen", "-q", "--no-dom0", "-S", spages,
+			      "-o", out, (char *)NULL);
+		else
+			execl(XENTRACE, XENTRACE, "-S", spages, out, (char *)NULL);
+		_exit(127);
+	}
+	if (soak) {
+		long first = -1, max = 0, last = 0;
+
+		for (double t = 0; t < secs; t += 10) {
+			nap(secs - t < 10 ? secs - t : 10);
+			last = rss_kb(pid);
+			if (first < 0)
+				first = last;
+			if (last > max)
+				max = last;
+			printf("  soak t=%4.0f s  RSS %ld KiB\n", t + (secs - t < 10 ? secs - t : 10),
+			       last);
+			fflush(stdout);
+		}
+		printf("  RSS first %ld KiB, last %ld KiB, max %ld KiB\n", first, last, max);
+	} else {
+		nap(secs);
+	}
+	kill(pid, SIGINT);
+	wait4(pid, &st, 0, &ru);
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	r.cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+		ru.ru_stime.tv_usec / 1e6;
+	r.rss_kb = ru.ru_maxrss;
+	host_stop(host, dir, &r);
+	unlink(out);
+	return r;
+}
+
+static void cleanup(void)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd))
+		fprintf(stderr, "record-bench: could not remove %s\n", tmp);
+}
+
+int main(int argc, char **argv)
+{
+	static const unsigned int rates[] = { 25000, 50000, 100000, 200000, 400000, 800000,
+					      1600000 };
+	double secs = 3, soak = 20;
+	unsigned int pages = 32, best_xt = 0, best_tcx = 0;
+	double cpu_tcx = 0, cpu_xt = 0;
+	uint64_t rec_tcx = 0, rec_xt = 0;
+	bool xt_ok = !access(XENTRACE, X_OK), xt_lost = false, tcx_lost = false;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-d") && i + 1 < argc)
+			secs = atof(argv[++i]);
+		else if (!strcmp(argv[i], "-S") && i + 1 < argc)
+			pages = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--soak") && i + 1 < argc)
+			soak = atof(argv[++i]);
+		else {
+			fprintf(stderr, "usage: record-bench [-d SEC] [-S PAGES] [--soak SEC]\n");
+			return 2;
+		}
+	}
+	snprintf(tmp, sizeof(tmp), "/tmp/record-bench-XXXXXX");
+	if (!mkdtemp(tmp)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	atexit(cleanup);
+	printf("record-bench: 2 pCPUs, one busy HVM guest (a vCPU per pCPU), %u-page buffers, "
+	       "%.0f s per step\n", pages, secs);
+	printf("%10s  %-10s %12s %10s %8s %10s %9s\n", "exits/s", "consumer", "records",
+	       "rec/s", "lost", "CPU s/Mrec", "maxRSS");
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		for (int k = xt_ok ? 0 : 1; k < 2; k++) {
+			bool ours = k == 1;
+			struct result r;
+
+			if (ours ? tcx_lost : xt_lost)
+				continue;	/* lost already at a lower rate */
+			r = consume(ours, rates[i], secs, pages, false);
+			printf("%10u  %-10s %12" PRIu64 " %10.0f %8" PRIu64 " %10.3f %6ld MiB%s\n",
+			       rates[i], ours ? "record" : "xentrace", r.written, r.written / secs,
+			       r.dropped, r.written ? r.cpu * 1e6 / r.written : 0, r.rss_kb >> 10,
+			       r.status ? "  (exit status!)" : "");
+			fflush(stdout);
+			if (r.dropped || r.status) {
+				*(ours ? &tcx_lost : &xt_lost) = true;
+				continue;
+			}
+			if (ours) {
+				best_tcx = rates[i];
+				cpu_tcx = r.cpu;
+				rec_tcx = r.written;
+			} else {
+				best_xt = rates[i];
+				cpu_xt = r.cpu;
+				rec_xt = r.written;
+			}
+		}
+		if (tcx_lost && (xt_lost || !xt_ok))
+			break;
+	}
+	printf("\nhighest rate drained with nothing lost (exits/s per vCPU):\n");
+	printf("  record --xen  %u%s\n", best_tcx, tcx_lost ? "" : " (or more: the ladder ended)");
+	if (xt_ok)
+		printf("  xentrace      %u%s\n", best_xt, xt_lost ? "" : " (or more)");
+	if (xt_ok && best_xt)
+		printf("  ratio record/xentrace: %.2f\n", (double)best_tcx / best_xt);
+	if (rec_tcx)
+		printf("CPU time per million records at that rate: record %.3f s", cpu_tcx * 1e6 / rec_tcx);
+	if (rec_xt)
+		printf(", xentrace %.3f s (record converts to trace.dat as it goes)", cpu_xt * 1e6 / rec_xt);
+	printf("\n");
+	if (soak > 0) {
+		struct result r;
+
+		/* a modest rate: the file grows ~2 MB/s, not the disk's worth */
+		printf("\nsoak: record --xen for %.0f s at %u exits/s per vCPU\n", soak, SOAK_RATE);
+		r = consume(true, SOAK_RATE, soak, pages, true);
+		printf("  %" PRIu64 " records, %" PRIu64 " lost\n", r.written, r.dropped);
+	}
+	return 0;
+}
