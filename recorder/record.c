@@ -54,6 +54,7 @@ struct clockpair {
 struct session {
 	const struct rec_record_opts	*o;
 	struct rec_hvbuf		*hv;
+	struct rec_hvdrain		*dr;
 	struct rec_dom0			*d0;
 	struct tdat_writer		*w;
 	struct rec_sink			*sink;
@@ -361,32 +362,67 @@ static int write_all(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
-static int on_window(void *ctx, int cpu, const void *a, size_t alen, const void *b, size_t blen)
+/* Staged windows (hvdrain.c): xentrace's format into --raw, records into the stream. */
+static int on_win_start(void *ctx, int cpu, uint64_t bytes)
 {
 	struct session *ss = ctx;
+	/* xentrace's window: a cpu_change record, then the ring bytes */
+	uint32_t hdr[3] = { TRC_TRACE_CPU_CHANGE | (2u << TRACE_EXTRA_SHIFT), (uint32_t)cpu,
+			    (uint32_t)bytes };
+	struct iovec iov = { hdr, sizeof(hdr) };
+	int ret;
+
+	if (ss->rawfd < 0 || ss->err)
+		return 0;
+	ret = write_all(ss->rawfd, &iov, 1);
+	if (ret < 0)
+		fail(ss, ret, "%s: %s", ss->o->raw, strerror(-ret));
+	else
+		ss->raw_bytes += sizeof(hdr);
+	return 0;
+}
+
+static int on_win_data(void *ctx, int cpu, const void *p, size_t len)
+{
+	struct session *ss = ctx;
+	struct iovec iov = { (void *)p, len };
 	int ret;
 
 	if (ss->rawfd >= 0 && !ss->err) {
-		/* xentrace's window: a cpu_change record, then the ring bytes */
-		uint32_t hdr[3] = { TRC_TRACE_CPU_CHANGE | (2u << TRACE_EXTRA_SHIFT),
-				    (uint32_t)cpu, (uint32_t)(alen + blen) };
-		struct iovec iov[3] = {
-			{ hdr, sizeof(hdr) }, { (void *)a, alen }, { (void *)b, blen },
-		};
-
-		ret = write_all(ss->rawfd, iov, blen ? 3 : 2);
-		if (ret < 0) {
+		ret = write_all(ss->rawfd, &iov, 1);
+		if (ret < 0)
 			fail(ss, ret, "%s: %s", ss->o->raw, strerror(-ret));
-			return ret;
-		}
-		ss->raw_bytes += sizeof(hdr) + alen + blen;
+		else
+			ss->raw_bytes += len;
 	}
-	rec_stream_feed(ss->s, cpu, a, alen);
-	if (blen)
-		rec_stream_feed(ss->s, cpu, b, blen);
+	rec_stream_feed(ss->s, cpu, p, len);
+	return 0;
+}
+
+static int on_win_end(void *ctx, int cpu)
+{
+	struct session *ss = ctx;
+
 	rec_stream_end_window(ss->s, cpu);
 	return 0;
 }
+
+static int on_barrier(void *ctx, uint64_t tsc)
+{
+	struct session *ss = ctx;
+	uint64_t lag = BARRIER_LAG_NS * ss->hz / 1000000000ull;
+
+	if (ss->barriers && tsc > lag)
+		rec_stream_barrier(ss->s, tsc - lag);
+	return 0;
+}
+
+static const struct rec_hvdrain_ops drain_ops = {
+	.window = on_win_start,
+	.data = on_win_data,
+	.end = on_win_end,
+	.barrier = on_barrier,
+};
 
 static void check_sink(struct session *ss)
 {
@@ -397,20 +433,22 @@ static void check_sink(struct session *ss)
 		fail(ss, ret, "%s: %s", ss->o->output, msg);
 }
 
-/* One round: every pCPU window, then what dom0 has. */
-static void drain(struct session *ss)
+static void check_drain(struct session *ss, int ret)
 {
-	uint64_t now = __rdtsc();
-	int ret = rec_hvbuf_drain(ss->hv, on_window, ss);
-
 	if (ret == -EPROTO)
 		fail(ss, ret, "the hypervisor's buffer counters are corrupt: tracing stopped");
-	if (ss->barriers) {
-		uint64_t lag = BARRIER_LAG_NS * ss->hz / 1000000000ull;
+	else if (ret < 0)
+		fail(ss, ret, "draining the hypervisor's buffers: %s", strerror(-ret));
+}
 
-		if (now > lag)
-			rec_stream_barrier(ss->s, now - lag);
-	}
+/* What the drain thread staged, then what dom0 has. */
+static void drain(struct session *ss)
+{
+	int ret;
+
+	check_drain(ss, rec_hvdrain_error(ss->dr));
+	if (!ss->err)
+		rec_hvdrain_consume(ss->dr, &drain_ops, ss);
 	check_sink(ss);
 	if (ss->d0 && !ss->err) {
 		ret = rec_dom0_drain(ss->d0);
@@ -712,8 +750,7 @@ static void finish(struct session *ss)
 	}
 	rec_hvbuf_stop(ss->hv);
 	ss->c1 = clock_pair();
-	if (!ss->err)
-		drain(ss);
+	check_drain(ss, rec_hvdrain_stop(ss->dr, &drain_ops, ss));
 	rec_stream_finish(ss->s);
 	check_sink(ss);
 	/* domains that came and went: their GUEST entries too */
@@ -821,6 +858,11 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 		rec_dom0_start(ss->d0);
 	}
 
+	ret = rec_hvdrain_start(&ss->dr, ss->hv, 0, o->poll_ms);
+	if (ret) {
+		snprintf(err, errlen, "cannot start the drain thread: %s", strerror(-ret));
+		goto out;
+	}
 	ss->c0 = clock_pair();
 	start_ns = mono_ns(CLOCK_MONOTONIC);
 	next_refresh = start_ns + REFRESH_NS;
@@ -841,7 +883,7 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 
 	while (!stop_sig && !ss->err) {
 		struct pollfd pfd[2] = {
-			{ .fd = rec_hvbuf_fd(ss->hv), .events = POLLIN },
+			{ .fd = rec_hvdrain_fd(ss->dr), .events = POLLIN },
 			{ .fd = sigpipe[0], .events = POLLIN },
 		};
 		int timeout = o->poll_ms > 0 ? o->poll_ms : 50;
@@ -857,8 +899,6 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 		if (poll(pfd, 2, timeout) > 0) {
 			char buf[64];
 
-			if (pfd[0].revents & POLLIN)
-				rec_hvbuf_ack(ss->hv);
 			if (pfd[1].revents & POLLIN)
 				while (read(sigpipe[0], buf, sizeof(buf)) > 0)
 					;
@@ -946,6 +986,7 @@ out:
 		if (ss->rawfd >= 0)
 			unlink(o->raw);
 	}
+	rec_hvdrain_free(ss->dr);
 	rec_stream_free(ss->s);
 	rec_sink_free(ss->sink);
 	rec_hvbuf_close(ss->hv);

@@ -328,6 +328,14 @@ const char *rec_class_name(enum rec_class c);
 size_t rec_event_encode(const struct rec_event *e, const struct rec_record *r,
 			int pid, int isa, void *buf);
 
+/**
+ * rec_event_encode_size - the payload length rec_event_encode() gives for
+ * @r with @e, when that is known without encoding (0: encode to learn it,
+ * or the record does not fit @e); lets a caller encode straight into the
+ * room tdat_reserve() gives
+ */
+size_t rec_event_encode_size(const struct rec_event *e, const struct rec_record *r);
+
 /** rec_encode_sched_switch - a sched/sched_switch payload (64 bytes) */
 size_t rec_encode_sched_switch(void *buf, int prev_pid, const char *prev_comm,
 			       long prev_state, int next_pid, const char *next_comm);
@@ -685,6 +693,52 @@ int rec_hvbuf_domains(struct rec_hvbuf *h, struct rec_hvdom *out, int max);
  * previous ones cannot be read), unmap, unbind (safe on NULL)
  */
 void rec_hvbuf_close(struct rec_hvbuf *h);
+
+/* -- the drain thread (hvdrain.c) -- */
+
+struct rec_hvdrain;
+
+/*
+ * What the session does with staged data, in the order Xen's windows came:
+ * @window (a window of @bytes starts on @cpu), @data (some of its bytes),
+ * @end (the window is complete), @barrier (every pCPU was drained up to a
+ * round that started at @tsc). Negative returns stop the consumer.
+ */
+struct rec_hvdrain_ops {
+	int (*window)(void *ctx, int cpu, uint64_t bytes);
+	int (*data)(void *ctx, int cpu, const void *p, size_t len);
+	int (*end)(void *ctx, int cpu);
+	int (*barrier)(void *ctx, uint64_t tsc);
+};
+
+/**
+ * rec_hvdrain_start - a thread that copies every window out of Xen's
+ * buffers into a staging ring of @ring_bytes (0: 32 MiB) and gives Xen its
+ * space back at once; woken by VIRQ_TBUF or every @poll_ms (0: 50)
+ */
+int rec_hvdrain_start(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
+		      int poll_ms);
+
+/** rec_hvdrain_fd - readable when windows were staged */
+int rec_hvdrain_fd(const struct rec_hvdrain *d);
+
+/** rec_hvdrain_consume - hand what is staged to @ops; returns entries or -errno */
+int rec_hvdrain_consume(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx);
+
+/**
+ * rec_hvdrain_stop - after tracing was disabled: one last round, consume
+ * everything, join the thread; the drain's error (-EPROTO) if it had one
+ */
+int rec_hvdrain_stop(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx);
+
+/** rec_hvdrain_peak - the most bytes staged at once */
+uint64_t rec_hvdrain_peak(const struct rec_hvdrain *d);
+
+/** rec_hvdrain_error - the drain thread's error so far (0: none) */
+int rec_hvdrain_error(const struct rec_hvdrain *d);
+
+/** rec_hvdrain_free - stop (if needed) and free (safe on NULL) */
+void rec_hvdrain_free(struct rec_hvdrain *d);
 
 /* -- dom0's ftrace (dom0.c) -- */
 

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A thread that gives Xen its buffer space back as fast as xentrace does:
+ * woken by VIRQ_TBUF (or the poll timeout), it copies every pCPU window
+ * into a staging ring and advances cons, nothing else. Decoding and
+ * writing happen in the caller's thread from the ring. On two busy cores
+ * the converter may lag a little; the buffers do not wait for it.
+ *
+ * The ring is single-producer single-consumer: byte counters head and tail
+ * only grow; entries (a 16-byte header and data padded to 8) never wrap:
+ * a window that does not fit before the end is split into chunks.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "recorder.h"
+
+enum { ENT_DATA, ENT_BARRIER };
+
+#define ENT_FIRST	0x1	/* the first chunk of a window */
+#define ENT_LAST	0x2	/* the last chunk of a window */
+#define HDR		16u
+
+struct ent {
+	uint8_t		type;
+	uint8_t		flags;
+	uint16_t	cpu;
+	uint32_t	len;		/* data bytes in this chunk */
+	uint64_t	val;		/* DATA+FIRST: window bytes; BARRIER: TSC */
+};
+
+struct rec_hvdrain {
+	struct rec_hvbuf	*hv;
+	uint8_t			*ring;
+	size_t			cap;
+	uint64_t		head;		/* written by the thread */
+	uint64_t		tail;		/* written by the consumer */
+	uint64_t		peak;
+	int			poll_ms;
+	int			efd;
+	int			err;
+	int			stop;		/* 1: last round and exit */
+	pthread_t		thread;
+	bool			started;
+};
+
+static size_t room_at_end(const struct rec_hvdrain *d, uint64_t pos)
+{
+	return d->cap - pos % d->cap;
+}
+
+/* Wait until @need contiguous-or-not bytes are free (the consumer frees them). */
+static void wait_room(struct rec_hvdrain *d, size_t need)
+{
+	while (d->cap - (d->head - __atomic_load_n(&d->tail, __ATOMIC_ACQUIRE)) < need) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Where the next entry goes: skip an end too short for a header and 8 bytes. */
+static uint8_t *slot(struct rec_hvdrain *d, size_t *avail)
+{
+	size_t end = room_at_end(d, d->head);
+
+	if (end < HDR + 8) {
+		wait_room(d, end);
+		__atomic_store_n(&d->head, d->head + end, __ATOMIC_RELEASE);
+		end = d->cap;
+	}
+	*avail = end;
+	return d->ring + d->head % d->cap;
+}
+
+/* Data bytes the next chunk may hold (at most @left), waiting for room. */
+static size_t reserve(struct rec_hvdrain *d, size_t left)
+{
+	for (;;) {
+		size_t avail, n;
+		uint64_t free_now;
+
+		slot(d, &avail);
+		free_now = d->cap - (d->head - __atomic_load_n(&d->tail, __ATOMIC_ACQUIRE));
+		if (free_now < HDR + 8) {
+			wait_room(d, HDR + 8 + (left < 4096 ? left : 4096));
+			continue;
+		}
+		n = avail - HDR;
+		if (n > free_now - HDR)
+			n = free_now - HDR;
+		/* room is counted in 8-byte units, so a whole tail still fits */
+		return n >= left ? left : n;
+	}
+}
+
+static void publish(struct rec_hvdrain *d, size_t bytes)
+{
+	uint64_t used;
+
+	__atomic_store_n(&d->head, d->head + bytes, __ATOMIC_RELEASE);
+	used = d->head - __atomic_load_n(&d->tail, __ATOMIC_ACQUIRE);
+	if (used > d->peak)
+		d->peak = used;
+}
+
+static void put_chunk(struct rec_hvdrain *d, int cpu, uint8_t flags, uint64_t val,
+		      const uint8_t *p, size_t len)
+{
+	struct ent e = { .type = ENT_DATA, .flags = flags, .cpu = (uint16_t)cpu,
+			 .len = (uint32_t)len, .val = val };
+	size_t avail;
+	uint8_t *s = slot(d, &avail);
+
+	memcpy(s, &e, HDR);
+	memcpy(s + HDR, p, len);
+	publish(d, HDR + ((len + 7) & ~(size_t)7));
+}
+
+/* A pCPU's window (rec_window_fn): into the ring, in as many chunks as it takes. */
+static int stage(void *ctx, int cpu, const void *a, size_t alen, const void *b, size_t blen)
+{
+	struct rec_hvdrain *d = ctx;
+	const uint8_t *part[2] = { a, b };
+	size_t plen[2] = { alen, blen };
+	uint8_t flags = ENT_FIRST;
+
+	for (int i = 0; i < 2; i++) {
+		const uint8_t *p = part[i];
+		size_t left = plen[i];
+
+		while (left) {
+			size_t n = reserve(d, left);
+			bool last = n == left && (i == 1 || !plen[1]);
+
+			put_chunk(d, cpu, flags | (last ? ENT_LAST : 0), alen + blen, p, n);
+			flags = 0;
+			p += n;
+			left -= n;
+		}
+	}
+	return 0;
+}
+
+static void put_barrier(struct rec_hvdrain *d, uint64_t tsc)
+{
+	struct ent e = { .type = ENT_BARRIER, .val = tsc };
+	size_t avail;
+	uint8_t *s;
+
+	wait_room(d, 2 * HDR + 8);
+	s = slot(d, &avail);
+	memcpy(s, &e, HDR);
+	publish(d, HDR);
+}
+
+static void notify(struct rec_hvdrain *d)
+{
+	uint64_t one = 1;
+
+	if (write(d->efd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: the consumer is awake anyway */
+	}
+}
+
+static void round_(struct rec_hvdrain *d)
+{
+	uint64_t tsc = __rdtsc();
+	uint64_t before = d->head;
+	int ret = rec_hvbuf_drain(d->hv, stage, d);
+
+	if (ret < 0 && !d->err)
+		__atomic_store_n(&d->err, ret, __ATOMIC_RELEASE);
+	put_barrier(d, tsc);
+	if (d->head != before)
+		notify(d);
+}
+
+static void *thread_fn(void *arg)
+{
+	struct rec_hvdrain *d = arg;
+	sigset_t all;
+
+	/* signals belong to the session's thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		struct pollfd p = { .fd = rec_hvbuf_fd(d->hv), .events = POLLIN };
+
+		if (poll(&p, 1, d->poll_ms) > 0 && (p.revents & POLLIN))
+			rec_hvbuf_ack(d->hv);
+		round_(d);
+		if (d->err)
+			break;
+	}
+	/* the caller disabled tracing: what is left is all there is */
+	if (!d->err)
+		round_(d);
+	return NULL;
+}
+
+int rec_hvdrain_start(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
+		      int poll_ms)
+{
+	struct rec_hvdrain *d = calloc(1, sizeof(*d));
+	int ret;
+
+	*out = NULL;
+	if (!d)
+		return -ENOMEM;
+	d->hv = hv;
+	d->cap = (ring_bytes ? ring_bytes : (32u << 20)) & ~(size_t)7;
+	if (d->cap < (1u << 16))
+		d->cap = 1u << 16;
+	d->poll_ms = poll_ms > 0 ? poll_ms : 50;
+	d->ring = malloc(d->cap);
+	d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!d->ring || d->efd < 0) {
+		ret = d->ring ? -errno : -ENOMEM;
+		rec_hvdrain_free(d);
+		return ret;
+	}
+	ret = -pthread_create(&d->thread, NULL, thread_fn, d);
+	if (ret) {
+		rec_hvdrain_free(d);
+		return ret;
+	}
+	d->started = true;
+	*out = d;
+	return 0;
+}
+
+int rec_hvdrain_fd(const struct rec_hvdrain *d)
+{
+	return d->efd;
+}
+
+int rec_hvdrain_consume(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx)
+{
+	uint64_t head = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
+	uint64_t tail = d->tail, cnt;
+	int n = 0;
+
+	if (read(d->efd, &cnt, sizeof(cnt)) < 0) {
+		/* nothing signalled: consume what is there all the same */
+	}
+	while (tail < head) {
+		struct ent e;
+		int ret = 0;
+
+		if (room_at_end(d, tail) < HDR + 8) {
+			tail += room_at_end(d, tail);
+			continue;
+		}
+		memcpy(&e, d->ring + tail % d->cap, HDR);
+		if (e.type == ENT_BARRIER) {
+			if (ops->barrier)
+				ret = ops->barrier(ctx, e.val);
+			tail += HDR;
+		} else {
+			const uint8_t *p = d->ring + tail % d->cap + HDR;
+
+			if ((e.flags & ENT_FIRST) && ops->window)
+				ret = ops->window(ctx, e.cpu, e.val);
+			if (!ret && e.len && ops->data)
+				ret = ops->data(ctx, e.cpu, p, e.len);
+			if (!ret && (e.flags & ENT_LAST) && ops->end)
+				ret = ops->end(ctx, e.cpu);
+			tail += HDR + ((e.len + 7) & ~(uint64_t)7);
+		}
+		__atomic_store_n(&d->tail, tail, __ATOMIC_RELEASE);
+		n++;
+		if (ret < 0)
+			return ret;
+	}
+	return n;
+}
+
+int rec_hvdrain_stop(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx)
+{
+	int ret;
+
+	if (!d->started)
+		return 0;
+	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+	/* keep consuming: the last round may need room in the ring */
+	for (;;) {
+		struct timespec ts = { 0, 1000000 };
+
+		ret = rec_hvdrain_consume(d, ops, ctx);
+		if (ret < 0)
+			break;
+		if (!pthread_tryjoin_np(d->thread, NULL)) {
+			d->started = false;
+			ret = rec_hvdrain_consume(d, ops, ctx);
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	if (d->started) {
+		/* the consumer failed: let the thread finish into a ring nobody reads */
+		__atomic_store_n(&d->tail, __atomic_load_n(&d->head, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
+		while (pthread_tryjoin_np(d->thread, NULL)) {
+			struct timespec ts = { 0, 1000000 };
+
+			__atomic_store_n(&d->tail, __atomic_load_n(&d->head, __ATOMIC_ACQUIRE),
+					 __ATOMIC_RELEASE);
+			nanosleep(&ts, NULL);
+		}
+		d->started = false;
+	}
+	if (ret >= 0 && d->err)
+		ret = d->err;
+	return ret < 0 ? ret : 0;
+}
+
+uint64_t rec_hvdrain_peak(const struct rec_hvdrain *d)
+{
+	return d->peak;
+}
+
+int rec_hvdrain_error(const struct rec_hvdrain *d)
+{
+	return __atomic_load_n(&d->err, __ATOMIC_ACQUIRE);
+}
+
+void rec_hvdrain_free(struct rec_hvdrain *d)
+{
+	if (!d)
+		return;
+	if (d->started)
+		rec_hvdrain_stop(d, &(struct rec_hvdrain_ops){ 0 }, NULL);
+	if (d->efd >= 0)
+		close(d->efd);
+	free(d->ring);
+	free(d);
+}
