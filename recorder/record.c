@@ -753,6 +753,8 @@ static void finish(struct session *ss)
 	check_drain(ss, rec_hvdrain_stop(ss->dr, &drain_ops, ss));
 	rec_stream_finish(ss->s);
 	check_sink(ss);
+	/* a domain destroyed just before the stop is gone too */
+	refresh_domains(ss, false);
 	/* domains that came and went: their GUEST entries too */
 	ret = rec_sink_add_guests(ss->sink);
 	hz = refine_hz(ss);
