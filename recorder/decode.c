@@ -16,6 +16,9 @@
 
 #include "recorder.h"
 
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
 #define TRC_GEN_LOST	0x0001f001u
 #define TRC_GEN_WRAP	0x0001f002u
 
@@ -99,6 +102,7 @@ struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
 		return NULL;
 	}
 	s->st.max_cpu = -1;
+	s->st.first_tsc = UINT64_MAX;
 	return s;
 }
 
@@ -122,6 +126,9 @@ bool rec_stream_has_data(const struct rec_stream *s, int cpu)
 void rec_stream_get_stats(const struct rec_stream *s, struct rec_stream_stats *st)
 {
 	*st = s->st;
+	if (!s->emitted_any)
+		st->first_tsc = 0;
+	st->last_tsc = s->last_emitted;
 }
 
 /* ---- decoding ---- */
@@ -288,21 +295,24 @@ static void heap_add(struct rec_stream *s, int cpu)
 
 /* ---- emission ---- */
 
-static void emit_one(struct rec_stream *s, struct rec_record *r)
+/*
+ * Per record: keep it short. last_emitted starts at 0 and st.first_tsc at
+ * UINT64_MAX (reported as 0 while nothing was emitted), so no test of
+ * "anything emitted yet" is needed; last_tsc is last_emitted.
+ */
+static inline void emit_one(struct rec_stream *s, struct rec_record *r)
 {
-	if (s->emitted_any && r->tsc < s->last_emitted) {
+	if (unlikely(r->tsc < s->last_emitted)) {
 		r->flags |= REC_F_LATE;
 		s->st.late++;
-	}
-	if (!s->emitted_any || r->tsc < s->st.first_tsc)
-		s->st.first_tsc = r->tsc;
-	if (!s->emitted_any || r->tsc > s->st.last_tsc)
-		s->st.last_tsc = r->tsc;
-	if (!s->emitted_any || r->tsc > s->last_emitted)
+	} else {
 		s->last_emitted = r->tsc;
+	}
+	if (unlikely(r->tsc < s->st.first_tsc))
+		s->st.first_tsc = r->tsc;
 	s->emitted_any = true;
 	s->st.records++;
-	if (r->event == TRC_GEN_LOST) {
+	if (unlikely(r->event == TRC_GEN_LOST)) {
 		s->st.lost_records++;
 		if (r->nr >= 1)
 			s->st.lost += r->w[0];

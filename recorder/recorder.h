@@ -332,9 +332,32 @@ size_t rec_event_encode(const struct rec_event *e, const struct rec_record *r,
  * rec_event_encode_size - the payload length rec_event_encode() gives for
  * @r with @e, when that is known without encoding (0: encode to learn it,
  * or the record does not fit @e); lets a caller encode straight into the
- * room tdat_reserve() gives
+ * room tdat_reserve() gives. The failure rules of rec_event_encode().
  */
-size_t rec_event_encode_size(const struct rec_event *e, const struct rec_record *r);
+static inline size_t rec_event_encode_size(const struct rec_event *e,
+					   const struct rec_record *r)
+{
+	unsigned int nr = r->nr > 7 ? 7 : r->nr;
+	size_t len = 8 + e->size;
+
+	switch (e->enc) {
+	case REC_ENC_WORDS:
+		return 4 + nr * 4u > e->size ? 0 : len;
+	case REC_ENC_RUNSTATE:
+		return nr == 1 ? len : 0;
+	case REC_ENC_RAW:
+	case REC_ENC_GUEST:
+		return len;
+	case REC_ENC_VMENTRY:
+		return nr ? 0 : len;
+	case REC_ENC_VMEXIT:
+		return nr > 3 ? 0 : len;
+	case REC_ENC_HCALL_V2:
+		break;	/* only decoding the arguments tells */
+	}
+	return 0;
+}
+
 
 /** rec_encode_sched_switch - a sched/sched_switch payload (64 bytes) */
 size_t rec_encode_sched_switch(void *buf, int prev_pid, const char *prev_comm,

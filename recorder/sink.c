@@ -17,6 +17,9 @@
 #include "recorder.h"
 #include "tdat.h"
 
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
 /* ---- a set of (dom << 16 | vcpu) keys ---- */
 
 struct vset {
@@ -85,12 +88,27 @@ static uint32_t *vset_sorted(const struct vset *s)
 
 /* ---- the sink ---- */
 
+/* The running vCPU of a pCPU, as the vCPU model says (cached). */
+struct cur {
+	int		pid;
+	uint32_t	dom;
+};
+
+#define LCACHE_SIZE	256
+
 struct rec_sink {
 	struct tdat_writer	*w;
 	struct rec_sink_opts	o;
 	struct rec_vcpus	*vm;
 	struct vset		tasks;
 	bool			*in_guest;	/* per pCPU: after a kvm_entry */
+	struct cur		*cur;		/* per pCPU, refreshed by SCHED records */
+	/* catalogue entries by Xen id: most captures use a few dozen ids */
+	struct {
+		uint32_t		ev;
+		uint32_t		cls;
+		const struct rec_event	*e;
+	} lcache[LCACHE_SIZE];
 	uint8_t			hvm_dom[32768 / 8];	/* domains seen in VMENTRY */
 	struct rec_sink_stats	st;
 	int			err;
@@ -126,7 +144,10 @@ struct rec_sink *rec_sink_new(struct tdat_writer *w, const struct rec_sink_opts 
 		k->o.ncpus = REC_MAX_CPUS;
 	k->vm = rec_vcpus_new(k->o.ncpus, k->o.use_switch);
 	k->in_guest = calloc(k->o.ncpus, sizeof(*k->in_guest));
-	if (!k->vm || !k->in_guest) {
+	k->cur = calloc(k->o.ncpus, sizeof(*k->cur));
+	/* ids are 28 bits: an all-ones key never matches */
+	memset(k->lcache, 0xff, sizeof(k->lcache));
+	if (!k->vm || !k->in_guest || !k->cur) {
 		rec_sink_free(k);
 		errno = ENOMEM;
 		return NULL;
@@ -140,6 +161,7 @@ void rec_sink_free(struct rec_sink *k)
 		return;
 	rec_vcpus_free(k->vm);
 	free(k->in_guest);
+	free(k->cur);
 	free(k->tasks.keys);
 	free(k);
 }
@@ -212,24 +234,40 @@ static void note_vcpus(struct rec_sink *k, const struct rec_record *r)
 			fail(k, -ENOMEM);
 }
 
+/* The catalogue entry and the class of id @ev, from the cache. */
+static inline const struct rec_event *lookup(struct rec_sink *k, uint32_t ev,
+					     enum rec_class *cls)
+{
+	unsigned int h = (ev ^ (ev >> 8) ^ (ev >> 16)) & (LCACHE_SIZE - 1);
+
+	if (unlikely(k->lcache[h].ev != ev)) {
+		k->lcache[h].ev = ev;
+		k->lcache[h].cls = rec_event_class(ev);
+		k->lcache[h].e = rec_event_lookup(ev);
+	}
+	*cls = k->lcache[h].cls;
+	return k->lcache[h].e;
+}
+
 void rec_sink_emit(void *sink, const struct rec_record *r)
 {
 	struct rec_sink *k = sink;
-	const struct rec_event *e = rec_event_lookup(r->event);
-	enum rec_class cls = rec_event_class(r->event);
+	enum rec_class cls;
+	const struct rec_event *e = lookup(k, r->event, &cls);
 	uint8_t b[REC_MAX_PAYLOAD];
 	struct rec_switch sw;
-	uint32_t dom = 0, vcpu = 0;
-	int pid = 0, isa = 0, ret;
+	uint32_t dom, vcpu;
+	int pid, isa = 0, ret;
 	size_t len;
+	void *p;
 
-	if (k->err || r->cpu >= k->o.ncpus)
+	if (unlikely(k->err || r->cpu >= k->o.ncpus))
 		return;
 	k->st.classes[cls]++;
-	if (rec_vcpus_current(k->vm, r->cpu, &dom, &vcpu))
-		pid = rec_vcpu_pid(dom, vcpu);
+	pid = k->cur[r->cpu].pid;
+	dom = k->cur[r->cpu].dom;
 
-	if (r->event == TRC_LOST_RECORDS && r->nr >= 1) {
+	if (unlikely(r->event == TRC_LOST_RECORDS && r->nr >= 1)) {
 		ret = tdat_mark_missed(k->w, r->cpu, r->w[0]);
 		if (ret < 0) {
 			fail(k, ret);
@@ -247,14 +285,23 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 		else
 			k->st.vmx_before_svm++;
 	}
-	len = rec_event_encode(e, r, pid, isa, b);
-	if (!len) {
-		e = rec_event_lookup(0xffffffff);
-		len = rec_event_encode(e, r, pid, 0, b);
+	/* most records: encoded straight into the page, no copy */
+	len = rec_event_encode_size(e, r);
+	p = likely(len) ? tdat_reserve(k->w, r->cpu, r->tsc, len) : NULL;
+	if (likely(p)) {
+		rec_event_encode(e, r, pid, isa, p);
+		k->st.events++;
+	} else {
+		len = rec_event_encode(e, r, pid, isa, b);
+		if (!len) {
+			e = rec_event_lookup(0xffffffff);
+			len = rec_event_encode(e, r, pid, 0, b);
+		}
+		/* also where tdat_reserve() failed: this gives its error */
+		put(k, r->cpu, r->tsc, b, len);
 	}
-	if (e->xen_id == 0xffffffff)	/* the xen/unknown entry */
+	if (unlikely(e->xen_id == 0xffffffff))	/* the xen/unknown entry */
 		k->st.unknown++;
-	put(k, r->cpu, r->tsc, b, len);
 	if (e->enc == REC_ENC_VMENTRY) {
 		k->in_guest[r->cpu] = true;
 		if (pid && dom < 32768)
@@ -265,8 +312,17 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 	/* only scheduler records move vCPUs; they (and LOST_RECORDS) name tasks */
 	if (cls == REC_CLASS_SCHED || r->event == TRC_LOST_RECORDS) {
 		note_vcpus(k, r);
-		if (cls == REC_CLASS_SCHED && rec_vcpus_update(k->vm, r, &sw))
-			do_switch(k, r, &sw);
+		if (cls == REC_CLASS_SCHED) {
+			if (rec_vcpus_update(k->vm, r, &sw))
+				do_switch(k, r, &sw);
+			if (rec_vcpus_current(k->vm, r->cpu, &dom, &vcpu)) {
+				k->cur[r->cpu].pid = rec_vcpu_pid(dom, vcpu);
+				k->cur[r->cpu].dom = dom;
+			} else {
+				k->cur[r->cpu].pid = 0;
+				k->cur[r->cpu].dom = 0;
+			}
+		}
 	}
 }
 
