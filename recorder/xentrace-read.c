@@ -141,7 +141,8 @@ int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
 		unsigned int w;
 		int32_t c;
 
-		n = pread(fd, h, 12, off);
+		/* one read per window: the header with a TSC is 20 bytes */
+		n = pread(fd, h, 20, off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -153,7 +154,7 @@ int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
 		if ((hdr & 0x0fffffff) != TRC_CPU_CHANGE || words < 2)
 			return 0;	/* the reading reports it */
 		w = (hdr >> 31) ? 12 : 4;
-		if (w + 8 > 12 && pread(fd, h, w + 8, off) != (ssize_t)(w + 8))
+		if (n < (ssize_t)(w + 8))
 			return 0;
 		memcpy(&c, h + w, 4);
 		memcpy(&size, h + w + 4, 4);
