@@ -876,4 +876,179 @@ int rec_parse_cpu_mask(const char *s, uint8_t *map, size_t bytes);
 /** rec_dom0_path - @output with "-dom0" before its extension (malloc'ed) */
 char *rec_dom0_path(const char *output);
 
+/* ==== guests (record -A, guest.c): the host's side of agent sessions ==== */
+
+struct rec_guest;
+
+/* How a guest's agent is reached. */
+enum rec_guest_kind {
+	REC_GUEST_XEN,		/* libxenvchan, found through xenstore */
+	REC_GUEST_TCP,		/* ip:port, as trace-cmd's -A ip:port */
+	REC_GUEST_VSOCK,	/* cid:port or name@cid:port */
+};
+
+/**
+ * struct rec_guest_spec - a parsed -A argument
+ * @name:	the guest's name in file names (trace-<name>.dat) and GUEST
+ * @xen_name:	Xen, by name: the domain name to look up in xenstore
+ * @by_domid:	Xen, by number: @domid was given
+ * @domid:	Xen: the domain (resolved from @xen_name by rec_guest_open())
+ * @host:	TCP: the agent's address
+ * @cid:	vsock: the guest's context id
+ * @port:	TCP/vsock: the agent's control port (default 823)
+ */
+struct rec_guest_spec {
+	enum rec_guest_kind kind;
+	char		name[64];
+	char		xen_name[64];
+	bool		by_domid;
+	unsigned int	domid;
+	char		host[256];
+	unsigned int	cid;
+	unsigned int	port;
+};
+
+/**
+ * rec_guest_parse_spec - read an -A argument: "name" or "domid" (a Xen
+ * guest over vchan), "ip:port", "[v6]:port" or "host:port" (TCP),
+ * "cid:port" or "name@cid[:port]" (vsock, as trace-cmd)
+ *
+ * Returns 0 or -EINVAL with @err saying why.
+ */
+int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
+			 char *err, size_t errlen);
+
+/**
+ * rec_guest_file_path - @output with "-<name>" before its extension, as
+ * trace-cmd names guest files: trace.dat -> trace-guest1.dat (malloc'ed)
+ */
+char *rec_guest_file_path(const char *output, const char *name);
+
+/**
+ * struct rec_guest_opts - one -A guest
+ * @spec:	the -A argument
+ * @output:	the host's trace.dat; the guest file goes beside it
+ * @events:	-e for the guest's agent (none: the agent's default)
+ * @buffer_kb:	-b: per-CPU buffer in the guest (0: the agent's)
+ * @clock:	-C: the guest's trace clock (NULL: "x86-tsc", one clock
+ *		with the hypervisor and dom0)
+ * @file_version: the guest file we write, 6 or 7 (0: 7); the agent is
+ *		always asked for version 6 metadata, which is what we parse
+ * @secret:	the shared secret for TCP/vsock agents (NULL: none)
+ * @host_traceid: our trace id in TRACE_REQ (0: a random one)
+ * @mult, @shift: TSC2NSEC for the guest file (mult 0: none; see also
+ *		rec_guest_set_tsc2nsec())
+ * @timeout_ms:	to connect (0: 5000)
+ * @close_timeout_ms: after CLOSE, for the last pages and CLOSE_RESP
+ *		(0: 10000)
+ * @log:	warnings (NULL: none)
+ */
+struct rec_guest_opts {
+	const char		*spec;
+	const char		*output;
+	const char *const	*events;
+	int			nr_events;
+	unsigned int		buffer_kb;
+	const char		*clock;
+	int			file_version;
+	const uint8_t		*secret;
+	size_t			secret_len;
+	uint64_t		host_traceid;
+	uint32_t		mult, shift;
+	int			timeout_ms;
+	int			close_timeout_ms;
+	FILE			*log;
+};
+
+/**
+ * struct rec_guest_summary - how a guest's capture went
+ * @died:	the agent or the guest went away before the end (or never
+ *		answered CLOSE): the file is valid up to its last page
+ * @error:	the file could not be written (-ENOSPC...), 0 if fine
+ * @note:	what happened, for people ("" if nothing)
+ * @bytes:	page bytes received; @pages/@events/@missed as written
+ * @bad_pages:	pages the guest sent that were malformed and skipped
+ * @cut_bytes:	bytes of a last page cut short (an agent that died mid-page)
+ */
+struct rec_guest_summary {
+	char		name[64];
+	char		path[512];
+	enum rec_guest_kind kind;
+	unsigned int	domid;
+	int		cpus;
+	uint64_t	traceid;
+	uint64_t	bytes, pages, events, missed, bad_pages, cut_bytes;
+	double		seconds;
+	bool		died;
+	int		error;
+	char		note[256];
+};
+
+/**
+ * rec_guest_open - find the guest's agent, TRACE_REQ with the allow-listed
+ * options, TRACE_RESP, open its per-CPU streams, receive its metadata into
+ * <output>-<name>.dat (on disk when this returns) and start the thread
+ * that streams its pages into that file
+ *
+ * The agent traces from the moment it has sent its metadata: open guests
+ * right before starting the host's own tracing. Clear errors (in @err)
+ * for an unknown or dead guest, one without an agent, an agent that
+ * refuses (its reason), bad metadata. Nothing is left on disk on failure.
+ */
+int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
+		   char *err, size_t errlen);
+
+/** rec_guest_name - the guest's name (in its file name and GUEST entry) */
+const char *rec_guest_name(const struct rec_guest *g);
+
+/** rec_guest_output - the guest file's path */
+const char *rec_guest_output(const struct rec_guest *g);
+
+/** rec_guest_id - the guest file's TRACEID (the agent's trace id) */
+uint64_t rec_guest_id(const struct rec_guest *g);
+
+/** rec_guest_cpus - the guest's CPU count */
+int rec_guest_cpus(const struct rec_guest *g);
+
+/**
+ * rec_guest_add_host_entry - the GUEST option of this guest in the host's
+ * trace.dat @host: its name, its TRACEID, vCPU i -> rec_vcpu_pid(domid, i)
+ * for a Xen guest (the pseudo tasks of the hypervisor file), -1 for a
+ * network guest (as trace-cmd); a version 7 @host takes it at any time
+ * before tdat_close()
+ */
+int rec_guest_add_host_entry(const struct rec_guest *g, struct tdat_writer *host);
+
+/** rec_guest_stats - the counters so far (any thread, while it runs) */
+void rec_guest_stats(struct rec_guest *g, struct rec_guest_summary *s);
+
+/**
+ * rec_guest_request_stop - ask the guest's thread to send CLOSE and
+ * finish, without waiting (stop several guests at once, then
+ * rec_guest_stop() each)
+ */
+void rec_guest_request_stop(struct rec_guest *g);
+
+/**
+ * rec_guest_stop - CLOSE, the last pages, CLOSE_RESP (close_timeout_ms at
+ * most), thread joined; returns the file's error or 0 (a guest that died
+ * is not an error: see the summary)
+ */
+int rec_guest_stop(struct rec_guest *g);
+
+/**
+ * rec_guest_set_tsc2nsec - TSC2NSEC for the guest file, after
+ * rec_guest_stop() (a version 7 file; -EBUSY while running)
+ */
+int rec_guest_set_tsc2nsec(struct rec_guest *g, uint32_t mult, uint32_t shift);
+
+/**
+ * rec_guest_close - stop if needed, finish the file, fill @sum (may be
+ * NULL), free @g (safe on NULL); returns the file's error or 0
+ */
+int rec_guest_close(struct rec_guest *g, struct rec_guest_summary *sum);
+
+/** rec_guest_summary_print - one guest's lines of the closing summary */
+void rec_guest_summary_print(const struct rec_guest_summary *s, FILE *f);
+
 #endif /* RECORDER_H */
