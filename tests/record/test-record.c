@@ -558,9 +558,56 @@ static void test_errors(void **state)
 	tracecmd_close(h);
 }
 
+/* The option parsers, without a host. */
+static void test_parse(void **state)
+{
+	uint8_t map[8];
+	uint32_t m;
+	char *p;
+
+	assert_int_equal(rec_parse_evt_mask("sched", &m), 0);
+	assert_int_equal(m, 0x0002f000);
+	assert_int_equal(rec_parse_evt_mask("sched,hvm", &m), 0);
+	assert_int_equal(m, 0x000af000);
+	assert_int_equal(rec_parse_evt_mask("all", &m), 0);
+	assert_int_equal(m, 0x0ffff000);
+	assert_int_equal(rec_parse_evt_mask("0x00083000", &m), 0);
+	assert_int_equal(m, 0x00083000);
+	assert_int_equal(rec_parse_evt_mask("2f000", &m), 0);
+	assert_int_equal(m, 0x0002f000);
+	assert_int_equal(rec_parse_evt_mask("bogus", &m), -EINVAL);
+	assert_int_equal(rec_parse_evt_mask("sched,", &m), 0);
+	assert_int_equal(rec_parse_evt_mask("", &m), -EINVAL);
+	assert_int_equal(rec_parse_evt_mask("0x0", &m), -EINVAL);
+
+	assert_int_equal(rec_parse_cpu_mask("0-3,5,7", map, sizeof(map)), 0);
+	assert_int_equal(map[0], 0xaf);
+	assert_int_equal(rec_parse_cpu_mask("0x3", map, sizeof(map)), 0);
+	assert_int_equal(map[0], 0x03);
+	assert_int_equal(rec_parse_cpu_mask("all", map, sizeof(map)), 0);
+	assert_int_equal(map[7], 0xff);
+	assert_int_equal(rec_parse_cpu_mask("3-1", map, sizeof(map)), -EINVAL);
+	assert_int_equal(rec_parse_cpu_mask("64", map, sizeof(map)), -ERANGE);
+	assert_int_equal(rec_parse_cpu_mask("1,x", map, sizeof(map)), -EINVAL);
+
+	p = rec_dom0_path("trace.dat");
+	assert_string_equal(p, "trace-dom0.dat");
+	free(p);
+	p = rec_dom0_path("/tmp/a.b/run");
+	assert_string_equal(p, "/tmp/a.b/run-dom0");
+	free(p);
+	p = rec_dom0_path("out/x.y.dat");
+	assert_string_equal(p, "out/x.y-dom0.dat");
+	free(p);
+	p = rec_dom0_path(".hidden");
+	assert_string_equal(p, ".hidden-dom0");
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse),
 		cmocka_unit_test_setup_teardown(test_drainable, setup_basic, cleanup),
 		cmocka_unit_test_setup_teardown(test_stress, setup_stress, cleanup),
 		cmocka_unit_test_setup_teardown(test_command, setup_basic, cleanup),
