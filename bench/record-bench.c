@@ -9,7 +9,7 @@
  * system of the consumer) per million records, max RSS, and RSS sampled
  * over a soak run at a drainable rate (memory must stay flat).
  *
- *   record-bench [-d SEC] [-S PAGES] [--soak SEC]
+ *   record-bench [-d SEC] [-S PAGES] [--soak SEC] [--soak-rate EXITS] [--no-ladder]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
-#define SOAK_RATE	20000
+#define SOAK_RATE	20000	/* the file grows ~10 MB/s, not the disk's worth */
 
 struct result {
 	uint64_t	written, dropped;
@@ -196,7 +196,8 @@ int main(int argc, char **argv)
 	unsigned int pages = 32, best_xt = 0, best_tcx = 0;
 	double cpu_tcx = 0, cpu_xt = 0;
 	uint64_t rec_tcx = 0, rec_xt = 0;
-	bool xt_ok = !access(XENTRACE, X_OK), xt_lost = false, tcx_lost = false;
+	bool xt_ok = !access(XENTRACE, X_OK), xt_lost = false, tcx_lost = false, ladder = true;
+	unsigned int soak_rate = SOAK_RATE;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-d") && i + 1 < argc)
@@ -205,8 +206,13 @@ int main(int argc, char **argv)
 			pages = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--soak") && i + 1 < argc)
 			soak = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--soak-rate") && i + 1 < argc)
+			soak_rate = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--no-ladder"))
+			ladder = false;
 		else {
-			fprintf(stderr, "usage: record-bench [-d SEC] [-S PAGES] [--soak SEC]\n");
+			fprintf(stderr, "usage: record-bench [-d SEC] [-S PAGES] [--soak SEC] "
+				"[--soak-rate EXITS] [--no-ladder]\n");
 			return 2;
 		}
 	}
@@ -220,7 +226,7 @@ int main(int argc, char **argv)
 	       "%.0f s per step\n", pages, secs);
 	printf("%10s  %-10s %12s %10s %8s %10s %9s\n", "exits/s", "consumer", "records",
 	       "rec/s", "lost", "CPU s/Mrec", "maxRSS");
-	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+	for (size_t i = 0; ladder && i < sizeof(rates) / sizeof(rates[0]); i++) {
 		for (int k = xt_ok ? 0 : 1; k < 2; k++) {
 			bool ours = k == 1;
 			struct result r;
@@ -264,9 +270,8 @@ int main(int argc, char **argv)
 	if (soak > 0) {
 		struct result r;
 
-		/* a modest rate: the file grows ~2 MB/s, not the disk's worth */
-		printf("\nsoak: record --xen for %.0f s at %u exits/s per vCPU\n", soak, SOAK_RATE);
-		r = consume(true, SOAK_RATE, soak, pages, true);
+		printf("\nsoak: record --xen for %.0f s at %u exits/s per vCPU\n", soak, soak_rate);
+		r = consume(true, soak_rate, soak, pages, true);
 		printf("  %" PRIu64 " records, %" PRIu64 " lost\n", r.written, r.dropped);
 	}
 	return 0;
