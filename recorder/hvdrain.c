@@ -23,7 +23,10 @@
 
 #include "recorder.h"
 
-enum { ENT_DATA, ENT_BARRIER };
+enum { ENT_DATA, ENT_BARRIER, ENT_PAD };
+
+/* An empty ring restarts at its beginning once past this: RSS stays small at low rates. */
+#define REWIND_AT	(1u << 20)
 
 #define ENT_FIRST	0x1	/* the first chunk of a window */
 #define ENT_LAST	0x2	/* the last chunk of a window */
@@ -171,11 +174,29 @@ static void notify(struct rec_hvdrain *d)
 	}
 }
 
+/* Nothing staged and far into the ring: pad to its end, start again at 0. */
+static void rewind_if_empty(struct rec_hvdrain *d)
+{
+	size_t end = room_at_end(d, d->head);
+	struct ent e = { .type = ENT_PAD };
+
+	if (d->head != __atomic_load_n(&d->tail, __ATOMIC_ACQUIRE) ||
+	    d->head % d->cap < REWIND_AT || end < HDR)
+		return;
+	e.len = (uint32_t)(end - HDR);
+	memcpy(d->ring + d->head % d->cap, &e, HDR);
+	publish(d, end);
+}
+
 static void round_(struct rec_hvdrain *d)
 {
 	uint64_t tsc = __rdtsc();
-	uint64_t before = d->head;
-	int ret = rec_hvbuf_drain(d->hv, stage, d);
+	uint64_t before;
+	int ret;
+
+	rewind_if_empty(d);
+	before = d->head;
+	ret = rec_hvbuf_drain(d->hv, stage, d);
 
 	if (ret < 0 && !d->err)
 		__atomic_store_n(&d->err, ret, __ATOMIC_RELEASE);
@@ -261,7 +282,9 @@ int rec_hvdrain_consume(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops
 			continue;
 		}
 		memcpy(&e, d->ring + tail % d->cap, HDR);
-		if (e.type == ENT_BARRIER) {
+		if (e.type == ENT_PAD) {
+			tail += HDR + e.len;
+		} else if (e.type == ENT_BARRIER) {
 			if (ops->barrier)
 				ret = ops->barrier(ctx, e.val);
 			tail += HDR;
