@@ -90,6 +90,11 @@ struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
 		s->p.max_cpus = REC_MAX_CPUS;
 	if (!s->p.max_buffered)
 		s->p.max_buffered = DEFAULT_BOUND;
+	if (s->p.per_cpu) {
+		/* per pCPU: the unordered path, every record */
+		s->p.unordered = true;
+		s->p.class_mask = 0;
+	}
 	if (!s->p.unordered)
 		s->p.class_mask = 0;
 	s->emit = emit;
@@ -303,8 +308,11 @@ static void heap_add(struct rec_stream *s, int cpu)
 static inline void emit_one(struct rec_stream *s, struct rec_record *r)
 {
 	if (unlikely(r->tsc < s->last_emitted)) {
-		r->flags |= REC_F_LATE;
-		s->st.late++;
+		/* only a merge can be late; unordered streams interleave freely */
+		if (!s->p.unordered) {
+			r->flags |= REC_F_LATE;
+			s->st.late++;
+		}
 	} else {
 		s->last_emitted = r->tsc;
 	}
@@ -552,7 +560,26 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 		}
 	}
 	if (s->p.unordered) {
-		/* a scan: one walk, nothing queued */
+		/*
+		 * Records before the first TSC of a pCPU take that TSC, as
+		 * the merge gives them: look ahead in this piece for it (none:
+		 * the newest TSC emitted so far).
+		 */
+		if (!c->fed_tsc && len >= 4) {
+			c->first_fed = s->last_emitted;
+			for (size_t off = 0; off + 12 <= len; ) {
+				uint32_t hdr = rd32(p + off);
+
+				if ((hdr >> 31) && (hdr & 0x0fffffff) != TRC_GEN_WRAP) {
+					c->first_fed = rd32(p + off + 4) |
+						       ((uint64_t)rd32(p + off + 8) << 32);
+					break;
+				}
+				off += rec_size(hdr);
+			}
+			c->fed_tsc = true;
+		}
+		/* one walk, nothing queued */
 		while (len >= 4) {
 			unsigned int size = rec_size(rd32(p));
 

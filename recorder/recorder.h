@@ -70,12 +70,19 @@ typedef void (*rec_emit_fn)(void *ctx, const struct rec_record *r);
  * @class_mask:	with @unordered, only records of these classes (bits 16-27
  *		of the id, shifted down: 0x002 for SCHED) are decoded and emitted;
  *		0 for all
+ * @per_cpu:	emit every record as soon as it is fed, each pCPU's in its
+ *		own order with the time rules (TSC inheritance, skew clamp),
+ *		but no order across pCPUs: for a consumer whose output is per
+ *		pCPU, as a trace.dat's CPU buffers are (readers merge them by
+ *		time). Nothing is queued, so nothing is late and no bound
+ *		applies; rec_stream_expect() and rec_stream_barrier() are moot
  */
 struct rec_stream_params {
 	int		max_cpus;
 	size_t		max_buffered;
 	bool		unordered;
 	uint32_t	class_mask;
+	bool		per_cpu;
 };
 
 /**
@@ -358,7 +365,6 @@ static inline size_t rec_event_encode_size(const struct rec_event *e,
 	return 0;
 }
 
-
 /** rec_encode_sched_switch - a sched/sched_switch payload (64 bytes) */
 size_t rec_encode_sched_switch(void *buf, int prev_pid, const char *prev_comm,
 			       long prev_state, int next_pid, const char *next_comm);
@@ -532,6 +538,13 @@ void rec_sink_emit(void *sink, const struct rec_record *r);
 
 /** rec_sink_note_vcpu - remember a (dom, vcpu) pair, e.g. from a scan */
 int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu);
+
+/**
+ * rec_sink_note_hvm - domain @dom logs VMENTRY records (known ahead, e.g.
+ * from a look at the start of a capture): its vCPUs get no synthesized
+ * kvm_entry when switched in, the real one follows
+ */
+void rec_sink_note_hvm(struct rec_sink *k, uint32_t dom);
 
 /** rec_sink_add_cmdlines - a cmdline for every vCPU known (before tdat_start_data) */
 int rec_sink_add_cmdlines(struct rec_sink *k);

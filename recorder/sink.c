@@ -173,6 +173,12 @@ int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu)
 	return ret < 0 ? ret : 0;
 }
 
+void rec_sink_note_hvm(struct rec_sink *k, uint32_t dom)
+{
+	if (dom < 32768)
+		k->hvm_dom[dom / 8] |= 1 << (dom % 8);
+}
+
 static void fail(struct rec_sink *k, int err)
 {
 	if (k->err)
