@@ -36,6 +36,7 @@
 #define MAX_DOMS	1024
 #define BARRIER_LAG_NS	20000000ull	/* a record is stamped, then committed */
 #define REFRESH_NS	1000000000ull	/* domain list and status line */
+#define DOM0_READ_NS	200000000ull	/* dom0's pages, unless the stop drains them */
 
 struct dom {
 	uint32_t	dom;
@@ -79,6 +80,7 @@ struct session {
 	/* status line */
 	uint64_t			last_records;
 	uint64_t			last_status_ns;
+	uint64_t			next_d0_ns;
 };
 
 static int sigpipe[2] = { -1, -1 };
@@ -450,7 +452,9 @@ static void drain(struct session *ss)
 	if (!ss->err)
 		rec_hvdrain_consume(ss->dr, &drain_ops, ss);
 	check_sink(ss);
-	if (ss->d0 && !ss->err) {
+	/* a read takes what the kernel has, a partial page too: not too often */
+	if (ss->d0 && !ss->err && mono_ns(CLOCK_MONOTONIC) >= ss->next_d0_ns) {
+		ss->next_d0_ns = mono_ns(CLOCK_MONOTONIC) + DOM0_READ_NS;
 		ret = rec_dom0_drain(ss->d0);
 		if (ret < 0)
 			fail(ss, ret, "%s: %s", ss->dom0_path, rec_dom0_error(ss->d0));
