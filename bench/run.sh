@@ -12,6 +12,7 @@ benches=(
 	bench/tdat-bench
 	bench/convert-bench
 	bench/record-bench
+	bench/agent-bench
 )
 rc=0
 for b in "${benches[@]}"; do

@@ -1056,6 +1056,7 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 		goto fail;
 	}
 	g->started = true;
+	pthread_setname_np(g->th, "tcx-guest");	/* for top and perf */
 	tmsg_trace_resp_free(&resp);
 	free(ts);
 	free(path);
