@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * record -A on xensim: dom0 (this process, on the simulator's libxenstore
+ * and libxenvchan) and two guests, each running our agent in Xen mode on
+ * its simulated kernel (`agent --xen --tracing-dir DIR/dom<id>/tracing`,
+ * XENSIM_DOMID=<id>). Guests are found by name and by domid through
+ * xenstore, every page arrives over the simulated vchans, the files read
+ * back with the stock trace-cmd, the GUEST entries map each vCPU to its
+ * pseudo task, and the pages match the simulator's own count.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <trace-cmd/trace-cmd.h>
+
+#include "recorder.h"
+#include "simhost.h"
+#include "tdat.h"
+#include "tmsg.h"
+
+static struct simhost sim;
+
+static void put(unsigned int domid, const char *file, const char *text)
+{
+	char path[460];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/dom%u/tracing/%s", sim.dir, domid, file);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static pid_t spawn_agent(unsigned int domid)
+{
+	char tdir[400], env[32], log[460];
+	const char *bin = getenv("TCX_BIN");
+	pid_t pid;
+
+	snprintf(tdir, sizeof(tdir), "%s/dom%u/tracing", sim.dir, domid);
+	/*
+	 * The agent reads a simulated kernel as it is and writes nothing into
+	 * it, while xensim's guest directories wait for tracefs writes: the
+	 * guest's "boot script" selects the clock (xensim stamps with the
+	 * guest TSC but shows "[local]", as a fresh kernel) and turns the
+	 * sched events and tracing on.
+	 */
+	put(domid, "trace_clock", "x86-tsc\n");
+	put(domid, "events/sched/enable", "1\n");
+	put(domid, "tracing_on", "1\n");
+	snprintf(log, sizeof(log), "%s/agent%u.log", sim.tmp, domid);
+	snprintf(env, sizeof(env), "%u", domid);
+	pid = fork();
+	if (pid)
+		return pid;
+	if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
+		_exit(126);
+	setenv("XENSIM_DOMID", env, 1);
+	execl(bin, bin, "agent", "--xen", "--tracing-dir", tdir, (char *)NULL);
+	_exit(127);
+}
+
+/* pages the simulator produced for @dom (all vCPUs), from the truth */
+static uint64_t truth_pages(unsigned int dom, uint64_t *dropped)
+{
+	char path[400], line[512], pat[48];
+	uint64_t pages = 0;
+	FILE *f;
+
+	*dropped = 0;
+	snprintf(path, sizeof(path), "%s/truth", sim.dir);
+	snprintf(pat, sizeof(pat), "gstats domid=%u ", dom);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const char *p, *d;
+
+		if (strncmp(line, pat, strlen(pat)))
+			continue;
+		p = strstr(line, " pages=");
+		d = strstr(line, "dropped_pages=");
+		if (p)
+			pages += strtoull(p + 7, NULL, 10);
+		if (d)
+			*dropped += strtoull(d + 14, NULL, 10);
+	}
+	fclose(f);
+	return pages;
+}
+
+static int report_events(const char *file, int *cpus)
+{
+	char cmd[600], line[1024];
+	int n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i '%s' 2>&1", file);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	*cpus = -1;
+	while (fgets(line, sizeof(line), p)) {
+		if (!strncmp(line, "cpus=", 5))
+			*cpus = atoi(line + 5);
+		else if (strstr(line, "sched_switch:") || strstr(line, "sched_wakeup:"))
+			n++;
+	}
+	assert_int_equal(pclose(p), 0);
+	return n;
+}
+
+static void test_two_guests(void **state)
+{
+	const char *const ev[] = { "sched" };
+	struct rec_guest *g[2];
+	struct rec_guest_summary sum[2];
+	const char *spec[2] = { "guest1", "2" };
+	const unsigned int dom[2] = { 1, 2 }, vcpus[2] = { 2, 1 };
+	char out[400], host[400], err[512];
+	pid_t agent[2];
+
+	assert_int_equal(simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")), 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	for (int i = 0; i < 2; i++)
+		agent[i] = spawn_agent(dom[i]);
+	usleep(100 * 1000);	/* the daemon rewrites trace_clock every 20 ms */
+	/* the agents advertise themselves in xenstore */
+	for (int i = 0; i < 2; i++) {
+		struct tmsg_xs_agent a = { 0 };
+
+		for (int t = 0; t < 300 && !a.ready; t++) {
+			if (tmsg_xs_lookup(dom[i], &a))
+				a.ready = false;
+			usleep(10 * 1000);
+		}
+		assert_true(a.ready);
+	}
+	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
+	for (int i = 0; i < 2; i++) {
+		struct rec_guest_opts o = {
+			.spec = spec[i], .output = out, .events = ev, .nr_events = 1,
+			.host_traceid = REC_HOST_TRACEID, .log = stderr,
+		};
+
+		if (rec_guest_open(&g[i], &o, err, sizeof(err)))
+			fail_msg("%s", err);
+		assert_int_equal(rec_guest_cpus(g[i]), vcpus[i]);
+	}
+	assert_string_equal(rec_guest_name(g[1]), "guest2");	/* by domid, named */
+	sleep(2);
+	/* tracing off in the guests; their last partial pages follow (50 ms) */
+	for (int i = 0; i < 2; i++)
+		put(dom[i], "tracing_on", "0\n");
+	usleep(400 * 1000);
+	for (int i = 0; i < 2; i++)
+		rec_guest_request_stop(g[i]);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(rec_guest_stop(g[i]), 0);
+
+	/* the host file: one GUEST entry per guest, vCPU -> pseudo task */
+	{
+		struct tdat_params p = { .version = 7, .cpus = 2, .clock = "x86-tsc" };
+		struct tdat_writer *w;
+		struct tracecmd_input *h;
+
+		snprintf(host, sizeof(host), "%s/host.dat", sim.tmp);
+		w = tdat_create(host, &p);
+		assert_non_null(w);
+		assert_int_equal(tdat_set_traceid(w, REC_HOST_TRACEID), 0);
+		assert_int_equal(tdat_start_data(w), 0);
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(rec_guest_add_host_entry(g[i], w), 0);
+		assert_int_equal(tdat_close(w), 0);
+		h = tracecmd_open(host, 0);
+		assert_non_null(h);
+		for (int i = 0; i < 2; i++) {
+			const char *name;
+			const int *pids;
+			int n;
+
+			assert_int_equal(tracecmd_get_guest_cpumap(h, rec_guest_id(g[i]), &name,
+								   &n, &pids), 0);
+			assert_string_equal(name, i ? "guest2" : "guest1");
+			assert_int_equal(n, vcpus[i]);
+			for (int v = 0; v < n; v++)
+				assert_int_equal(pids[v], rec_vcpu_pid(dom[i], (uint32_t)v));
+		}
+		tracecmd_close(h);
+	}
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(rec_guest_close(g[i], &sum[i]), 0);
+		rec_guest_summary_print(&sum[i], stderr);
+		assert_false(sum[i].died);
+		assert_int_equal(sum[i].bad_pages, 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		kill(agent[i], SIGTERM);
+		waitpid(agent[i], NULL, 0);
+	}
+	assert_int_equal(simhost_stop(&sim), 0);
+
+	for (int i = 0; i < 2; i++) {
+		uint64_t dropped, pages = truth_pages(dom[i], &dropped);
+		int cpus, n = report_events(sum[i].path, &cpus);
+
+		fprintf(stderr, "# guest%u: %llu pages, %llu events in the file; simulator "
+			"%llu pages, %llu dropped\n", dom[i], (unsigned long long)sum[i].pages,
+			(unsigned long long)sum[i].events, (unsigned long long)pages,
+			(unsigned long long)dropped);
+		assert_int_equal(cpus, vcpus[i]);
+		assert_true(n > 0);
+		assert_int_equal((uint64_t)n, sum[i].events);
+		/* every page the guest kernel produced while traced arrived */
+		assert_int_equal(dropped, 0);
+		assert_int_equal(sum[i].pages, pages);
+	}
+}
+
+static int teardown(void **state)
+{
+	simhost_cleanup(&sim);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_two_guests),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests_name("record-guest-xensim", tests, NULL, teardown);
+}
