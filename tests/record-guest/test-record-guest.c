@@ -157,8 +157,9 @@ struct agent_proc {
 	struct simk_pages pages;
 };
 
-/* Our agent, the binary, on a fresh simulated guest kernel. */
-static void start_agent(struct agent_proc *a, const char *tag)
+/* Our agent, the binary, on a fresh simulated guest kernel; @auth is
+ * "--insecure" or "--secret-file=FILE" */
+static void start_agent_auth(struct agent_proc *a, const char *tag, const char *auth)
 {
 	char port[16], log[160];
 	struct timespec t = { 0, 20 * 1000000 };
@@ -176,7 +177,7 @@ static void start_agent(struct agent_proc *a, const char *tag)
 		dup2(fd, 2);
 		dup2(fd, 1);
 		execl(tcx_bin, tcx_bin, "agent", "-N", "127.0.0.1", "-p", port,
-		      "--insecure", "--tracing-dir", a->simk, (char *)NULL);
+		      auth, "--tracing-dir", a->simk, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 250; i++) {
@@ -190,6 +191,11 @@ static void start_agent(struct agent_proc *a, const char *tag)
 		nanosleep(&t, NULL);
 	}
 	fail_msg("the agent does not listen on %d (see %s)", a->port, log);
+}
+
+static void start_agent(struct agent_proc *a, const char *tag)
+{
+	start_agent_auth(a, tag, "--insecure");
 }
 
 static void stop_agent(struct agent_proc *a, int sig)
@@ -576,6 +582,43 @@ static void test_errors(void **state)
 	mock_xen_reset();
 }
 
+/* An agent that requires a secret: ours presents it, no secret is refused. */
+static void test_secret(void **state)
+{
+	struct agent_proc a = { 0 };
+	struct rec_guest_summary sum;
+	struct rec_guest_opts o;
+	struct rec_guest *g;
+	char spec[64], out[128], auth[160], err[512];
+	const uint8_t secret[] = "s3cr3t-of-the-day";
+	FILE *f;
+
+	snprintf(auth, sizeof(auth), "%s/secret", dir);
+	f = fopen(auth, "w");
+	assert_non_null(f);
+	fputs("s3cr3t-of-the-day\n", f);
+	fclose(f);
+	snprintf(auth, sizeof(auth), "--secret-file=%s/secret", dir);
+	start_agent_auth(&a, "secret", auth);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%d", a.port);
+	snprintf(out, sizeof(out), "%s/secret.dat", dir);
+	o = opts(spec, out);
+	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "requires a secret"));
+	o.secret = secret;
+	o.secret_len = 5;
+	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "wrong secret"));
+	o.secret_len = sizeof(secret) - 1;
+	if (rec_guest_open(&g, &o, err, sizeof(err)))
+		fail_msg("%s", err);
+	wait_pages(g, SIMK_CPUS);
+	assert_int_equal(rec_guest_close(g, &sum), 0);
+	assert_false(sum.died);
+	check_report(sum.path, SIMK_CPUS, SIMK_CPUS * SIMK_PER_CPU);
+	stop_agent(&a, SIGTERM);
+}
+
 /* ---- vchan, our agent in Xen mode on the stand-in ------------------------------ */
 
 struct agent_run {
@@ -711,6 +754,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_agent_killed),
 		cmocka_unit_test(test_dies_mid_page),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_secret),
 		cmocka_unit_test(test_vchan_session),
 	};
 
