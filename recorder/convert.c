@@ -247,6 +247,20 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 
 	tp.max_cpus = ncpus;
 	tp.cpus = is_file ? ncpus : 0;
+	if (is_file) {
+		/*
+		 * Room per pCPU from the file size (events take about 1.5x
+		 * their records' bytes), so that a big capture's regions
+		 * rarely grow; never below tdat's default.
+		 */
+		uint64_t n = 0, room;
+
+		for (int i = 0; i < ncpus; i++)
+			n += c.has_data && c.has_data[i];
+		room = n ? (uint64_t)st.st_size / n * 8 / 5 : 0;
+		if (room > (256ull << 20))
+			tp.region_size = (room + (1 << 20) - 1) & ~((1ull << 20) - 1);
+	}
 	w = tdat_create(o->output, &tp);
 	created = w != NULL;
 	if (!w) {
