@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -1050,7 +1051,15 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 	g->sum.cpus = g->cpus;
 	g->sum.traceid = g->traceid;
 	g->t0_ns = now_ns();
-	ret = -pthread_create(&g->th, NULL, drain_main, g);
+	{
+		sigset_t all, old;
+
+		/* signals stay with the record command's own thread */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		ret = -pthread_create(&g->th, NULL, drain_main, g);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	if (ret) {
 		errf(err, errlen, ret, "cannot start a thread: %s", strerror(-ret));
 		goto fail;
@@ -1191,4 +1200,40 @@ void rec_guest_summary_print(const struct rec_guest_summary *s, FILE *f)
 	else if (s->died)
 		fprintf(f, "  %s: the file is valid and ends there%s\n", s->note,
 			s->cut_bytes ? " (a page cut short was dropped)" : "");
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
+{
+	fputs("{\"name\": ", f);
+	json_str(f, s->name);
+	fprintf(f, ", \"transport\": \"%s\", ",
+		s->kind == REC_GUEST_XEN ? "vchan" : s->kind == REC_GUEST_TCP ? "tcp" : "vsock");
+	if (s->kind == REC_GUEST_XEN)
+		fprintf(f, "\"domid\": %u, ", s->domid);
+	fputs("\"file\": ", f);
+	json_str(f, s->path);
+	fprintf(f, ", \"cpus\": %d, \"traceid\": %" PRIu64 ", \"events\": %" PRIu64
+		", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64
+		", \"bad_pages\": %" PRIu64 ", \"cut_bytes\": %" PRIu64 ", \"seconds\": %.3f"
+		", \"died\": %s, \"error\": %d, \"note\": ",
+		s->cpus, s->traceid, s->events, s->pages, s->bytes, s->missed, s->bad_pages,
+		s->cut_bytes, s->seconds, s->died ? "true" : "false", s->error);
+	json_str(f, s->note);
+	fputc('}', f);
 }

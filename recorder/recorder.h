@@ -889,6 +889,7 @@ int rec_parse_cpu_mask(const char *s, uint8_t *map, size_t bytes);
 /** rec_dom0_path - @output with "-dom0" before its extension (malloc'ed) */
 char *rec_dom0_path(const char *output);
 
+
 /* ==== guests (record -A, guest.c): the host's side of agent sessions ==== */
 
 struct rec_guest;
@@ -1063,5 +1064,8 @@ int rec_guest_close(struct rec_guest *g, struct rec_guest_summary *sum);
 
 /** rec_guest_summary_print - one guest's lines of the closing summary */
 void rec_guest_summary_print(const struct rec_guest_summary *s, FILE *f);
+
+/** rec_guest_summary_json - the same as one JSON object (no newline) */
+void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f);
 
 #endif /* RECORDER_H */

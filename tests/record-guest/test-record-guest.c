@@ -496,6 +496,19 @@ static void test_dies_mid_page(void **state)
 	assert_int_equal(rec_guest_close(g, &sum), 0);
 	rec_guest_summary_print(&sum, stderr);
 	assert_true(sum.died);
+	{
+		char *js = NULL;
+		size_t jlen = 0;
+		FILE *m = open_memstream(&js, &jlen);
+
+		rec_guest_summary_json(&sum, m);
+		fclose(m);
+		assert_non_null(strstr(js, "\"transport\": \"tcp\""));
+		assert_non_null(strstr(js, "\"died\": true"));
+		assert_non_null(strstr(js, "\"cut_bytes\": 2048"));
+		assert_non_null(strstr(js, "\"bad_pages\": 1,"));
+		free(js);
+	}
 	assert_int_equal(sum.cut_bytes, 2048);
 	assert_int_equal(sum.bad_pages, 1);
 	assert_int_equal(sum.pages, 2);
