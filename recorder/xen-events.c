@@ -672,6 +672,37 @@ static inline void common(uint8_t *b, uint16_t id, int pid)
 	put32(b, 4, (uint32_t)pid);
 }
 
+/*
+ * PV_HYPERCALL_V2: op, then the arguments its flags say are present. Out
+ * of line: the common encodings stay short (fewer registers to save).
+ */
+static __attribute__((noinline)) bool encode_hcall(const struct rec_event *e,
+						   const struct rec_record *r,
+						   unsigned int nr, uint8_t *b)
+{
+	uint32_t w0 = nr ? r->w[0] : 0;
+	unsigned int k = 1;
+
+	memset(b + 8, 0, e->size);
+	put32(b, 8, w0 & 0x000fffff);
+	put32(b, 12, w0 >> 20);
+	for (int i = 0; i < 6; i++) {
+		unsigned int code = (w0 >> (20 + 2 * i)) & 3;
+		uint64_t v = 0;
+
+		if (code == 1 && k < nr) {
+			v = r->w[k++];
+		} else if (code == 2 && k + 1 < nr) {
+			v = r->w[k] | ((uint64_t)r->w[k + 1] << 32);
+			k += 2;
+		} else if (code) {
+			return false;	/* arguments missing: keep it raw */
+		}
+		put64(b, 16 + 8 * i, v);
+	}
+	return k >= nr;
+}
+
 size_t rec_event_encode(const struct rec_event *e, const struct rec_record *r,
 			int pid, int isa, void *buf)
 {
@@ -707,31 +738,8 @@ size_t rec_event_encode(const struct rec_event *e, const struct rec_record *r,
 		memcpy(b + 16, r->w, nr * 4u);
 		memset(b + 16 + nr * 4u, 0, (7 - nr) * 4u);
 		return len;
-	case REC_ENC_HCALL_V2: {
-		uint32_t w0 = nr ? r->w[0] : 0;
-		unsigned int k = 1;
-
-		memset(b + 8, 0, e->size);
-		put32(b, 8, w0 & 0x000fffff);
-		put32(b, 12, w0 >> 20);
-		for (int i = 0; i < 6; i++) {
-			unsigned int code = (w0 >> (20 + 2 * i)) & 3;
-			uint64_t v = 0;
-
-			if (code == 1 && k < nr) {
-				v = r->w[k++];
-			} else if (code == 2 && k + 1 < nr) {
-				v = r->w[k] | ((uint64_t)r->w[k + 1] << 32);
-				k += 2;
-			} else if (code) {
-				return 0;	/* arguments missing: keep it raw */
-			}
-			put64(b, 16 + 8 * i, v);
-		}
-		if (k < nr)
-			return 0;
-		return len;
-	}
+	case REC_ENC_HCALL_V2:
+		return encode_hcall(e, r, nr, b) ? len : 0;
 	case REC_ENC_VMENTRY:
 		if (nr)
 			return 0;
