@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The guest's side of protocol xen: numbered ftrace markers around a
+ * trapping marker, pinned to each vCPU in turn. cpuid with a reserved leaf
+ * traps in every HVM/PVH guest and needs no privilege; HVMOP_xentrace needs
+ * root and a privcmd that lets domU hypercalls through, which current
+ * kernels refuse by default (xen_privcmd.unrestricted=1 enables it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <xencall.h>
+#include <xen/xen.h>
+#include <xen/hvm/hvm_op.h>
+
+#include "tsync.h"
+
+#define PREFIX	"tcx-tsync "
+
+struct tsync_guest {
+	int			fd;
+	FILE			*log;
+	xencall_handle		*xc;
+	xen_hvm_xentrace_t	*buf;
+	bool			hvmop;		/* still worth trying */
+	bool			hvmop_ok;	/* worked at least once */
+	uint32_t		seq;
+};
+
+int tsync_marker_text(char *buf, size_t len, uint32_t seq, bool before)
+{
+	return snprintf(buf, len, PREFIX "%u %c\n", seq, before ? 'a' : 'b');
+}
+
+int tsync_marker_parse(const char *text, size_t len, uint32_t *seq, bool *before)
+{
+	size_t n = sizeof(PREFIX) - 1, i;
+	uint64_t v = 0;
+
+	if (len < n + 3 || memcmp(text, PREFIX, n))
+		return 0;
+	for (i = n; i < len && text[i] >= '0' && text[i] <= '9'; i++) {
+		v = v * 10 + (uint64_t)(text[i] - '0');
+		if (v > UINT32_MAX)
+			return 0;
+	}
+	if (i == n || i + 2 > len || text[i] != ' ' || (text[i + 1] != 'a' && text[i + 1] != 'b'))
+		return 0;
+	if (i + 2 < len && text[i + 2] != '\n' && text[i + 2] != '\0')
+		return 0;
+	*seq = (uint32_t)v;
+	*before = text[i + 1] == 'a';
+	return 1;
+}
+
+void tsync_cpuid_marker(uint32_t seq)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint32_t a = TSYNC_CPUID_LEAF, b, c = seq, d;
+
+	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d) : : "memory");
+#else
+	(void)seq;
+#endif
+}
+
+int tsync_guest_open(struct tsync_guest **out, const struct tsync_guest_opts *o)
+{
+	struct tsync_guest *g;
+
+	if (!out || !o || !o->marker_path)
+		return -EINVAL;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->log = o->log;
+	g->seq = 1;
+	g->fd = open(o->marker_path, O_WRONLY | O_CLOEXEC);
+	if (g->fd < 0) {
+		int err = -errno;
+
+		free(g);
+		return err;
+	}
+	if (o->hvmop) {
+		g->xc = xencall_open(NULL, XENCALL_OPENFLAG_NON_REENTRANT);
+		if (g->xc)
+			g->buf = xencall_alloc_buffer(g->xc, sizeof(*g->buf));
+		g->hvmop = g->xc && g->buf;
+		if (!g->hvmop && g->log)
+			fprintf(g->log, "tsync: no libxencall here (%s): cpuid markers only\n",
+				strerror(errno));
+	}
+	*out = g;
+	return 0;
+}
+
+static void mark(struct tsync_guest *g, uint32_t seq, bool before)
+{
+	char buf[48];
+	int n = tsync_marker_text(buf, sizeof(buf), seq, before);
+
+	/* a lost marker only loses its round */
+	if (write(g->fd, buf, (size_t)n) < 0)
+		return;
+}
+
+static void hvmop_round(struct tsync_guest *g, uint32_t seq)
+{
+	int rc;
+
+	memset(g->buf, 0, sizeof(*g->buf));
+	g->buf->event = TSYNC_GUEST_EVENT;
+	g->buf->extra_bytes = 4;
+	memcpy(g->buf->extra, &seq, 4);
+	mark(g, seq, true);
+	rc = xencall2(g->xc, __HYPERVISOR_hvm_op, HVMOP_xentrace,
+		      (uint64_t)(uintptr_t)g->buf);
+	mark(g, seq, false);
+	if (!rc) {
+		g->hvmop_ok = true;
+		return;
+	}
+	g->hvmop = false;
+	if (g->log)
+		fprintf(g->log, "tsync: HVMOP_xentrace refused (%s): this kernel's privcmd blocks "
+			"domU hypercalls; load it with xen_privcmd.unrestricted=1 to use it "
+			"(cpuid markers are used either way)\n", strerror(errno));
+}
+
+int tsync_guest_rounds(struct tsync_guest *g, int ncpu, int rounds)
+{
+	cpu_set_t old, one;
+	bool pinned = !sched_getaffinity(0, sizeof(old), &old);
+	int done = 0;
+
+	if (!g || ncpu <= 0 || rounds <= 0)
+		return -EINVAL;
+	for (int c = 0; c < ncpu; c++) {
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		/* markers and trap must share one vCPU: skip a CPU we cannot pin */
+		if (sched_setaffinity(0, sizeof(one), &one))
+			continue;
+		/* one extra round first: the warm-up the recorder discards */
+		for (int r = 0; r <= rounds; r++) {
+			uint32_t seq = g->seq++;
+
+			mark(g, seq, true);
+			tsync_cpuid_marker(seq);
+			mark(g, seq, false);
+			if (g->hvmop)
+				hvmop_round(g, g->seq++);
+			done++;
+		}
+	}
+	if (pinned)
+		sched_setaffinity(0, sizeof(old), &old);
+	return done;
+}
+
+bool tsync_guest_hvmop_ok(const struct tsync_guest *g)
+{
+	return g && g->hvmop_ok;
+}
+
+void tsync_guest_close(struct tsync_guest *g)
+{
+	if (!g)
+		return;
+	if (g->buf)
+		xencall_free_buffer(g->xc, g->buf);
+	if (g->xc)
+		xencall_close(g->xc);
+	if (g->fd >= 0)
+		close(g->fd);
+	free(g);
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Matching a guest's trapping markers in the hypervisor's records.
+ *
+ * The state is per vCPU, not per pCPU: a vCPU descheduled inside its exit
+ * resumes later, possibly elsewhere, and only the VMENTRY that resumes
+ * that vCPU closes the bracket. "The next record with a TSC" would be an
+ * EMUL record on HVM, or another domain's record after a deschedule.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsync.h"
+
+enum { ST_IDLE, ST_EXITED, ST_HCALL, ST_MARKED };
+
+struct vst {
+	uint32_t	dom, vcpu;
+	int		st;
+	enum tsync_kind	kind;
+	uint32_t	seq;
+	uint64_t	h_exit;
+	bool		rdtsc;		/* an RDTSC handler record in this exit */
+	uint64_t	rdtsc_val;
+	bool		pv_hcall;	/* the last record was HYPERCALL_V2(hvm_op) */
+	uint64_t	pv_tsc;
+};
+
+struct tsync_match {
+	uint32_t		dom;
+	struct vst		*v;
+	size_t			nv, maxv;
+	struct tsync_hmark	*marks;
+	size_t			nmarks, maxmarks;
+	struct tsync_vpair	*pairs;
+	size_t			npairs, maxpairs;
+};
+
+struct tsync_match *tsync_match_new(uint32_t dom)
+{
+	struct tsync_match *m = calloc(1, sizeof(*m));
+
+	if (m)
+		m->dom = dom;
+	return m;
+}
+
+void tsync_match_free(struct tsync_match *m)
+{
+	if (!m)
+		return;
+	free(m->v);
+	free(m->marks);
+	free(m->pairs);
+	free(m);
+}
+
+static int grow(void **p, size_t *max, size_t need, size_t size)
+{
+	size_t n;
+	void *q;
+
+	if (need <= *max)
+		return 0;
+	n = *max ? *max * 2 : 16;
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*max = n;
+	return 0;
+}
+
+static struct vst *vcpu_state(struct tsync_match *m, uint32_t dom, uint32_t vcpu)
+{
+	for (size_t i = 0; i < m->nv; i++)
+		if (m->v[i].dom == dom && m->v[i].vcpu == vcpu)
+			return &m->v[i];
+	if (grow((void **)&m->v, &m->maxv, m->nv + 1, sizeof(*m->v)))
+		return NULL;
+	memset(&m->v[m->nv], 0, sizeof(*m->v));
+	m->v[m->nv].dom = dom;
+	m->v[m->nv].vcpu = vcpu;
+	return &m->v[m->nv++];
+}
+
+static int add_mark(struct tsync_match *m, const struct vst *v, uint64_t h_entry)
+{
+	if (grow((void **)&m->marks, &m->maxmarks, m->nmarks + 1, sizeof(*m->marks)))
+		return -ENOMEM;
+	m->marks[m->nmarks++] = (struct tsync_hmark){
+		.seq = v->seq, .dom = v->dom, .vcpu = v->vcpu,
+		.h_exit = v->h_exit, .h_entry = h_entry, .kind = v->kind,
+	};
+	return 0;
+}
+
+static int add_pair(struct tsync_match *m, const struct vst *v, uint64_t h_entry)
+{
+	if (grow((void **)&m->pairs, &m->maxpairs, m->npairs + 1, sizeof(*m->pairs)))
+		return -ENOMEM;
+	m->pairs[m->npairs++] = (struct tsync_vpair){
+		.dom = v->dom, .vcpu = v->vcpu, .h_exit = v->h_exit,
+		.h_entry = h_entry, .guest = v->rdtsc_val,
+	};
+	return 0;
+}
+
+int tsync_match_feed(struct tsync_match *m, const struct tsync_hvrec *r)
+{
+	uint32_t ev = r->event & 0x0fffffff;
+	struct vst *v;
+	bool pv_prev;
+	int ret = 0;
+
+	if (!m || !r)
+		return -EINVAL;
+	if (!r->known || (m->dom != UINT32_MAX && r->dom != m->dom))
+		return 0;
+	v = vcpu_state(m, r->dom, r->vcpu);
+	if (!v)
+		return -ENOMEM;
+	pv_prev = v->pv_hcall;
+	v->pv_hcall = false;
+
+	switch (ev) {
+	case TSYNC_TRC_VMEXIT:
+	case TSYNC_TRC_VMEXIT64:
+		/* a new exit: whatever was open did not complete */
+		v->st = r->has_tsc ? ST_EXITED : ST_IDLE;
+		v->h_exit = r->tsc;
+		v->rdtsc = false;
+		return 0;
+	case TSYNC_TRC_CPUID:
+		if (v->st == ST_EXITED && r->nr >= 2 && r->w[0] == TSYNC_CPUID_LEAF) {
+			v->st = ST_MARKED;
+			v->kind = TSYNC_K_CPUID;
+			v->seq = r->w[1];
+		}
+		return 0;
+	case TSYNC_TRC_VMMCALL:
+		if (v->st == ST_EXITED)
+			v->st = ST_HCALL;
+		return 0;
+	case TSYNC_TRC_RDTSC:
+		if (v->st == ST_EXITED && r->nr >= 2) {
+			v->rdtsc = true;
+			v->rdtsc_val = ((uint64_t)r->w[1] << 32) | r->w[0];
+		}
+		return 0;
+	case TSYNC_TRC_PV_HCALL_V2:
+		if (r->nr >= 1 && (r->w[0] & 0xfffff) == TSYNC_HVM_OP && r->has_tsc) {
+			v->pv_hcall = true;
+			v->pv_tsc = r->tsc;
+		}
+		return 0;
+	case TSYNC_TRC_VMENTRY:
+		if (v->st == ST_MARKED)
+			ret = add_mark(m, v, r->tsc);
+		else if (v->st == ST_EXITED && v->rdtsc)
+			ret = add_pair(m, v, r->tsc);
+		v->st = ST_IDLE;
+		v->rdtsc = false;
+		return ret;
+	default:
+		break;
+	}
+	if (ev == (TSYNC_TRC_GUEST | TSYNC_GUEST_EVENT) && r->nr >= 1) {
+		if (v->st == ST_HCALL) {
+			v->st = ST_MARKED;
+			v->kind = TSYNC_K_HVMOP;
+			v->seq = r->w[0];
+		} else if (pv_prev) {
+			/* PV: the hypercall's TSC is both ends; no return record */
+			struct vst pv = *v;
+
+			pv.kind = TSYNC_K_PV;
+			pv.seq = r->w[0];
+			pv.h_exit = v->pv_tsc;
+			ret = add_mark(m, &pv, v->pv_tsc);
+		}
+	}
+	/* EMUL, INJ_VIRQ, runstate records... leave an open exit open */
+	return ret;
+}
+
+size_t tsync_match_marks(const struct tsync_match *m, const struct tsync_hmark **out)
+{
+	*out = m->marks;
+	return m->nmarks;
+}
+
+size_t tsync_match_vpairs(const struct tsync_match *m, const struct tsync_vpair **out)
+{
+	*out = m->pairs;
+	return m->npairs;
+}

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * trace-cmd's "ptp" time sync, byte for byte, over the protocol library's
+ * TIME_SYNC framing (fixed part: protocol name, message id). All payload
+ * integers are big-endian. The agent is the server: it sends START and 339
+ * PROBEs, stamping each before sending and after the echo; the host, the
+ * client, stamps each PROBE it echoes and sends those stamps back in one
+ * PROBES of 2 x 339 slots. The server keeps the probe with the shortest
+ * round trip: offset = client stamp - (sent + returned) / 2.
+ *
+ * Stamps come from a clock callback (the TSC for x86-tsc): the same
+ * instant a trace_marker_raw write would get, without reading it back.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tmsg.h"
+#include "tsync.h"
+
+#define WAIT_MS		TMSG_WAIT_MS
+
+static int send_ts(struct tmsg_transport *t, struct tmsg *m, const char *proto,
+		   uint32_t id, const void *p, size_t len)
+{
+	int ret = tmsg_make_time_sync(m, proto, id, p, len);
+
+	return ret ? ret : tmsg_send(t, m);
+}
+
+/* Receive a TIME_SYNC of @proto; its id in @id. -EPROTO for anything else. */
+static int recv_ts(struct tmsg_transport *t, struct tmsg *m, const char *proto,
+		   struct tmsg_time_sync *ts)
+{
+	int ret = tmsg_recv(t, m, WAIT_MS);
+
+	if (ret)
+		return ret;
+	if (m->cmd != TMSG_TIME_SYNC)
+		return -EPROTO;
+	ret = tmsg_parse_time_sync(m, ts);
+	if (ret)
+		return ret;
+	if (strncmp(ts->proto, proto, TMSG_PROTO_NAME_LEN))
+		return -EPROTO;
+	return 0;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, 4);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return be32toh(v);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return be64toh(v);
+}
+
+int tsync_ptp_server(struct tmsg_transport *t, uint32_t series, tsync_clock_fn clk,
+		     void *ctx, int64_t *offset, int64_t *ts, uint64_t *rtt)
+{
+	uint64_t *s = NULL, *r = NULL, best = UINT64_MAX;
+	struct tmsg *m = malloc(sizeof(*m));
+	struct tmsg_time_sync in;
+	uint8_t buf[16];
+	uint32_t n, i;
+	bool found = false;
+	int ret;
+
+	s = calloc(TSYNC_PTP_LOOP, sizeof(*s));
+	r = calloc(TSYNC_PTP_LOOP, sizeof(*r));
+	if (!m || !s || !r) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	put32(buf, series);
+	put32(buf + 4, TSYNC_PTP_FASTEST | TSYNC_PTP_USE_MARKER);
+	ret = send_ts(t, m, TSYNC_PTP_NAME, TSYNC_PTP_START, buf, 8);
+	if (!ret)
+		ret = recv_ts(t, m, TSYNC_PTP_NAME, &in);
+	if (!ret && in.msg_id != TSYNC_PTP_START)
+		ret = -EPROTO;
+	for (i = 0; !ret && i < TSYNC_PTP_LOOP; i++) {
+		put32(buf, i + 1);
+		s[i] = clk(ctx);
+		ret = send_ts(t, m, TSYNC_PTP_NAME, TSYNC_PTP_PROBE, buf, 4);
+		if (!ret)
+			ret = recv_ts(t, m, TSYNC_PTP_NAME, &in);
+		r[i] = clk(ctx);
+		if (!ret && (in.msg_id != TSYNC_PTP_PROBE || in.len < 4 ||
+			     get32(in.payload) != i + 1))
+			ret = -EPROTO;
+	}
+	if (!ret)
+		ret = send_ts(t, m, TSYNC_PTP_NAME, TSYNC_PTP_END, NULL, 0);
+	if (!ret)
+		ret = recv_ts(t, m, TSYNC_PTP_NAME, &in);
+	if (!ret && (in.msg_id != TSYNC_PTP_PROBES || in.len < 8))
+		ret = -EPROTO;
+	if (ret)
+		goto out;
+	n = get32(in.payload + 4);
+	if (n > TSYNC_PTP_LOOP)
+		n = TSYNC_PTP_LOOP;
+	if (8 + (size_t)n * 12 > in.len) {
+		ret = -EBADMSG;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		const uint8_t *p = in.payload + 8 + (size_t)i * 12;
+		uint64_t cts = get64(p), d;
+
+		/* all three stamps, all for the same probe */
+		if (!cts || !s[i] || !r[i] || get32(p + 8) != i + 1)
+			continue;
+		d = r[i] - s[i];
+		if (d < best) {
+			best = d;
+			*ts = (int64_t)((s[i] + r[i]) / 2);
+			*offset = (int64_t)(cts - (uint64_t)*ts);
+			found = true;
+		}
+	}
+	if (!found) {
+		ret = -ENODATA;
+		goto out;
+	}
+	if (rtt)
+		*rtt = best;
+	put64(buf, (uint64_t)*ts);
+	put64(buf + 8, (uint64_t)*offset);
+	ret = send_ts(t, m, TSYNC_PTP_NAME, TSYNC_PTP_OFFSET, buf, 16);
+out:
+	free(m);
+	free(s);
+	free(r);
+	return ret;
+}
+
+int tsync_ptp_client(struct tmsg_transport *t, tsync_clock_fn clk, void *ctx,
+		     int64_t *offset, int64_t *ts)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	uint8_t *res = calloc(1, TSYNC_PTP_PROBES_SIZE);
+	struct tmsg_time_sync in;
+	uint32_t series = 0, stored = 0;
+	uint8_t buf[8];
+	int ret;
+
+	if (!m || !res) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = recv_ts(t, m, TSYNC_PTP_NAME, &in);
+	if (!ret && (in.msg_id != TSYNC_PTP_START || in.len < 8))
+		ret = -EPROTO;
+	if (ret)
+		goto out;
+	series = get32(in.payload);
+	memcpy(buf, in.payload, 8);
+	/* echoed as received */
+	ret = send_ts(t, m, TSYNC_PTP_NAME, TSYNC_PTP_START, buf, 8);
+	while (!ret) {
+		uint32_t count;
+		uint64_t now;
+
+		ret = recv_ts(t, m, TSYNC_PTP_NAME, &in);
+		if (ret || in.msg_id != TSYNC_PTP_PROBE || in.len < 4 || !get32(in.payload))
+			break;
+		now = clk(ctx);
+		count = get32(in.payload);
+		if (count <= TSYNC_PTP_LOOP) {
+			uint8_t *p = res + 8 + (size_t)(count - 1) * 12;
+
+			put64(p, now);
+			put32(p + 8, count);
+			stored++;
+		}
+		memcpy(buf, in.payload, 4);
+		ret = send_ts(t, m, TSYNC_PTP_NAME, TSYNC_PTP_PROBE, buf, 4);
+	}
+	if (ret)
+		goto out;
+	if (in.msg_id != TSYNC_PTP_END) {
+		ret = -EPROTO;
+		goto out;
+	}
+	put32(res, series);
+	put32(res + 4, stored);
+	ret = send_ts(t, m, TSYNC_PTP_NAME, TSYNC_PTP_PROBES, res, TSYNC_PTP_PROBES_SIZE);
+	if (!ret)
+		ret = recv_ts(t, m, TSYNC_PTP_NAME, &in);
+	if (!ret && (in.msg_id != TSYNC_PTP_OFFSET || in.len < 16))
+		ret = -EPROTO;
+	if (!ret) {
+		*ts = (int64_t)get64(in.payload);
+		*offset = (int64_t)get64(in.payload + 8);
+	}
+out:
+	free(m);
+	free(res);
+	return ret;
+}
+
+int tsync_none_probe(struct tmsg_transport *t, uint16_t cpu)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	/* the vCPU number goes in native order, as trace-cmd sends it */
+	ret = send_ts(t, m, TSYNC_NONE_NAME, TSYNC_NONE_PROBE, &cpu, sizeof(cpu));
+	free(m);
+	return ret;
+}
+
+int tsync_none_stop(struct tmsg_transport *t)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	ret = send_ts(t, m, TSYNC_NONE_NAME, TSYNC_NONE_STOP, NULL, 0);
+	free(m);
+	return ret;
+}
+
+int tsync_none_wait(struct tmsg_transport *t, int timeout_ms, uint16_t *cpu)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	struct tmsg_time_sync in;
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	ret = tmsg_recv(t, m, timeout_ms);
+	if (!ret && m->cmd == TMSG_TIME_SYNC && !tmsg_parse_time_sync(m, &in) &&
+	    !strncmp(in.proto, TSYNC_NONE_NAME, TMSG_PROTO_NAME_LEN) &&
+	    in.msg_id == TSYNC_NONE_PROBE && in.len >= 2) {
+		memcpy(cpu, in.payload, 2);
+		ret = 1;
+	}
+	free(m);
+	return ret;
+}

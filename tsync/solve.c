@@ -1,0 +1,668 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * From marker rounds to TIME_SHIFT samples.
+ *
+ * A round gives off in [a - scale(h_exit), b - scale(h_entry)]: marker a
+ * was stamped before the exit, marker b after the entry. Rounds of one vCPU
+ * are intersected in time order; an empty intersection means the offset
+ * moved (restore, TSC write) and starts a new epoch.
+ *
+ * The samples are written for trace-cmd's reader as it is: INTERPOLATE,
+ * host = g + off_i + ((g - t_i) * (off_i+1 - off_i) + d/2) / d, with the
+ * pair chosen by binary search and the first/last pair extrapolated. A step
+ * is two samples one tick apart; a scaled guest gets samples close enough
+ * that the reader's 64-bit product cannot overflow.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsync.h"
+
+typedef __int128 s128;
+
+#define MAX_POINTS	100000
+
+struct round {
+	uint32_t	vcpu;
+	uint64_t	a;
+	int64_t		lo, hi;
+};
+
+struct pts {
+	uint64_t	*t;
+	int64_t		*o;
+	uint32_t	n, max;
+};
+
+static int cmp_hmark(const void *x, const void *y)
+{
+	const struct tsync_hmark *a = x, *b = y;
+
+	if (a->seq != b->seq)
+		return a->seq < b->seq ? -1 : 1;
+	return a->vcpu < b->vcpu ? -1 : a->vcpu > b->vcpu;
+}
+
+static int cmp_round(const void *x, const void *y)
+{
+	const struct round *a = x, *b = y;
+
+	if (a->vcpu != b->vcpu)
+		return a->vcpu < b->vcpu ? -1 : 1;
+	return a->a < b->a ? -1 : a->a > b->a;
+}
+
+static const struct tsync_hmark *find_hmark(const struct tsync_hmark *h, size_t nh,
+					    uint32_t seq, uint32_t vcpu)
+{
+	size_t lo = 0, hi = nh;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (h[mid].seq < seq || (h[mid].seq == seq && h[mid].vcpu < vcpu))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < nh && h[lo].seq == seq && h[lo].vcpu == vcpu)
+		return &h[lo];
+	return NULL;
+}
+
+static int pts_reserve(struct pts *p, uint32_t need)
+{
+	uint32_t n = p->max ? p->max : 16;
+	uint64_t *t2;
+	int64_t *o2;
+
+	if (need <= p->max)
+		return 0;
+	while (n < need)
+		n *= 2;
+	if (n > MAX_POINTS)
+		return -E2BIG;
+	t2 = realloc(p->t, n * sizeof(*t2));
+	if (!t2)
+		return -ENOMEM;
+	p->t = t2;
+	o2 = realloc(p->o, n * sizeof(*o2));
+	if (!o2)
+		return -ENOMEM;
+	p->o = o2;
+	p->max = n;
+	return 0;
+}
+
+static int pts_add(struct pts *p, uint64_t t, int64_t o)
+{
+	int ret;
+
+	if (p->n && t <= p->t[p->n - 1])
+		return 0;	/* readers keep one sample per ts */
+	ret = pts_reserve(p, p->n + 1);
+	if (ret)
+		return ret;
+	p->t[p->n] = t;
+	p->o[p->n++] = o;
+	return 0;
+}
+
+/* trace-cmd's correction between samples i and i+1 */
+static int64_t interp(const uint64_t *t, const int64_t *o, uint32_t i, uint64_t g)
+{
+	long long delta = (long long)(t[i + 1] - t[i]);
+	long long prod = ((long long)g - (long long)t[i]) * (o[i + 1] - o[i]);
+
+	return o[i] + (prod + delta / 2) / delta;
+}
+
+static int64_t eval(const uint64_t *t, const int64_t *o, uint32_t n, uint64_t g)
+{
+	uint32_t lo = 0, hi = n;
+
+	if (n == 1)
+		return o[0];
+	/* the largest i with t[i] <= g, kept in [0, n - 2] */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (t[mid] <= g)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	lo = lo ? lo - 1 : 0;
+	if (lo > n - 2)
+		lo = n - 2;
+	return interp(t, o, lo, g);
+}
+
+uint64_t tsync_apply(const struct tsync_solution *s, uint32_t cpu, uint64_t g)
+{
+	const uint64_t *t;
+	const int64_t *o;
+
+	if (cpu >= s->ncpu || !s->count)
+		return g;
+	tsync_solution_cpu(s, cpu, &t, &o);
+	return g + (uint64_t)eval(t, o, s->count, g);
+}
+
+void tsync_solution_cpu(const struct tsync_solution *s, uint32_t cpu,
+			const uint64_t **ts, const int64_t **off)
+{
+	*ts = s->ts + (size_t)cpu * s->count;
+	*off = s->offset + (size_t)cpu * s->count;
+}
+
+void tsync_solution_free(struct tsync_solution *s)
+{
+	if (!s)
+		return;
+	free(s->epochs);
+	free(s->ts);
+	free(s->offset);
+	memset(s, 0, sizeof(*s));
+}
+
+/* host - guest at guest time g with offset off */
+static int64_t shift_at(const struct tsync_scale *sc, int64_t off, uint64_t g)
+{
+	return (int64_t)(tsync_host_of(sc, off, g) - g);
+}
+
+/* Guest ticks between samples of a scaled segment: the reader's
+ * (g - t) * (o' - o) must stay far from 2^63. */
+static uint64_t scaled_step(const struct tsync_scale *sc)
+{
+	long double r = (long double)sc->ratio / powl(2.0L, sc->frac);
+	long double k = fabsl(1.0L / r - 1.0L);
+	long double s;
+
+	if (k == 0)
+		return UINT64_MAX;
+	s = sqrtl(powl(2.0L, 60) / k);
+	if (s > (long double)(1ull << 40))
+		return 1ull << 40;
+	if (s < 1024)
+		return 1024;
+	return (uint64_t)s;
+}
+
+/* One segment [t0, t1] of constant offset into the points. */
+static int segment(struct pts *p, const struct tsync_scale *sc, int64_t off,
+		   uint64_t t0, uint64_t t1)
+{
+	int ret;
+
+	if (tsync_scale_identity(sc)) {
+		ret = pts_add(p, t0, -off);
+		if (!ret && t1 > t0)
+			ret = pts_add(p, t1, -off);
+		return ret;
+	}
+	{
+		uint64_t step = scaled_step(sc), t = t0;
+
+		for (;;) {
+			ret = pts_add(p, t, shift_at(sc, off, t));
+			if (ret || t >= t1)
+				return ret;
+			t = t1 - t > step ? t + step : t1;
+		}
+	}
+}
+
+/* Split the longest segment in two, exactly where the reader already is. */
+static int pad(struct pts *p)
+{
+	uint32_t best = 0;
+	uint64_t len = 0, mid;
+
+	if (p->n < 2) {
+		/* one point: a second one a tick later, same offset */
+		return pts_add(p, p->t[0] + 1, p->o[0]);
+	}
+	for (uint32_t i = 0; i + 1 < p->n; i++) {
+		if (p->t[i + 1] - p->t[i] > len) {
+			len = p->t[i + 1] - p->t[i];
+			best = i;
+		}
+	}
+	if (len < 2)
+		return pts_add(p, p->t[p->n - 1] + 1, p->o[p->n - 1]);
+	mid = p->t[best] + len / 2;
+	{
+		int64_t o = interp(p->t, p->o, best, mid);
+		int ret = pts_reserve(p, p->n + 1);
+
+		if (ret)
+			return ret;
+		memmove(p->t + best + 2, p->t + best + 1, (p->n - best - 1) * sizeof(*p->t));
+		memmove(p->o + best + 2, p->o + best + 1, (p->n - best - 1) * sizeof(*p->o));
+		p->t[best + 1] = mid;
+		p->o[best + 1] = o;
+		p->n++;
+	}
+	return 0;
+}
+
+static int add_epoch(struct tsync_solution *s, uint32_t *max, const struct tsync_epoch *e)
+{
+	if (s->nepochs == *max) {
+		uint32_t n = *max ? *max * 2 : 8;
+		struct tsync_epoch *q = realloc(s->epochs, n * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		s->epochs = q;
+		*max = n;
+	}
+	s->epochs[s->nepochs++] = *e;
+	return 0;
+}
+
+/*
+ * Drift, not a jump: a step within the brackets that measured it, or one
+ * under 1000 ppm of the time between the epochs (a rate error: the ratio
+ * assumed is not quite the guest's). A restore or a TSC write moves the
+ * offset by far more than that.
+ */
+static bool drifted(const struct tsync_epoch *prev, const struct tsync_epoch *e)
+{
+	s128 d = (s128)e->off - prev->off;
+	s128 dt = (s128)e->g_first - prev->g_last;
+
+	if (d < 0)
+		d = -d;
+	return d <= (s128)prev->widest + e->widest || d * 1000 <= dt;
+}
+
+/*
+ * The guest time where epoch @e hands over to @next. The change happened
+ * at some host time between their rounds; after a forward jump of d ticks,
+ * old-epoch stamps end below (host of next's first round) + e->off and
+ * new-epoch stamps start above (host of e's last round) + next->off: the
+ * middle of those two is right for any change time when the jump exceeds
+ * the gap between the rounds. After a backward jump the guest's times
+ * overlap; stamps before next's first round stay with the old epoch.
+ */
+static uint64_t boundary(const struct tsync_epoch *e, const struct tsync_epoch *next)
+{
+	s128 b = next->g_first;
+
+	if (next->off > e->off) {
+		s128 d = (s128)next->off - e->off;
+		s128 lo = (s128)next->g_first - d, hi = (s128)e->g_last + d;
+
+		b = lo + (hi - lo) / 2;
+	}
+	if (b <= (s128)e->g_last)
+		b = (s128)e->g_last + 1;
+	if (b > (s128)next->g_first)
+		b = next->g_first;
+	return (uint64_t)b;
+}
+
+/* Points of vCPU @v from its epochs (those of @src_v when it has none). */
+static int build_points(const struct tsync_solve_opts *o, const struct tsync_solution *s,
+			uint32_t src_v, struct pts *p)
+{
+	uint64_t nb = 0;
+	int ret = 0;
+
+	for (uint32_t i = 0, k = 0; i < s->nepochs && !ret; i++) {
+		const struct tsync_epoch *e = &s->epochs[i], *next = NULL;
+		uint64_t t0, t1;
+
+		if (e->vcpu != src_v)
+			continue;
+		for (uint32_t j = i + 1; j < s->nepochs; j++)
+			if (s->epochs[j].vcpu == src_v) {
+				next = &s->epochs[j];
+				break;
+			}
+		t0 = k == 0 ? (o->g_start < e->g_first ? o->g_start : e->g_first) : nb;
+		/* a drifting offset is best extrapolated along its slope, which
+		 * the reader does past the first and last pairs */
+		if (k == 0 && next && next->drift)
+			t0 = e->g_first;
+		if (next && next->drift) {
+			/* the reader interpolates between the two epochs */
+			t1 = e->g_last > t0 ? e->g_last : t0;
+			nb = next->g_first > t1 ? next->g_first : t1 + 1;
+		} else if (next) {
+			nb = boundary(e, next);
+			t1 = nb - 1;
+		} else if (e->drift) {
+			t1 = e->g_last;
+		} else {
+			t1 = o->g_end > e->g_last ? o->g_end : e->g_last;
+		}
+		ret = segment(p, &o->scale, e->off, t0, t1);
+		k++;
+	}
+	return ret;
+}
+
+static int finish(const struct tsync_solve_opts *o, struct tsync_solution *s,
+		  const int32_t *src)
+{
+	struct pts *p = calloc(o->nvcpu, sizeof(*p));
+	uint32_t count = 0;
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (uint32_t v = 0; v < o->nvcpu && !ret; v++) {
+		ret = build_points(o, s, (uint32_t)src[v], &p[v]);
+		if (!ret && p[v].n < 2)
+			ret = pad(&p[v]);
+		if (!ret && p[v].n > count)
+			count = p[v].n;
+	}
+	for (uint32_t v = 0; v < o->nvcpu && !ret; v++)
+		while (!ret && p[v].n < count)
+			ret = pad(&p[v]);
+	if (!ret) {
+		s->ncpu = o->nvcpu;
+		s->count = count;
+		s->flags = 1;	/* INTERPOLATE */
+		s->ts = calloc((size_t)count * o->nvcpu, sizeof(*s->ts));
+		s->offset = calloc((size_t)count * o->nvcpu, sizeof(*s->offset));
+		if (!s->ts || !s->offset)
+			ret = -ENOMEM;
+	}
+	for (uint32_t v = 0; v < o->nvcpu && !ret; v++) {
+		memcpy(s->ts + (size_t)v * count, p[v].t, count * sizeof(*s->ts));
+		memcpy(s->offset + (size_t)v * count, p[v].o, count * sizeof(*s->offset));
+	}
+	for (uint32_t v = 0; v < o->nvcpu; v++) {
+		free(p[v].t);
+		free(p[v].o);
+	}
+	free(p);
+	return ret;
+}
+
+/* Which vCPU's epochs each vCPU uses: its own, else the first that has some. */
+static int sources(const struct tsync_solve_opts *o, const struct tsync_solution *s,
+		   int32_t *src)
+{
+	int32_t any = -1;
+
+	for (uint32_t v = 0; v < o->nvcpu; v++)
+		src[v] = -1;
+	for (uint32_t i = 0; i < s->nepochs; i++) {
+		src[s->epochs[i].vcpu] = (int32_t)s->epochs[i].vcpu;
+		if (any < 0 || (int32_t)s->epochs[i].vcpu < any)
+			any = (int32_t)s->epochs[i].vcpu;
+	}
+	if (any < 0)
+		return -ENODATA;
+	for (uint32_t v = 0; v < o->nvcpu; v++)
+		if (src[v] < 0)
+			src[v] = any;
+	return 0;
+}
+
+int tsync_solve(const struct tsync_solve_opts *o, const struct tsync_gmark *g, size_t ng,
+		const struct tsync_hmark *h, size_t nh, struct tsync_solution *out)
+{
+	struct tsync_hmark *hs = NULL;
+	struct round *r = NULL;
+	int32_t *src = NULL;
+	uint32_t maxe = 0;
+	size_t nr = 0;
+	int ret = 0;
+
+	if (!o || !out || !o->nvcpu || (ng && !g) || (nh && !h))
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	hs = malloc((nh ? nh : 1) * sizeof(*hs));
+	r = malloc((ng ? ng : 1) * sizeof(*r));
+	src = malloc(o->nvcpu * sizeof(*src));
+	if (!hs || !r || !src) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (nh)
+		memcpy(hs, h, nh * sizeof(*hs));
+	qsort(hs, nh, sizeof(*hs), cmp_hmark);
+	for (size_t i = 0; i < ng; i++) {
+		const struct tsync_hmark *m = find_hmark(hs, nh, g[i].seq, g[i].vcpu);
+		s128 lo, hi;
+
+		if (!m || g[i].vcpu >= o->nvcpu || g[i].b < g[i].a) {
+			out->rounds_unmatched++;
+			continue;
+		}
+		lo = (s128)g[i].a - tsync_scale_fwd(&o->scale, m->h_exit);
+		hi = (s128)g[i].b - tsync_scale_fwd(&o->scale, m->h_entry);
+		if (lo > hi || lo < INT64_MIN || hi > INT64_MAX) {
+			out->rounds_unmatched++;
+			continue;
+		}
+		r[nr++] = (struct round){ .vcpu = g[i].vcpu, .a = g[i].a,
+					  .lo = (int64_t)lo, .hi = (int64_t)hi };
+	}
+	qsort(r, nr, sizeof(*r), cmp_round);
+	for (size_t i = 0; i < nr && !ret; ) {
+		uint32_t v = r[i].vcpu;
+		size_t j = i, end = i;
+		struct tsync_epoch e;
+
+		while (end < nr && r[end].vcpu == v)
+			end++;
+		/* the first round of a vCPU warms caches and TLBs: never used */
+		if (!o->keep_first && end - i >= 2) {
+			out->rounds_discarded++;
+			j++;
+		}
+		e = (struct tsync_epoch){ .vcpu = v, .lo = r[j].lo, .hi = r[j].hi,
+					  .g_first = r[j].a, .g_last = r[j].a, .rounds = 1,
+					  .widest = (uint64_t)(r[j].hi - r[j].lo) };
+		for (j++; j < end && !ret; j++) {
+			int64_t lo = r[j].lo > e.lo ? r[j].lo : e.lo;
+			int64_t hi = r[j].hi < e.hi ? r[j].hi : e.hi;
+			uint64_t w = (uint64_t)(r[j].hi - r[j].lo);
+
+			if (lo <= hi) {
+				e.lo = lo;
+				e.hi = hi;
+				e.g_last = r[j].a;
+				e.rounds++;
+				if (w > e.widest)
+					e.widest = w;
+				continue;
+			}
+			e.off = e.lo + (e.hi - e.lo) / 2;
+			out->rounds_used += e.rounds;
+			ret = add_epoch(out, &maxe, &e);
+			e = (struct tsync_epoch){ .vcpu = v, .lo = r[j].lo, .hi = r[j].hi,
+						  .g_first = r[j].a, .g_last = r[j].a,
+						  .rounds = 1, .widest = w };
+			e.off = e.lo + (e.hi - e.lo) / 2;
+			if (!ret)
+				e.drift = drifted(&out->epochs[out->nepochs - 1], &e);
+		}
+		if (!ret) {
+			e.off = e.lo + (e.hi - e.lo) / 2;
+			out->rounds_used += e.rounds;
+			ret = add_epoch(out, &maxe, &e);
+		}
+		i = end;
+	}
+	if (ret)
+		goto out;
+	if (o->pv) {
+		/* a PV guest reads the host TSC: confirm 0 rather than assume it */
+		bool ok = out->nepochs > 0;
+
+		for (uint32_t i = 0; i < out->nepochs; i++)
+			ok &= out->epochs[i].lo <= 0 && out->epochs[i].hi >= 0;
+		out->pv_confirmed = ok;
+		if (ok)
+			for (uint32_t i = 0; i < out->nepochs; i++)
+				out->epochs[i].off = 0;
+	}
+	for (uint32_t i = 0; i < out->nepochs; i++) {
+		const struct tsync_epoch *e = &out->epochs[i];
+		bool moving = e->drift || (i + 1 < out->nepochs && out->epochs[i + 1].drift &&
+					   out->epochs[i + 1].vcpu == e->vcpu);
+		/* constant: half the intersection; drifting: the truth may sit
+		 * anywhere in each round's own bracket */
+		uint64_t b = moving ? e->widest : (uint64_t)(e->hi - e->lo + 1) / 2;
+
+		if (out->pv_confirmed)
+			b = 0;
+		if (b > out->bound)
+			out->bound = b;
+	}
+	ret = sources(o, out, src);
+	if (!ret)
+		ret = finish(o, out, src);
+out:
+	free(hs);
+	free(r);
+	free(src);
+	if (ret)
+		tsync_solution_free(out);
+	return ret;
+}
+
+/* ---- emulated TSC ---- */
+
+struct vp {
+	uint64_t	g;
+	int64_t		o;	/* host - guest, host taken mid-exit */
+};
+
+static int cmp_vp_g(const void *x, const void *y)
+{
+	const struct vp *a = x, *b = y;
+
+	return a->g < b->g ? -1 : a->g > b->g;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+#define VTSC_GROUP	32
+
+int tsync_solve_vtsc(const struct tsync_solve_opts *o, const struct tsync_vpair *p, size_t n,
+		     struct tsync_solution *out)
+{
+	struct pts *pt;
+	struct vp *v = NULL;
+	int64_t *tmp = NULL;
+	uint32_t count = 0;
+	int ret = 0;
+	bool any = false;
+
+	if (!o || !out || !o->nvcpu || (n && !p))
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	pt = calloc(o->nvcpu, sizeof(*pt));
+	v = malloc((n ? n : 1) * sizeof(*v));
+	tmp = malloc(VTSC_GROUP * sizeof(*tmp));
+	if (!pt || !v || !tmp) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t c = 0; c < o->nvcpu && !ret; c++) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t hm;
+
+			if (p[i].vcpu != c)
+				continue;
+			hm = p[i].h_exit + (p[i].h_entry - p[i].h_exit) / 2;
+			v[k++] = (struct vp){ .g = p[i].guest, .o = (int64_t)(hm - p[i].guest) };
+		}
+		if (!k)
+			continue;
+		any = true;
+		qsort(v, k, sizeof(*v), cmp_vp_g);
+		/* a median per group: outliers (a deschedule in the exit) drop out */
+		for (size_t i = 0; i < k && !ret; i += VTSC_GROUP) {
+			size_t m = k - i < VTSC_GROUP ? k - i : VTSC_GROUP;
+			uint64_t b;
+
+			for (size_t j = 0; j < m; j++)
+				tmp[j] = v[i + j].o;
+			qsort(tmp, m, sizeof(*tmp), cmp_i64);
+			b = (uint64_t)(tmp[m * 9 / 10 >= m ? m - 1 : m * 9 / 10] - tmp[m / 10]) / 2;
+			if (b > out->bound)
+				out->bound = b;
+			ret = pts_add(&pt[c], v[i + m / 2].g, tmp[m / 2]);
+			out->rounds_used += (uint32_t)m;
+		}
+	}
+	if (!ret && !any)
+		ret = -ENODATA;
+	for (uint32_t c = 0; c < o->nvcpu && !ret; c++) {
+		if (!pt[c].n) {
+			/* a vCPU without pairs takes vCPU 0's (or the first) map */
+			for (uint32_t d = 0; d < o->nvcpu && !ret; d++) {
+				if (!pt[d].n || d == c)
+					continue;
+				for (uint32_t i = 0; i < pt[d].n && !ret; i++)
+					ret = pts_add(&pt[c], pt[d].t[i], pt[d].o[i]);
+				break;
+			}
+		}
+		while (!ret && pt[c].n < 2)
+			ret = pad(&pt[c]);
+		if (pt[c].n > count)
+			count = pt[c].n;
+	}
+	for (uint32_t c = 0; c < o->nvcpu && !ret; c++)
+		while (!ret && pt[c].n < count)
+			ret = pad(&pt[c]);
+	if (!ret) {
+		out->ncpu = o->nvcpu;
+		out->count = count;
+		out->flags = 1;
+		out->ts = calloc((size_t)count * o->nvcpu, sizeof(*out->ts));
+		out->offset = calloc((size_t)count * o->nvcpu, sizeof(*out->offset));
+		if (!out->ts || !out->offset)
+			ret = -ENOMEM;
+	}
+	for (uint32_t c = 0; c < o->nvcpu && !ret; c++) {
+		memcpy(out->ts + (size_t)c * count, pt[c].t, count * sizeof(*out->ts));
+		memcpy(out->offset + (size_t)c * count, pt[c].o, count * sizeof(*out->offset));
+	}
+out:
+	for (uint32_t c = 0; pt && c < o->nvcpu; c++) {
+		free(pt[c].t);
+		free(pt[c].o);
+	}
+	free(pt);
+	free(v);
+	free(tmp);
+	if (ret)
+		tsync_solution_free(out);
+	return ret;
+}
+
+void tsync_summary_line(const struct tsync_solution *s, const char *proto,
+			const struct tsync_clock *c, char *buf, size_t len)
+{
+	uint64_t ns = c ? tsync_clock_ticks_to_ns(c, s->bound) : s->bound;
+
+	snprintf(buf, len, "tsync %s: %u rounds used (%u unmatched, %u warm-up), %u epoch%s, "
+		 "bound %" PRIu64 " %s%s", proto, s->rounds_used, s->rounds_unmatched,
+		 s->rounds_discarded, s->nepochs, s->nepochs == 1 ? "" : "s", ns,
+		 c ? "ns" : "ticks", s->pv_confirmed ? " (PV: offset 0 confirmed)" : "");
+}
