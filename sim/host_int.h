@@ -70,6 +70,7 @@ struct xsim_host {
 	int notify_fd;		/* eventfd: a buffer crossed half full */
 	int listen_fd;
 	uint64_t t0;
+	uint64_t max_lag;	/* how far stamps may trail real time */
 	volatile int stop;
 	pthread_mutex_t slock;	/* vCPU states */
 	FILE *truth;

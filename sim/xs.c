@@ -334,13 +334,15 @@ int xsim_xs_op(struct xsim_xs *xs, uint32_t dom, unsigned int op,
 		*outlen = n->np * sizeof(n->p[0]);
 		return 0;
 	case XS_SET_PERMS: {
-		const struct xs_perm *p = arg;
-		unsigned int np = arglen / sizeof(*p);
+		struct xs_perm p[MAX_PERMS];
+		unsigned int np = arglen / sizeof(p[0]);
 
 		if (!n)
 			return -ENOENT;
-		if (!np || np > MAX_PERMS || arglen % sizeof(*p))
+		if (!np || np > MAX_PERMS || arglen % sizeof(p[0]))
 			return -EINVAL;
+		/* the request need not be aligned */
+		memcpy(p, arg, arglen);
 		if (!(perm(n, dom) & XS_PERM_OWNER))
 			return -EACCES;
 		/* only dom0 gives a node away */

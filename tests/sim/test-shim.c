@@ -362,10 +362,52 @@ static struct t_buf *map_buf(xc_interface *xch, xenforeignmemory_handle *fmem,
  * running one of its vCPUs: VMEXIT(VMCALL) [T], VMMCALL(hvm_op), GUEST
  * (no TSC) with the payload, VMENTRY [T], back to back.
  */
+/* Everything written since the last call, in order, per CPU (as xentrace). */
+struct window {
+	uint8_t bytes[2][1 << 16];
+	uint32_t len[2];
+};
+
+static void take(struct t_buf *b[2], struct window *w)
+{
+	for (int c = 0; c < 2; c++) {
+		uint32_t x = PAGES * 4096 - 8, prod = b[c]->prod;
+		uint32_t used = (prod + 2 * x - b[c]->cons) % (2 * x);
+		uint32_t pos = b[c]->cons % x;
+		const uint8_t *data = (const uint8_t *)(b[c] + 1);
+
+		for (uint32_t k = 0; k < used; k++) {
+			assert_true(w->len[c] < sizeof(w->bytes[c]));
+			w->bytes[c][w->len[c]++] = data[(pos + k) % x];
+		}
+		b[c]->cons = prod;
+	}
+}
+
+static void discard(struct t_buf *b[2])
+{
+	for (int c = 0; c < 2; c++)
+		b[c]->cons = b[c]->prod;
+}
+
+static void hcall(xencall_handle *xcall, xen_hvm_xentrace_t *tr, int expect)
+{
+	assert_int_equal(xencall2(xcall, __HYPERVISOR_hvm_op, HVMOP_xentrace,
+				  (uintptr_t)tr), expect);
+}
+
+/*
+ * HVMOP_xentrace lands in the hypervisor buffer of the pCPU running one of
+ * the caller's vCPUs: from HVM guest1 VMEXIT(VMCALL) [T], VMMCALL(hvm_op),
+ * GUEST (no TSC), EMUL_LAPIC_PIC_INTR [T], VMENTRY [T]; from PV dom0
+ * HYPERCALL_V2(hvm_op) [T], GUEST. The test drains around each call, as a
+ * consumer would, so the guests' other exits cannot crowd the records out.
+ */
 static void test_hvmop_xentrace(void **state)
 {
 	xc_interface *xch = xc_interface_open(NULL, NULL, 0);
 	xenforeignmemory_handle *fmem = xenforeignmemory_open(NULL, 0);
+	struct window *w = calloc(1, sizeof(*w));
 	xencall_handle *xcall;
 	xen_hvm_xentrace_t *tr;
 	struct t_buf *b[2];
@@ -373,21 +415,20 @@ static void test_hvmop_xentrace(void **state)
 
 	assert_non_null(xch);
 	assert_non_null(fmem);
+	assert_non_null(w);
 	assert_int_equal(xc_tbuf_set_evt_mask(xch, TRC_HVM | TRC_GUEST | TRC_PV), 0);
-	for (int c = 0; c < 2; c++) {
+	for (int c = 0; c < 2; c++)
 		b[c] = map_buf(xch, fmem, c);
-		b[c]->cons = b[c]->prod;
-	}
 
-	/* dom0 is PV: 4.17 takes it, as HYPERCALL_V2(hvm_op) then GUEST */
 	xcall = xencall_open(NULL, 0);
 	tr = xencall_alloc_buffer(xcall, sizeof(*tr));
 	assert_non_null(tr);
 	tr->event = 0x123;
 	tr->extra_bytes = 4;
 	memcpy(tr->extra, "pv!!", 4);
-	assert_int_equal(xencall2(xcall, __HYPERVISOR_hvm_op, HVMOP_xentrace,
-				  (uintptr_t)tr), 0);
+	discard(b);
+	hcall(xcall, tr, 0);
+	take(b, w);
 	xencall_free_buffer(xcall, tr);
 	xencall_close(xcall);
 
@@ -398,33 +439,32 @@ static void test_hvmop_xentrace(void **state)
 	tr = xencall_alloc_buffer(xcall, sizeof(*tr));
 	tr->event = 0x1000;	/* beyond 12 bits */
 	tr->extra_bytes = 4;
-	assert_int_equal(xencall2(xcall, __HYPERVISOR_hvm_op, HVMOP_xentrace,
-				  (uintptr_t)tr), -1);
+	hcall(xcall, tr, -1);
 	assert_int_equal(errno, EINVAL);
 	for (uint32_t i = 0; i < 5; i++) {
 		tr->event = 0x5a;
 		tr->extra_bytes = 8;
 		memcpy(tr->extra, &i, 4);
 		memcpy(tr->extra + 4, "tcx!", 4);
-		assert_int_equal(xencall2(xcall, __HYPERVISOR_hvm_op,
-					  HVMOP_xentrace, (uintptr_t)tr), 0);
+		discard(b);
+		hcall(xcall, tr, 0);
+		take(b, w);
 	}
 	xencall_free_buffer(xcall, tr);
 	xencall_close(xcall);
 	assert_int_equal(xc_tbuf_disable(xch), 0);
 
 	for (int c = 0; c < 2; c++) {
-		uint32_t x = PAGES * 4096 - 8, pos = b[c]->cons % x;
-		uint32_t used = (b[c]->prod + 2 * x - b[c]->cons) % (2 * x);
-		const uint8_t *data = (const uint8_t *)(b[c] + 1);
-		uint32_t hist[5] = { 0 }, words[5][10];
+		uint32_t hist[5] = { 0 }, words[5][10], pos = 0;
+		const uint8_t *data = w->bytes[c];
 
-		while (used) {
+		while (pos < w->len[c]) {
 			uint32_t h, sz, ev;
 
 			memcpy(&h, data + pos, 4);
 			sz = 4 + (h >> 31 ? 8 : 0) + 4 * ((h >> 28) & 7);
 			ev = h & 0x0fffffff;
+			assert_true(pos + sz <= w->len[c]);
 			if (ev != TRC_TRACE_WRAP_BUFFER) {
 				memmove(hist, hist + 1, 4 * 4);
 				memmove(words, words + 1, 4 * sizeof(words[0]));
@@ -439,10 +479,6 @@ static void test_hvmop_xentrace(void **state)
 				assert_memory_equal(words[4], "pv!!", 4);
 				pv++;
 			}
-			/*
-			 * HVM guest1: VMEXIT, VMMCALL, GUEST, the emulated
-			 * LAPIC/PIC check [T], VMENTRY
-			 */
 			if (ev == TRC_HVM_VMENTRY &&
 			    (hist[2] & 0x0fffffff) == (TRC_GUEST | 0x5a)) {
 				uint32_t seq;
@@ -466,15 +502,16 @@ static void test_hvmop_xentrace(void **state)
 				assert_true(h >> 31);
 				found++;
 			}
-			used -= sz;
-			pos = (pos + sz) % x;
+			pos += sz;
 		}
-		munmap(b[c], PAGES * 4096);
 	}
+	for (int c = 0; c < 2; c++)
+		munmap(b[c], PAGES * 4096);
 	assert_int_equal(found, 5);
 	assert_int_equal(seen, 0x1f);
 	assert_int_equal(pv, 1);
 	xc_tbuf_set_evt_mask(xch, TRC_ALL);
+	free(w);
 	xenforeignmemory_close(fmem);
 	xc_interface_close(xch);
 }
