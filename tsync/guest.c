@@ -164,6 +164,11 @@ int tsync_guest_rounds(struct tsync_guest *g, int ncpu, int rounds)
 	return done;
 }
 
+uint32_t tsync_guest_next_seq(const struct tsync_guest *g)
+{
+	return g->seq;
+}
+
 bool tsync_guest_hvmop_ok(const struct tsync_guest *g)
 {
 	return g && g->hvmop_ok;

@@ -443,10 +443,73 @@ int tsync_guest_open(struct tsync_guest **out, const struct tsync_guest_opts *o)
  */
 int tsync_guest_rounds(struct tsync_guest *g, int ncpu, int rounds);
 
+/** tsync_guest_next_seq - the number the next round will carry */
+uint32_t tsync_guest_next_seq(const struct tsync_guest *g);
+
 /** tsync_guest_hvmop_ok - whether HVMOP_xentrace works (after a round) */
 bool tsync_guest_hvmop_ok(const struct tsync_guest *g);
 
 /** tsync_guest_close - free @g (safe on NULL) */
 void tsync_guest_close(struct tsync_guest *g);
+
+/* ==== the sessions: protocol choice and the agent's loop ==== */
+
+/* Protocol "xen" over TIME_SYNC (ours; all integers big-endian). */
+#define TSYNC_XEN_NAME		"xen"
+#define TSYNC_XEN_ROUNDS	1	/* host: u32 rounds per CPU */
+#define TSYNC_XEN_DONE		2	/* guest: u32 done, u32 flags, u32 first, u32 last seq */
+#define TSYNC_XEN_STOP		3	/* host: no more rounds */
+#define TSYNC_XEN_F_HVMOP	0x1	/* HVMOP_xentrace rounds too */
+
+/**
+ * struct tsync_xen_done - what a guest did for one TSYNC_XEN_ROUNDS
+ * @rounds:	rounds written (warm-ups included)
+ * @flags:	TSYNC_XEN_F_*
+ * @first, @last: the sequence numbers used
+ */
+struct tsync_xen_done {
+	uint32_t	rounds, flags, first, last;
+};
+
+/**
+ * tsync_pick - the protocol an agent picks from those offered: "xen" when
+ * offered and @xen_ok (a Xen guest whose markers reach the hypervisor
+ * trace), else "ptp" when offered, else NULL (no time sync)
+ */
+const char *tsync_pick(const char *const *offered, uint32_t n, bool xen_ok);
+
+/**
+ * tsync_xen_ask - the host asks for @rounds rounds per CPU and waits for
+ * the guest's answer (@timeout_ms)
+ */
+int tsync_xen_ask(struct tmsg_transport *t, uint32_t rounds, int timeout_ms,
+		  struct tsync_xen_done *d);
+
+/** tsync_xen_stop - the host ends protocol xen */
+int tsync_xen_stop(struct tmsg_transport *t);
+
+/**
+ * struct tsync_agent_opts - the agent's side of the time sync stream
+ * @proto:	what tsync_pick() chose
+ * @marker_path: xen: the trace_marker of the agent's instance
+ * @hvmop:	xen: also try HVMOP_xentrace
+ * @stop:	set non-zero to end the loop (checked every 200 ms)
+ * @log:	notes (FILE *)
+ */
+struct tsync_agent_opts {
+	const char		*proto;
+	const char		*marker_path;
+	bool			hvmop;
+	const volatile int	*stop;
+	void			*log;
+};
+
+/**
+ * tsync_agent_serve - answer the host until it stops, the stream ends or
+ * *@stop: protocol xen (marker rounds on every CPU per request) or ptp
+ * (trace-cmd's "none" PROBE per CPU, pinned, then a ptp round as server
+ * with the TSC as clock). Returns 0 or -errno.
+ */
+int tsync_agent_serve(struct tmsg_transport *t, const struct tsync_agent_opts *o);
 
 #endif /* TSYNC_H */

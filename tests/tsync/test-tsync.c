@@ -698,6 +698,112 @@ static void test_ptp(void **state)
 	tmsg_close(cli.t);
 }
 
+/* ---- the agent's loop: protocol xen and ptp ---- */
+
+struct agent_side {
+	struct tmsg_transport	*t;
+	struct tsync_agent_opts	o;
+	int			ret;
+};
+
+static void *agent_main(void *arg)
+{
+	struct agent_side *a = arg;
+
+	a->ret = tsync_agent_serve(a->t, &a->o);
+	return NULL;
+}
+
+static void test_pick(void **state)
+{
+	const char *both[] = { "ptp", "xen" }, *kvm[] = { "kvm" }, *ptp[] = { "kvm", "ptp" };
+
+	(void)state;
+	assert_string_equal(tsync_pick(both, 2, true), "xen");
+	assert_string_equal(tsync_pick(both, 2, false), "ptp");
+	assert_string_equal(tsync_pick(ptp, 2, true), "ptp");
+	assert_null(tsync_pick(kvm, 1, true));
+	assert_null(tsync_pick(NULL, 0, true));
+}
+
+static void test_agent_xen(void **state)
+{
+	char path[] = "/tmp/tsync-marker-XXXXXX", line[128];
+	struct agent_side a = { 0 };
+	struct tmsg_transport *host;
+	struct tsync_xen_done d;
+	uint32_t na = 0, nb = 0, seq, last_a = 0;
+	bool before, paired = true;
+	pthread_t th;
+	FILE *f;
+	int sv[2], fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	a.t = tmsg_fd_transport(sv[0], "guest");
+	host = tmsg_fd_transport(sv[1], "host");
+	a.o = (struct tsync_agent_opts){ .proto = TSYNC_XEN_NAME, .marker_path = path };
+	assert_int_equal(pthread_create(&th, NULL, agent_main, &a), 0);
+	assert_int_equal(tsync_xen_ask(host, 3, 5000, &d), 0);
+	/* 3 rounds and a warm-up on every CPU we may run on */
+	assert_true(d.rounds >= 4 && d.rounds % 4 == 0);
+	assert_true(d.first == 1 && d.last == d.rounds && !(d.flags & TSYNC_XEN_F_HVMOP));
+	assert_int_equal(tsync_xen_ask(host, 2, 5000, &d), 0);
+	assert_true(d.first > 1 && d.last - d.first + 1 == d.rounds);
+	assert_int_equal(tsync_xen_stop(host), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(a.ret, 0);
+	/* every round: its "a" marker, then its "b" marker */
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		assert_int_equal(tsync_marker_parse(line, strlen(line), &seq, &before), 1);
+		if (before) {
+			na++;
+			last_a = seq;
+		} else {
+			nb++;
+			paired &= seq == last_a;
+		}
+	}
+	fclose(f);
+	assert_true(paired && na == nb && na == d.last);
+	unlink(path);
+	tmsg_close(a.t);
+	tmsg_close(host);
+}
+
+static void test_agent_ptp(void **state)
+{
+	struct agent_side a = { 0 };
+	struct tmsg_transport *host;
+	int64_t off, ts;
+	pthread_t th;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	a.t = tmsg_fd_transport(sv[0], "guest");
+	host = tmsg_fd_transport(sv[1], "host");
+	a.o = (struct tsync_agent_opts){ .proto = TSYNC_PTP_NAME };
+	assert_int_equal(pthread_create(&th, NULL, agent_main, &a), 0);
+	for (uint16_t c = 0; c < 2; c++) {
+		assert_int_equal(tsync_none_probe(host, c), 0);
+		assert_int_equal(tsync_ptp_client(host, clk_host, NULL, &off, &ts), 0);
+		/* one TSC on both sides (a constant_tsc machine): the offset is
+		 * within a round trip of 0 */
+		assert_true(llabs(off) < 2000000);
+	}
+	assert_int_equal(tsync_none_stop(host), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(a.ret, 0);
+	tmsg_close(a.t);
+	tmsg_close(host);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -714,6 +820,9 @@ int main(void)
 		cmocka_unit_test(test_marker_text),
 		cmocka_unit_test(test_readback),
 		cmocka_unit_test(test_ptp),
+		cmocka_unit_test(test_pick),
+		cmocka_unit_test(test_agent_xen),
+		cmocka_unit_test(test_agent_ptp),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

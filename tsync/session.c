@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The time sync stream of an agent session: which protocol, and the
+ * agent's loop for it. Protocol "xen" only asks the guest for marker
+ * rounds; the measuring happens in dom0, from the two traces.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tmsg.h"
+#include "tsync.h"
+
+#define POLL_MS		200
+
+const char *tsync_pick(const char *const *offered, uint32_t n, bool xen_ok)
+{
+	bool ptp = false;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (!offered[i])
+			continue;
+		if (xen_ok && !strcmp(offered[i], TSYNC_XEN_NAME))
+			return TSYNC_XEN_NAME;
+		if (!strcmp(offered[i], TSYNC_PTP_NAME))
+			ptp = true;
+	}
+	return ptp ? TSYNC_PTP_NAME : NULL;
+}
+
+static int send_xen(struct tmsg_transport *t, uint32_t id, const uint32_t *w, int n)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	uint32_t be[4] = { 0 };
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		be[i] = htobe32(w[i]);
+	ret = tmsg_make_time_sync(m, TSYNC_XEN_NAME, id, be, (size_t)n * 4);
+	if (!ret)
+		ret = tmsg_send(t, m);
+	free(m);
+	return ret;
+}
+
+int tsync_xen_ask(struct tmsg_transport *t, uint32_t rounds, int timeout_ms,
+		  struct tsync_xen_done *d)
+{
+	struct tmsg *m;
+	struct tmsg_time_sync in;
+	uint32_t w[4];
+	int ret = send_xen(t, TSYNC_XEN_ROUNDS, &rounds, 1);
+
+	if (ret)
+		return ret;
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	ret = tmsg_recv(t, m, timeout_ms);
+	if (!ret && (m->cmd != TMSG_TIME_SYNC || tmsg_parse_time_sync(m, &in) ||
+		     strncmp(in.proto, TSYNC_XEN_NAME, TMSG_PROTO_NAME_LEN) ||
+		     in.msg_id != TSYNC_XEN_DONE || in.len < 16))
+		ret = -EPROTO;
+	if (!ret) {
+		memcpy(w, in.payload, 16);
+		d->rounds = be32toh(w[0]);
+		d->flags = be32toh(w[1]);
+		d->first = be32toh(w[2]);
+		d->last = be32toh(w[3]);
+	}
+	free(m);
+	return ret;
+}
+
+int tsync_xen_stop(struct tmsg_transport *t)
+{
+	return send_xen(t, TSYNC_XEN_STOP, NULL, 0);
+}
+
+static int online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	return n > 0 ? (int)n : 1;
+}
+
+/* The next TIME_SYNC, in slices so that @stop is seen; 1 got one, 0 the end. */
+static int next(struct tmsg_transport *t, struct tmsg *m, struct tmsg_time_sync *in,
+		const volatile int *stop)
+{
+	for (;;) {
+		int ret = tmsg_recv(t, m, POLL_MS);
+
+		if (ret == -ETIMEDOUT) {
+			if (stop && *stop)
+				return 0;
+			continue;
+		}
+		if (ret == -ECONNRESET)
+			return 0;
+		if (ret)
+			return ret;
+		if (m->cmd != TMSG_TIME_SYNC || tmsg_parse_time_sync(m, in))
+			return 0;	/* CLOSE or anything else ends the loop */
+		return 1;
+	}
+}
+
+static int serve_xen(struct tmsg_transport *t, struct tmsg *m, const struct tsync_agent_opts *o)
+{
+	struct tsync_guest_opts go = { .marker_path = o->marker_path, .hvmop = o->hvmop,
+				       .log = o->log };
+	struct tsync_guest *g = NULL;
+	struct tmsg_time_sync in;
+	int ret = tsync_guest_open(&g, &go);
+
+	if (ret) {
+		if (o->log)
+			fprintf(o->log, "tsync: cannot open %s: %s\n", o->marker_path,
+				strerror(-ret));
+		return ret;
+	}
+	while ((ret = next(t, m, &in, o->stop)) == 1) {
+		uint32_t w[4], n;
+
+		if (strncmp(in.proto, TSYNC_XEN_NAME, TMSG_PROTO_NAME_LEN) ||
+		    in.msg_id != TSYNC_XEN_ROUNDS || in.len < 4) {
+			ret = 0;
+			break;
+		}
+		memcpy(&n, in.payload, 4);
+		n = be32toh(n);
+		if (n > 1000)
+			n = 1000;
+		w[2] = tsync_guest_next_seq(g);
+		w[0] = (uint32_t)tsync_guest_rounds(g, online_cpus(), (int)(n ? n : 1));
+		w[1] = tsync_guest_hvmop_ok(g) ? TSYNC_XEN_F_HVMOP : 0;
+		w[3] = tsync_guest_next_seq(g) - 1;
+		ret = send_xen(t, TSYNC_XEN_DONE, w, 4);
+		if (ret)
+			break;
+	}
+	tsync_guest_close(g);
+	return ret < 0 ? ret : 0;
+}
+
+static uint64_t tsc_clock(void *ctx)
+{
+	(void)ctx;
+	return tsync_rdtsc();
+}
+
+static int serve_ptp(struct tmsg_transport *t, struct tmsg *m, const struct tsync_agent_opts *o)
+{
+	struct tmsg_time_sync in;
+	uint32_t series = 0;
+	cpu_set_t old;
+	bool saved = !sched_getaffinity(0, sizeof(old), &old);
+	int ret;
+
+	while ((ret = next(t, m, &in, o->stop)) == 1) {
+		uint16_t cpu;
+		cpu_set_t one;
+		int64_t off, ts;
+
+		if (strncmp(in.proto, TSYNC_NONE_NAME, TMSG_PROTO_NAME_LEN) ||
+		    in.msg_id != TSYNC_NONE_PROBE || in.len < 2) {
+			ret = 0;
+			break;
+		}
+		memcpy(&cpu, in.payload, 2);
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		/* a CPU we cannot pin to still gets its round: the host waits */
+		sched_setaffinity(0, sizeof(one), &one);
+		ret = tsync_ptp_server(t, ++series, tsc_clock, NULL, &off, &ts, NULL);
+		if (saved)
+			sched_setaffinity(0, sizeof(old), &old);
+		if (ret)
+			break;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+int tsync_agent_serve(struct tmsg_transport *t, const struct tsync_agent_opts *o)
+{
+	struct tmsg *m;
+	int ret;
+
+	if (!t || !o || !o->proto)
+		return -EINVAL;
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	if (!strcmp(o->proto, TSYNC_XEN_NAME))
+		ret = o->marker_path ? serve_xen(t, m, o) : -EINVAL;
+	else if (!strcmp(o->proto, TSYNC_PTP_NAME))
+		ret = serve_ptp(t, m, o);
+	else
+		ret = -EPROTONOSUPPORT;
+	free(m);
+	return ret;
+}
