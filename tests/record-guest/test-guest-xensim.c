@@ -225,6 +225,7 @@ static void test_two_guests(void **state)
 		assert_int_equal(dropped, 0);
 		assert_int_equal(sum[i].pages, pages);
 	}
+	simhost_cleanup(&sim);
 }
 
 static int teardown(void **state)
