@@ -228,6 +228,78 @@ static void test_two_guests(void **state)
 	simhost_cleanup(&sim);
 }
 
+/* One guest's agent is killed mid-capture: its file ends there, valid; the other goes on. */
+static void test_guest_dies(void **state)
+{
+	const char *const ev[] = { "sched" };
+	const unsigned int dom[2] = { 1, 2 };
+	struct rec_guest *g[2];
+	struct rec_guest_summary sum[2], mid;
+	char out[400], err[512];
+	pid_t agent[2];
+
+	assert_int_equal(simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")), 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	for (int i = 0; i < 2; i++)
+		agent[i] = spawn_agent(dom[i]);
+	for (int i = 0; i < 2; i++) {
+		struct tmsg_xs_agent a = { 0 };
+
+		for (int t = 0; t < 300 && !a.ready; t++) {
+			if (tmsg_xs_lookup(dom[i], &a))
+				a.ready = false;
+			usleep(10 * 1000);
+		}
+		assert_true(a.ready);
+	}
+	snprintf(out, sizeof(out), "%s/dies.dat", sim.tmp);
+	for (int i = 0; i < 2; i++) {
+		struct rec_guest_opts o = {
+			.spec = i ? "guest2" : "guest1", .output = out, .events = ev,
+			.nr_events = 1, .log = stderr,
+		};
+
+		if (rec_guest_open(&g[i], &o, err, sizeof(err)))
+			fail_msg("%s", err);
+	}
+	usleep(800 * 1000);
+	kill(agent[1], SIGKILL);
+	waitpid(agent[1], NULL, 0);
+	usleep(800 * 1000);
+	rec_guest_stats(g[1], &mid);
+	assert_true(mid.died);			/* seen while the other runs */
+	rec_guest_stats(g[0], &mid);
+	assert_false(mid.died);
+	for (int i = 0; i < 2; i++)
+		put(dom[i], "tracing_on", "0\n");
+	usleep(400 * 1000);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(rec_guest_close(g[i], &sum[i]), 0);
+	for (int i = 0; i < 2; i++)
+		rec_guest_summary_print(&sum[i], stderr);
+	assert_false(sum[0].died);
+	assert_true(sum[1].died);
+	assert_non_null(strstr(sum[1].note, "went away"));
+	kill(agent[0], SIGTERM);
+	waitpid(agent[0], NULL, 0);
+	assert_int_equal(simhost_stop(&sim), 0);
+	{
+		uint64_t dropped, pages = truth_pages(1, &dropped);
+		int cpus, n = report_events(sum[0].path, &cpus);
+
+		/* the survivor got everything */
+		assert_int_equal(sum[0].pages, pages);
+		assert_int_equal((uint64_t)n, sum[0].events);
+		/* the dead one: valid up to where it ended */
+		n = report_events(sum[1].path, &cpus);
+		assert_int_equal(cpus, 1);
+		assert_true(n > 0);
+		assert_int_equal((uint64_t)n, sum[1].events);
+		assert_true(sum[1].pages < truth_pages(2, &dropped));
+	}
+	simhost_cleanup(&sim);
+}
+
 static int teardown(void **state)
 {
 	simhost_cleanup(&sim);
@@ -238,6 +310,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_guests),
+		cmocka_unit_test(test_guest_dies),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
