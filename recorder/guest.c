@@ -878,7 +878,8 @@ static void guest_free(struct rec_guest *g)
 static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 		   struct tmsg_trace_resp *resp, char *err, size_t errlen)
 {
-	const char **argv = calloc((size_t)o->nr_events * 2 + 8, sizeof(*argv));
+	const char **argv = calloc((size_t)o->nr_events * 2 + (size_t)o->nr_extra_args + 8,
+				   sizeof(*argv));
 	struct tmsg_trace_req req = { 0 };
 	char bkb[16], why[TMSG_MAX_REASON];
 	int argc = 0, ret;
@@ -899,6 +900,8 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 	/* the one version we parse; the file we write may still be 7 */
 	argv[argc++] = "--file-version";
 	argv[argc++] = "6";
+	for (int i = 0; i < o->nr_extra_args; i++)
+		argv[argc++] = o->extra_args[i];
 	req.argc = (uint32_t)argc;
 	req.argv = argv;
 	req.trace_id = o->host_traceid;

@@ -955,6 +955,9 @@ char *rec_guest_file_path(const char *output, const char *name);
  * @timeout_ms:	to connect (0: 5000)
  * @close_timeout_ms: after CLOSE, for the last pages and CLOSE_RESP
  *		(0: 10000)
+ * @extra_args: more record options for the agent, sent as they are (a
+ *		stock trace-cmd agent may need some; ours refuses anything off
+ *		its allow-list)
  * @log:	warnings (NULL: none)
  */
 struct rec_guest_opts {
@@ -971,6 +974,8 @@ struct rec_guest_opts {
 	uint32_t		mult, shift;
 	int			timeout_ms;
 	int			close_timeout_ms;
+	const char *const	*extra_args;
+	int			nr_extra_args;
 	FILE			*log;
 };
 
