@@ -436,7 +436,11 @@ static int reserve(struct cpu_q *c, size_t n)
 	return 0;
 }
 
-/* Unordered: decode and emit at once (a scan). */
+/*
+ * Unordered (a scan, or per_cpu): decode and emit at once. Records before
+ * the first TSC of their pCPU wait in its queue until that TSC comes (they
+ * take it, as the merge gives them) or until rec_stream_finish().
+ */
 static void pass_through(struct rec_stream *s, int cpu, const uint8_t *p)
 {
 	struct cpu_q *c = &s->cpus[cpu];
@@ -445,14 +449,28 @@ static void pass_through(struct rec_stream *s, int cpu, const uint8_t *p)
 
 	if (s->p.class_mask && !((hdr >> 16) & s->p.class_mask))
 		return;
-	if ((hdr & 0x0fffffff) == TRC_GEN_WRAP) {
+	if (unlikely((hdr & 0x0fffffff) == TRC_GEN_WRAP)) {
 		s->st.fillers++;
 		return;
 	}
+	if (unlikely(!c->fed_tsc)) {
+		unsigned int size = rec_size(hdr);
+
+		if (!(hdr >> 31)) {
+			if (reserve(c, size))
+				return;	/* no memory: the record is lost, not misplaced */
+			memcpy(c->buf + c->end, p, size);
+			c->end += size;
+			s->queued += size;
+			return;
+		}
+		c->first_fed = rd32(p + 4) | ((uint64_t)rd32(p + 8) << 32);
+		c->fed_tsc = true;
+		s->waiting--;
+		while (load_head(s, cpu))
+			emit_one(s, &c->head);
+	}
 	decode(p, cpu, &r);
-	if (!c->fed_tsc && (r.flags & REC_F_TSC))
-		c->first_fed = r.tsc;
-	c->fed_tsc = true;
 	stamp(s, c, &r);
 	emit_one(s, &r);
 }
@@ -561,25 +579,6 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 		}
 	}
 	if (s->p.unordered) {
-		/*
-		 * Records before the first TSC of a pCPU take that TSC, as
-		 * the merge gives them: look ahead in this piece for it (none:
-		 * the newest TSC emitted so far).
-		 */
-		if (!c->fed_tsc && len >= 4) {
-			c->first_fed = s->last_emitted;
-			for (size_t off = 0; off + 12 <= len; ) {
-				uint32_t hdr = rd32(p + off);
-
-				if ((hdr >> 31) && (hdr & 0x0fffffff) != TRC_GEN_WRAP) {
-					c->first_fed = rd32(p + off + 4) |
-						       ((uint64_t)rd32(p + off + 8) << 32);
-					break;
-				}
-				off += rec_size(hdr);
-			}
-			c->fed_tsc = true;
-		}
 		/* one walk, nothing queued */
 		while (len >= 4) {
 			unsigned int size = rec_size(rd32(p));

@@ -199,6 +199,56 @@ static void test_stream_edges(void **state)
 	free(k);
 }
 
+/* per_cpu: each pCPU's records at once, in its own order, never late */
+static void test_stream_per_cpu(void **state)
+{
+	struct rec_stream_params p = { .per_cpu = true };
+	struct sink *k = calloc(1, sizeof(*k));
+	struct rec_stream *s = rec_stream_new(&p, collect, k);
+	struct rec_stream_stats st;
+	struct buf a = { 0 }, b = { 0 };
+
+	/* cpu0 starts without a TSC: it takes the first one of the piece */
+	rec(&a, TRC_HVM_INTR, false, 0, 1, 32);
+	rec(&a, TRC_PM_FREQ_CHANGE, true, 50, 2, 1, 2);
+	rec(&a, TRC_TRACE_WRAP_BUFFER, false, 0, 3, 0, 0, 0);
+	rec(&a, TRC_PM_FREQ_CHANGE, true, 40, 2, 3, 4);	/* skew: older */
+	rec(&a, TRC_LOST_RECORDS, true, 60, 4, 5, 0, 60, 0);
+	rec(&b, TRC_PM_FREQ_CHANGE, true, 10, 2, 7, 8);	/* older than cpu0's */
+	rec(&b, TRC_HVM_CPUID, false, 0, 6, 1, 2, 3, 4, 5, 6);
+	/* split anywhere, still joined */
+	for (size_t i = 0; i < a.len; i += 5)
+		rec_stream_feed(s, 0, a.b + i, a.len - i < 5 ? a.len - i : 5);
+	rec_stream_end_window(s, 0);
+	assert_int_equal(k->n, 4);	/* emitted without waiting for cpu1 */
+	rec_stream_feed(s, 1, b.b, b.len);
+	rec_stream_end_window(s, 1);
+	rec_stream_finish(s);
+	assert_int_equal(k->n, 6);
+	assert_int_equal(k->r[0].event, TRC_HVM_INTR);
+	assert_int_equal(k->r[0].tsc, 50);
+	assert_int_equal(k->r[2].tsc, 50);	/* clamped, kept in order */
+	assert_true(k->r[2].flags & REC_F_SKEW);
+	assert_int_equal(k->r[4].cpu, 1);
+	assert_int_equal(k->r[4].tsc, 10);
+	assert_false(k->r[4].flags & REC_F_LATE);
+	assert_int_equal(k->r[5].tsc, 10);
+	assert_int_equal(k->r[5].nr, 6);
+	assert_int_equal(k->r[5].w[5], 6);
+	assert_int_equal(k->r[5].w[0], 1);
+	rec_stream_get_stats(s, &st);
+	assert_int_equal(st.records, 6);
+	assert_int_equal(st.late, 0);
+	assert_int_equal(st.skew, 1);
+	assert_int_equal(st.fillers, 1);
+	assert_int_equal(st.lost, 5);
+	assert_int_equal(st.no_tsc, 2);
+	assert_int_equal(st.first_tsc, 10);
+	assert_int_equal(st.last_tsc, 60);
+	rec_stream_free(s);
+	free(k);
+}
+
 static void test_stream_bound(void **state)
 {
 	struct rec_stream_params p = { .max_buffered = 64 * sizeof(struct rec_record) };
@@ -410,6 +460,7 @@ int main(void)
 		cmocka_unit_test(test_tsc2nsec_bound),
 		cmocka_unit_test(test_stream_merge),
 		cmocka_unit_test(test_stream_edges),
+		cmocka_unit_test(test_stream_per_cpu),
 		cmocka_unit_test(test_stream_bound),
 		cmocka_unit_test(test_stream_barrier),
 		cmocka_unit_test(test_catalogue_formats),

@@ -65,6 +65,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	lseek(fd, 0, SEEK_SET);
 	c.vm = rec_vcpus_new(256, size && (data[0] & 1));
+	/* convert's way too: each pCPU in its own order, after the look-ahead */
+	p.per_cpu = size && (data[0] & 2);
+	if (p.per_cpu) {
+		bool has[256] = { 0 };
+		int max_cpu;
+
+		rec_xentrace_cpus(fd, has, 256, &max_cpu);
+		s = rec_stream_new(&(struct rec_stream_params){ .unordered = true,
+								.class_mask = 0x00b },
+				   emit, &c);
+		if (s)
+			rec_read_xentrace_prefix(fd, 4096, s, &res);
+		rec_stream_free(s);
+		/* the main pass starts its time order afresh */
+		memset(c.last, 0, sizeof(c.last));
+	}
 	s = rec_stream_new(&p, emit, &c);
 	if (s && c.vm) {
 		rec_read_xentrace(fd, s, &res, NULL, NULL);
