@@ -100,6 +100,15 @@ static int host_key(struct xsim_conf *c, const char *k, char *v)
 	}
 	if (!strcmp(k, "seed"))
 		return parse_u64(v, &c->seed);
+	if (!strcmp(k, "migrate")) {
+		if (!strcmp(v, "1") || !strcmp(v, "yes"))
+			c->migrate = true;
+		else if (!strcmp(v, "0") || !strcmp(v, "no"))
+			c->migrate = false;
+		else
+			return -1;
+		return 0;
+	}
 	if (parse_u32(v, &x))
 		return -1;
 	if (!strcmp(k, "pcpus")) {
@@ -184,6 +193,7 @@ static void defaults(struct xsim_conf *c)
 	c->slice_us = 1000;
 	c->tick_us = 1000;
 	c->xwake_pct = 25;
+	c->migrate = true;
 	c->seed = 1;
 }
 

@@ -34,7 +34,7 @@ enum vstate { VS_RUNNING = 0, VS_RUNNABLE = 1, VS_BLOCKED = 2 };
 struct xsim_vcpu {
 	unsigned int dom;	/* index into conf.dom */
 	uint16_t domid, id;
-	unsigned int pcpu;	/* pinned here */
+	unsigned int pcpu;	/* its pCPU; changes only under slock */
 	/* under host.slock: */
 	enum vstate state;
 	uint64_t state_tsc;	/* entered state (blocked: when; runnable: wake) */
@@ -52,11 +52,12 @@ struct xsim_pcpu {
 	pthread_t thread;
 	uint64_t clk;		/* last TSC stamped on this pCPU */
 	struct xsim_vcpu *cur;	/* NULL: idle */
+	int busy;		/* cur != NULL, for other threads (atomic) */
 	uint64_t run_start;	/* stamp of cur's (or idle's) runstate->running */
 	bool run_logged;	/* that record reached the trace buffer */
 	uint64_t slice_end;
 	uint64_t rng;
-	unsigned int nv;
+	unsigned int nv;	/* v[]: its vCPUs, under slock */
 	struct xsim_vcpu *v[XSIM_MAX_DOMAINS * XSIM_MAX_VCPUS];
 };
 

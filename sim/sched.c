@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The simulated scheduler and workloads: one thread per pCPU runs its pinned
- * vCPUs in real time and emits the records Xen would (research/xen.md §1.2):
- * runstate changes, INFPREV/INFNEXT/SWITCH, CONTINUE_RUNNING, WAKE (on the
- * waker's pCPU), BLOCK, HVM VMEXIT -> handler -> VMENTRY, PV HYPERCALL_V2.
+ * The simulated scheduler and workloads: one thread per pCPU runs its vCPUs
+ * in real time (a woken vCPU moves to an idle pCPU) and emits the records
+ * Xen would (research/xen.md §1.2): runstate changes, INFPREV/INFNEXT/
+ * SWITCH, CONTINUE_RUNNING, WAKE (on the waker's pCPU), BLOCK, HVM VMEXIT ->
+ * handler -> VMENTRY, PV HYPERCALL_V2.
  * Every run interval goes to the ground-truth log with the stamps of the
  * runstate records that open and close it.
  */
@@ -288,6 +289,7 @@ static void do_switch(struct xsim_pcpu *p, struct xsim_vcpu *next,
 		   p->run_logged, logged);
 
 	p->cur = next;
+	__atomic_store_n(&p->busy, next != NULL, __ATOMIC_RELEASE);
 	p->run_start = stamp(p, t);
 	p->run_logged = runstate(p, next, VS_RUNNABLE, VS_RUNNING,
 				 p->run_start) > 0;
@@ -327,6 +329,38 @@ static struct xsim_vcpu *pick(struct xsim_pcpu *p, uint64_t t,
 }
 
 /* Wake @v at @t, logged on this (the waker's) pCPU. Under slock. */
+/*
+ * A woken vCPU whose pCPU is busy moves to an idle one, as the schedulers'
+ * tickling does; the new pCPU picks it up at its next step. Under slock.
+ */
+static void migrate_locked(struct xsim_host *h, struct xsim_vcpu *v,
+			   uint64_t t)
+{
+	struct xsim_pcpu *from = &h->pcpu[v->pcpu], *to = NULL;
+
+	if (!h->conf.migrate ||
+	    !__atomic_load_n(&from->busy, __ATOMIC_ACQUIRE))
+		return;
+	for (unsigned int i = 1; i < h->conf.pcpus && !to; i++) {
+		struct xsim_pcpu *q = &h->pcpu[(v->pcpu + i) % h->conf.pcpus];
+
+		if (!__atomic_load_n(&q->busy, __ATOMIC_ACQUIRE))
+			to = q;
+	}
+	if (!to)
+		return;
+	for (unsigned int i = 0; i < from->nv; i++) {
+		if (from->v[i] == v) {
+			from->v[i] = from->v[--from->nv];
+			break;
+		}
+	}
+	to->v[to->nv++] = v;
+	v->pcpu = to->id;
+	xsim_truth(h, "migrate %u %u %u %u %lu\n", v->domid, v->id, from->id,
+		   to->id, (unsigned long)t);
+}
+
 static void wake_locked(struct xsim_pcpu *p, struct xsim_vcpu *v, uint64_t t)
 {
 	uint32_t d[2] = { v->domid, v->id };
@@ -338,6 +372,7 @@ static void wake_locked(struct xsim_pcpu *p, struct xsim_vcpu *v, uint64_t t)
 	v->wake_tsc = t;
 	v->state_tsc = t;
 	runstate(p, v, VS_BLOCKED, VS_RUNNABLE, t);
+	migrate_locked(p->h, v, t);
 }
 
 /* A blocking vCPU sometimes kicks a blocked vCPU of another pCPU. */
@@ -496,7 +531,10 @@ static bool step(struct xsim_pcpu *p, uint64_t now)
 		slice_end(p, t);
 		break;
 	case 4:
-		do_switch(p, pick(p, t, &re), VS_RUNNABLE, t);
+		/* it may have moved to another idle pCPU meanwhile */
+		rv = pick(p, t, &re);
+		if (rv)
+			do_switch(p, rv, VS_RUNNABLE, t);
 		break;
 	}
 	return true;
@@ -597,7 +635,7 @@ int xsim_sched_start(struct xsim_host *h)
 		p->run_start = h->t0;
 		p->rng = c->seed * 0x9e3779b97f4a7c15ull + i + 1;
 	}
-	/* vCPUs pinned round-robin; all start blocked with staggered timers */
+	/* vCPUs placed round-robin; all start blocked with staggered timers */
 	for (unsigned int d = 0; d < c->ndoms; d++) {
 		for (unsigned int i = 0; i < c->dom[d].vcpus; i++) {
 			struct xsim_vcpu *v = &h->vcpu[h->nvcpus++];

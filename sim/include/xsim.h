@@ -198,6 +198,7 @@ struct xsim_conf {
 	uint32_t slice_us;		/* scheduler time slice */
 	uint32_t tick_us;		/* producer wake-up period */
 	uint32_t xwake_pct;		/* % of blocks that wake a remote vCPU */
+	bool migrate;			/* a woken vCPU may move to an idle pCPU */
 	uint64_t seed;
 	unsigned int ndoms;
 	struct xsim_dom_conf dom[XSIM_MAX_DOMAINS];

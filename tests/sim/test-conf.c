@@ -18,6 +18,7 @@ static void test_parse(void **state)
 		"pcpus = 4\n"
 		"cpu_khz = 3000000   # 3 GHz\n"
 		"vendor = amd\n"
+		"migrate = no\n"
 		"\n"
 		"[domain Domain-0]\n"
 		"domid = 0\n"
@@ -38,6 +39,7 @@ static void test_parse(void **state)
 	assert_int_equal(c.pcpus, 4);
 	assert_int_equal(c.cpu_khz, 3000000);
 	assert_int_equal(c.vendor, XSIM_AMD);
+	assert_false(c.migrate);
 	assert_int_equal(c.ndoms, 2);
 	assert_string_equal(c.dom[0].name, "Domain-0");
 	assert_int_equal(c.dom[0].type, XSIM_PVH);

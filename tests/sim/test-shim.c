@@ -116,10 +116,10 @@ static void test_domains(void **state)
 	assert_int_equal(inc, 0);
 	assert_int_equal(xc_domain_get_tsc_info(xch, 7, &mode, &ns, &khz, &inc), -1);
 
-	/* vCPUs are pinned round-robin: d1v1 is the 4th vCPU -> pCPU 1 */
+	/* on one of the two pCPUs (vCPUs migrate) */
 	assert_int_equal(xc_vcpu_getinfo(xch, 1, 1, &vi), 0);
 	assert_int_equal(vi.online, 1);
-	assert_int_equal(vi.cpu, 1);
+	assert_true(vi.cpu < 2);
 	assert_int_equal(xc_vcpu_getinfo(xch, 1, 5, &vi), -1);
 	xc_interface_close(xch);
 }
