@@ -470,6 +470,7 @@ static void late_cmdlines(void **s)
 	char *path = path_in(tmpdir, "latecmd.dat");
 	struct tdat_writer *w = mk(7, path, 4096, 0);
 	uint32_t pids[1] = { 7 };
+	struct tdat_appender *a;
 	const char *text;
 	struct tf f;
 	uint64_t len;
@@ -498,6 +499,18 @@ static void late_cmdlines(void **s)
 	assert_non_null(tf_opt(&f, TDAT_OPT_GUEST, 0));
 	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 150);
 	assert_int_equal(tf_events(&f, 1, evs, MAXEV), 150);
+	tf_free(&f);
+
+	/* appending to such a file: chained after it, the walk still ends at EOF */
+	a = tdat_append_open(path);
+	assert_non_null(a);
+	assert_int_equal(tdat_append_option(a, TDAT_OPT_UNAME, "x y z w", 8), 0);
+	assert_int_equal(tdat_append_close(a), 0);
+	load(path, &f);
+	assert_int_equal(f.noptsec, 3);
+	text = cmdlines_at(&f, 1, &len);
+	assert_memory_equal(text, "1 init\n5 late\n7 d1v0\n", 21);
+	assert_non_null(tf_opt(&f, TDAT_OPT_UNAME, 1));
 	tf_free(&f);
 
 	/* version 6 has nowhere to put them */
