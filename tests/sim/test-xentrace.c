@@ -267,7 +267,22 @@ static void scratch(const struct simhost *host, const char *name,
 	snprintf(buf, len, "%s/%s", host->tmp, name);
 }
 
-static void test_drainable_rate(void **state)
+static unsigned int count_lines(const char *dir, const char *prefix)
+{
+	char path[512], line[256];
+	unsigned int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/truth", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		n += !strncmp(line, prefix, strlen(prefix));
+	fclose(f);
+	return n;
+}
+
+static void drainable(const char *conf, unsigned int min_migrations)
 {
 	struct truth t;
 	struct filestats fs;
@@ -275,7 +290,7 @@ static void test_drainable_rate(void **state)
 	char out[512], sum[512], err[512], hz[64], hzarg[80];
 	unsigned int ne, ng, compared = 0;
 
-	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	assert_int_equal(simhost_start(&sim, conf_path(conf)), 0);
 	scratch(&sim, "trace.bin", out, sizeof(out));
 	scratch(&sim, "xentrace.err", err, sizeof(err));
 	{
@@ -339,8 +354,21 @@ static void test_drainable_rate(void **state)
 		compared++;
 	}
 	assert_true(compared >= 5);	/* dom0 x2, guest1 x2, guest2, idle */
+	/* vCPUs moved between pCPUs while traced */
+	print_message("# %u migrations\n", count_lines(sim.dir, "migrate "));
+	assert_true(count_lines(sim.dir, "migrate ") >= min_migrations);
 	truth_free(&t);
 	simhost_cleanup(&sim);
+}
+
+static void test_drainable_rate(void **state)
+{
+	drainable("basic.conf", 0);
+}
+
+static void test_drainable_migrating(void **state)
+{
+	drainable("migrate.conf", 50);
 }
 
 static void test_stress_lost(void **state)
@@ -455,6 +483,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_drainable_rate, cleanup),
+		cmocka_unit_test_teardown(test_drainable_migrating, cleanup),
 		cmocka_unit_test_teardown(test_stress_lost, cleanup),
 		cmocka_unit_test_teardown(test_second_xentrace_fails, cleanup),
 	};
