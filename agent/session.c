@@ -18,6 +18,7 @@
 #include <tracefs.h>
 
 #include "agent-priv.h"
+#include "tsync.h"
 
 #define REQ_WAIT_MS	30000	/* a connected peer sends TRACE_REQ at once */
 #define CLOSE_POLL_MS	200	/* how often the CLOSE wait checks for signals */
@@ -37,6 +38,14 @@ struct session {
 	uint64_t trace_id;
 	bool xen;		/* vchan streams, not TCP */
 	unsigned int domid;	/* Xen: ours */
+	/* time sync (tsync/): the protocol chosen and its stream */
+	const char *tsync_proto;
+	struct tmsg_transport *tsync_vchan;
+	int tsync_lfd;
+	unsigned int tsync_port;
+	volatile int tsync_stop;
+	pthread_t tsync_th;
+	bool tsync_started;
 };
 
 static void refuse(struct session *s, const char *why)
@@ -89,6 +98,13 @@ static int read_request(struct session *s, struct agent_record_opts *o)
 	}
 	ret = agent_parse_record_args((int)req.argc, req.argv, o, why,
 				      sizeof(why));
+	/*
+	 * Time sync only on the x86-tsc clock: our stamps are TSC reads (and,
+	 * for "xen", the hypervisor's records are host TSC). Otherwise none,
+	 * as before: the host then writes no TIME_SHIFT.
+	 */
+	if (!ret && !strcmp(o->clock, "x86-tsc"))
+		s->tsync_proto = tsync_pick(req.protos, req.nr_protos, s->xen);
 	for (uint32_t i = 0; i < req.argc; i++) {
 		fputs(i ? " " : "agent: peer asks for: ", s->log);
 		/* the peer's bytes, shown without control characters */
@@ -142,6 +158,121 @@ static int open_vchan_stream(struct session *s, struct agent_stream *st,
 	return ret;
 }
 
+/* The time sync stream: a vchan after the CPUs', or a TCP listener. */
+static int tsync_open(struct session *s, unsigned int next)
+{
+	char path[TMSG_VCHAN_PATH_MAX + 1];
+	int ret;
+
+	s->tsync_lfd = -1;
+	if (s->xen) {
+		s->tsync_port = (unsigned int)s->tr.ncpus + 1;
+		ret = tmsg_vchan_path(path, sizeof(path), s->domid, s->tsync_port);
+		if (!ret) {
+			s->tsync_vchan = tmsg_vchan_server(s->cfg->peer_domid, path,
+							   64 * 1024, 64 * 1024);
+			if (!s->tsync_vchan)
+				ret = -EIO;
+		}
+	} else {
+		s->tsync_lfd = tmsg_tcp_listen_search(next, &s->tsync_port);
+		ret = s->tsync_lfd < 0 ? s->tsync_lfd : 0;
+	}
+	if (ret)
+		fprintf(s->log, "agent: no time sync stream: %s\n", tmsg_error());
+	return ret;
+}
+
+/* The host's end of the time sync stream, once it is there. */
+static struct tmsg_transport *tsync_connect(struct session *s)
+{
+	struct sockaddr_storage peer;
+
+	if (s->tsync_vchan) {
+		struct tmsg_transport *t = s->tsync_vchan;
+
+		while (!s->tsync_stop) {
+			int ret = tmsg_vchan_wait_client(t, CLOSE_POLL_MS);
+
+			if (ret < 0)
+				return NULL;
+			if (ret) {
+				s->tsync_vchan = NULL;	/* ours now */
+				return t;
+			}
+		}
+		return NULL;
+	}
+	while (!s->tsync_stop) {
+		int fd = tmsg_accept(s->tsync_lfd, CLOSE_POLL_MS, &peer, NULL);
+
+		if (fd == -ETIMEDOUT)
+			continue;
+		if (fd < 0)
+			return NULL;
+		if (s->peer_host && !tmsg_addr_matches(&peer, s->peer_host)) {
+			close(fd);
+			continue;
+		}
+		return tmsg_fd_transport(fd, "tsync");
+	}
+	return NULL;
+}
+
+static void *tsync_main(void *arg)
+{
+	struct session *s = arg;
+	struct tmsg_transport *t = tsync_connect(s);
+	char *marker = NULL, *dir = NULL;
+	int ret;
+
+	if (!t)
+		return NULL;
+	if (s->tr.inst) {
+		dir = tracefs_instance_get_dir(s->tr.inst);
+		if (dir && asprintf(&marker, "%s/trace_marker", dir) < 0)
+			marker = NULL;
+		tracefs_put_tracing_file(dir);
+	} else if (asprintf(&marker, "%s/trace_marker", s->tr.sim_dir) < 0) {
+		marker = NULL;
+	}
+	{
+		struct tsync_agent_opts o = {
+			.proto = s->tsync_proto, .marker_path = marker,
+			.hvmop = s->xen, .stop = &s->tsync_stop, .log = s->log,
+		};
+
+		ret = tsync_agent_serve(t, &o);
+	}
+	if (ret)
+		fprintf(s->log, "agent: time sync (%s): %s\n", s->tsync_proto,
+			strerror(-ret));
+	free(marker);
+	tmsg_close(t);
+	return NULL;
+}
+
+static void tsync_start(struct session *s)
+{
+	if (s->tsync_proto && !pthread_create(&s->tsync_th, NULL, tsync_main, s)) {
+		s->tsync_started = true;
+		fprintf(s->log, "agent: session %u: time sync %s\n", s->seq, s->tsync_proto);
+	}
+}
+
+static void tsync_end(struct session *s)
+{
+	s->tsync_stop = 1;
+	if (s->tsync_started)
+		pthread_join(s->tsync_th, NULL);
+	s->tsync_started = false;
+	tmsg_close(s->tsync_vchan);
+	s->tsync_vchan = NULL;
+	if (s->tsync_lfd >= 0)
+		close(s->tsync_lfd);
+	s->tsync_lfd = -1;
+}
+
 /* Data streams (TCP ports from 1500 upward, or vchans), then TRACE_RESP. */
 static int respond(struct session *s)
 {
@@ -186,7 +317,13 @@ static int respond(struct session *s)
 	resp.page_size = s->tr.page_size;
 	resp.trace_id = s->trace_id;
 	resp.ports = ports;
-	/* No time sync over TCP yet: "" tells the host so. */
+	/* the time sync stream: vchan N+1, or the next TCP port; "" if none */
+	if (s->tsync_proto && !tsync_open(s, next)) {
+		snprintf(resp.tsync_proto, sizeof(resp.tsync_proto), "%s", s->tsync_proto);
+		resp.tsync_port = s->tsync_port;
+	} else {
+		s->tsync_proto = NULL;
+	}
 	ret = tmsg_make_trace_resp(s->m, &resp);
 	if (!ret)
 		ret = tmsg_send(s->ctl, s->m);
@@ -302,6 +439,10 @@ static int run_session(struct session *s)
 	}
 	s->trace_id = new_trace_id();
 	ret = respond(s);
+	/* trace-cmd's host runs its first ptp round before it reads the
+	 * metadata: the time sync stream must be served from now on */
+	if (!ret)
+		tsync_start(s);
 	if (!ret)
 		ret = start_streams(s);
 	if (!ret)
@@ -313,6 +454,7 @@ static int run_session(struct session *s)
 			s->tr.ncpus);
 		ret = wait_close(s);
 	}
+	tsync_end(s);
 	agent_trace_on(&s->tr, false);
 	pages = stop_streams(s);
 	if (!ret) {
@@ -333,6 +475,7 @@ static int serve_one(const struct agent_config *cfg, struct tmsg_transport *ctl,
 	struct session s = {
 		.cfg = cfg, .ctl = ctl, .peer_host = peer_host, .seq = seq,
 		.log = cfg->log ? cfg->log : stderr, .xen = xen, .domid = domid,
+		.tsync_lfd = -1,
 	};
 	int ret;
 
@@ -340,6 +483,7 @@ static int serve_one(const struct agent_config *cfg, struct tmsg_transport *ctl,
 	if (!s.m)
 		return -ENOMEM;
 	ret = run_session(&s);
+	tsync_end(&s);
 	stop_streams(&s);
 	if (s.streams)
 		close_listeners(&s);

@@ -95,7 +95,10 @@ static int next(struct tmsg_transport *t, struct tmsg *m, struct tmsg_time_sync 
 		const volatile int *stop)
 {
 	for (;;) {
-		int ret = tmsg_recv(t, m, POLL_MS);
+		int ret;
+
+		tsync_quickack(t);
+		ret = tmsg_recv(t, m, POLL_MS);
 
 		if (ret == -ETIMEDOUT) {
 			if (stop && *stop)

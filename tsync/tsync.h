@@ -389,6 +389,12 @@ int tsync_ptp_server(struct tmsg_transport *t, uint32_t series, tsync_clock_fn c
 int tsync_ptp_client(struct tmsg_transport *t, tsync_clock_fn clk, void *ctx,
 		     int64_t *offset, int64_t *ts);
 
+/**
+ * tsync_quickack - ACK at once on a TCP transport (before a read): stock
+ * trace-cmd's unbatched writes otherwise wait 40 ms for our delayed ACK
+ */
+void tsync_quickack(struct tmsg_transport *t);
+
 /** tsync_none_probe - the host asks for a round on guest CPU @cpu */
 int tsync_none_probe(struct tmsg_transport *t, uint16_t cpu);
 
