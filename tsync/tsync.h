@@ -240,6 +240,34 @@ struct tsync_gmark {
 	uint64_t	a, b;
 };
 
+struct tsync_gcollect;
+
+/** tsync_gcollect_new - a collector of a guest's marker rounds */
+struct tsync_gcollect *tsync_gcollect_new(void);
+
+/**
+ * tsync_gcollect_page - read the markers on one of the guest's ring-buffer
+ * pages (u64 timestamp, commit word of @long_size bytes, events)
+ * @cpu:	the guest CPU whose buffer the page came from
+ * @print_id:	the guest's ftrace/print event id (5 on Linux)
+ *
+ * Pages of a CPU must come in order. Also keeps the range of all event
+ * times (for tsync_solve_opts.g_start/g_end). Returns the markers found,
+ * or -EBADMSG for a page that does not walk to its commit.
+ */
+int tsync_gcollect_page(struct tsync_gcollect *c, const void *page, size_t size,
+			int long_size, uint32_t cpu, uint16_t print_id);
+
+/**
+ * tsync_gcollect_marks - the complete rounds (marker a then b of one seq on
+ * one CPU), and the time range seen (NULLs allowed)
+ */
+size_t tsync_gcollect_marks(const struct tsync_gcollect *c, const struct tsync_gmark **out,
+			    uint64_t *g_min, uint64_t *g_max);
+
+/** tsync_gcollect_free - free @c (safe on NULL) */
+void tsync_gcollect_free(struct tsync_gcollect *c);
+
 /**
  * struct tsync_epoch - one interval of constant offset of one vCPU
  * @lo, @hi:	off lies in [lo, hi] (guest ticks)

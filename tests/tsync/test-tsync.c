@@ -503,6 +503,76 @@ static void test_marker_text(void **state)
 	assert_int_equal(tsync_marker_parse("hello", 5, &seq, &before), 0);
 }
 
+/* ---- guest pages ---- */
+
+struct pgbuf {
+	uint8_t		p[4096];
+	size_t		len;	/* data bytes after the 16-byte header */
+	uint64_t	last;
+};
+
+static void pg_event(struct pgbuf *b, uint64_t ts, uint16_t id, const char *text)
+{
+	uint8_t *d = b->p + 16 + b->len;
+	uint64_t delta = ts - b->last;
+	size_t n = text ? strlen(text) + 1 : 0, dl = (16 + n + 3) & ~3ul;
+	uint32_t h;
+
+	if (delta >= (1u << 27)) {
+		h = 30 | (uint32_t)(delta & ((1u << 27) - 1)) << 5;
+		memcpy(d, &h, 4);
+		h = (uint32_t)(delta >> 27);
+		memcpy(d + 4, &h, 4);
+		d += 8;
+		b->len += 8;
+		delta = 0;
+	}
+	h = (uint32_t)(dl / 4) | (uint32_t)delta << 5;
+	memcpy(d, &h, 4);
+	memset(d + 4, 0, dl);
+	memcpy(d + 4, &id, 2);
+	if (text)
+		memcpy(d + 4 + 16, text, n);
+	b->len += 4 + dl;
+	b->last = ts;
+}
+
+static void test_gcollect(void **state)
+{
+	struct tsync_gcollect *c = tsync_gcollect_new();
+	const struct tsync_gmark *m;
+	struct pgbuf b = { .last = 1000000 };
+	uint64_t commit, gmin, gmax;
+	char t[64];
+
+	(void)state;
+	memcpy(b.p, &b.last, 8);
+	tsync_marker_text(t, sizeof(t), 7, true);
+	pg_event(&b, 1000100, 5, t);
+	pg_event(&b, 1000200, 316, NULL);		/* not a print */
+	tsync_marker_text(t, sizeof(t), 7, false);
+	pg_event(&b, 1000300, 5, t);
+	tsync_marker_text(t, sizeof(t), 9, false);	/* b without a */
+	pg_event(&b, 1000400, 5, t);
+	tsync_marker_text(t, sizeof(t), 8, true);
+	pg_event(&b, 1000000000ull, 5, t);		/* TIME_EXTEND first */
+	tsync_marker_text(t, sizeof(t), 8, false);
+	pg_event(&b, 1000000050ull, 5, t);
+	pg_event(&b, 1000000060ull, 5, "hello");
+	commit = b.len;
+	memcpy(b.p + 8, &commit, 8);
+	assert_int_equal(tsync_gcollect_page(c, b.p, sizeof(b.p), 8, 1, 5), 5);
+	assert_int_equal(tsync_gcollect_marks(c, &m, &gmin, &gmax), 2);
+	assert_true(m[0].seq == 7 && m[0].vcpu == 1 && m[0].a == 1000100 && m[0].b == 1000300);
+	assert_true(m[1].seq == 8 && m[1].a == 1000000000ull && m[1].b == 1000000050ull);
+	assert_true(gmin == 1000100 && gmax == 1000000060ull);
+	/* a commit past the page */
+	commit = 5000;
+	memcpy(b.p + 8, &commit, 8);
+	assert_int_equal(tsync_gcollect_page(c, b.p, sizeof(b.p), 8, 1, 5), -EBADMSG);
+	tsync_gcollect_free(c);
+}
+
 /* ---- the TIME_SHIFT through libtracecmd, to the ns ---- */
 
 #define COMMON \
@@ -818,6 +888,7 @@ int main(void)
 		cmocka_unit_test(test_solve_pv),
 		cmocka_unit_test(test_solve_vtsc),
 		cmocka_unit_test(test_marker_text),
+		cmocka_unit_test(test_gcollect),
 		cmocka_unit_test(test_readback),
 		cmocka_unit_test(test_ptp),
 		cmocka_unit_test(test_pick),
