@@ -393,17 +393,20 @@ static void test_agent_killed(void **state)
 
 /* ---- a fake agent that dies mid-page --------------------------------------- */
 
+enum fake_mode { FAKE_DIES, FAKE_CUT_META, FAKE_V7_META, FAKE_WRONG_CPUS };
+
 struct fake {
 	int lfd;
 	unsigned int port;
 	struct simk_pages pages;
 	uint64_t id;
+	enum fake_mode mode;
 };
 
 /* v6 metadata of the tick kernel, as our agent sends it */
-static uint8_t *fake_meta(uint64_t id, size_t *len)
+static uint8_t *fake_meta(uint64_t id, int cpus, size_t *len)
 {
-	struct tdat_params p = { .version = 6, .cpus = SIMK_CPUS, .max_cpus = SIMK_CPUS,
+	struct tdat_params p = { .version = 6, .cpus = cpus, .max_cpus = cpus,
 				 .clock = "x86-tsc" };
 	char path[160];
 	struct tdat_writer *w;
@@ -441,7 +444,7 @@ static void *fake_agent(void *arg)
 	uint32_t ports[SIMK_CPUS];
 	uint8_t bad[4096] = { 0 };
 	size_t mlen;
-	uint8_t *meta = fake_meta(f->id, &mlen);
+	uint8_t *meta = fake_meta(f->id, f->mode == FAKE_WRONG_CPUS ? 3 : SIMK_CPUS, &mlen);
 	int fd = tmsg_accept(f->lfd, 5000, NULL, NULL);
 
 	ctl = tmsg_fd_transport(fd, "fake ctl");
@@ -455,8 +458,17 @@ static void *fake_agent(void *arg)
 		d[c] = tmsg_fd_transport(tmsg_accept(lfd[c], 5000, NULL, NULL), "fake data");
 		close(lfd[c]);
 	}
+	if (f->mode == FAKE_CUT_META)
+		mlen = 300;			/* inside the event formats */
+	if (f->mode == FAKE_V7_META)
+		meta[10] = '7';
 	tmsg_send_data(ctl, meta, mlen);
 	tmsg_send_cmd(ctl, TMSG_FIN_DATA);
+	if (f->mode != FAKE_DIES) {
+		/* the recorder gives up: wait for it to close */
+		tmsg_recv(ctl, m, 5000);
+		goto out;
+	}
 	/* cpu1: a malformed page (commit past the page), then its good one */
 	bad[8] = 0xff;
 	bad[9] = 0xff;
@@ -465,6 +477,7 @@ static void *fake_agent(void *arg)
 	/* cpu0: its page, then half of another, and the agent is gone */
 	tmsg_write_full(d[0], f->pages.data[0], 4096);
 	tmsg_write_full(d[0], f->pages.data[0], 2048);
+out:
 	for (int c = 0; c < SIMK_CPUS; c++)
 		tmsg_close(d[c]);
 	tmsg_close(ctl);
@@ -528,6 +541,46 @@ static void test_dies_mid_page(void **state)
 	}
 	close(f.lfd);
 	simk_free(&f.pages);
+}
+
+/* Malformed metadata: a clear error, nothing left on disk. */
+static void test_bad_metadata(void **state)
+{
+	static const struct {
+		enum fake_mode mode;
+		const char *want;
+	} cases[] = {
+		{ FAKE_CUT_META, "cut or malformed" },
+		{ FAKE_V7_META, "only 6 is understood" },
+		{ FAKE_WRONG_CPUS, "the metadata says 3 CPUs" },
+	};
+	char simk[128], spec[64], out[128], path[160], err[512];
+	struct simk_pages pages;
+
+	snprintf(simk, sizeof(simk), "%s/simk-badmeta", dir);
+	assert_int_equal(simk_create(simk, &pages), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fake f = { .id = 42, .mode = cases[i].mode, .pages = pages };
+		struct rec_guest_opts o;
+		struct rec_guest *g;
+		pthread_t th;
+
+		f.lfd = tmsg_tcp_listen("127.0.0.1", 0, &f.port);
+		assert_true(f.lfd >= 0);
+		assert_int_equal(pthread_create(&th, NULL, fake_agent, &f), 0);
+		snprintf(spec, sizeof(spec), "127.0.0.1:%u", f.port);
+		snprintf(out, sizeof(out), "%s/badmeta.dat", dir);
+		o = opts(spec, out);
+		assert_true(rec_guest_open(&g, &o, err, sizeof(err)) < 0);
+		assert_null(g);
+		if (!strstr(err, cases[i].want))
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, cases[i].want);
+		pthread_join(th, NULL);
+		close(f.lfd);
+		snprintf(path, sizeof(path), "%s/badmeta-127.0.0.1.dat", dir);
+		assert_int_not_equal(access(path, F_OK), 0);
+	}
+	simk_free(&pages);
 }
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -847,6 +900,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_tcp_session),
 		cmocka_unit_test(test_agent_killed),
 		cmocka_unit_test(test_dies_mid_page),
+		cmocka_unit_test(test_bad_metadata),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_secret),
 		cmocka_unit_test(test_stock_agent),
