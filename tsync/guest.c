@@ -79,7 +79,7 @@ int tsync_guest_open(struct tsync_guest **out, const struct tsync_guest_opts *o)
 	if (!g)
 		return -ENOMEM;
 	g->log = o->log;
-	g->seq = 1;
+	g->seq = o->first_seq ? o->first_seq : 1;
 	g->fd = open(o->marker_path, O_WRONLY | O_CLOEXEC);
 	if (g->fd < 0) {
 		int err = -errno;

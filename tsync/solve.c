@@ -524,6 +524,7 @@ int tsync_solve(const struct tsync_solve_opts *o, const struct tsync_gmark *g, s
 		if (b > out->bound)
 			out->bound = b;
 	}
+	out->scale = o->scale;
 	ret = sources(o, out, src);
 	if (!ret)
 		ret = finish(o, out, src);
@@ -631,6 +632,7 @@ int tsync_solve_vtsc(const struct tsync_solve_opts *o, const struct tsync_vpair 
 		while (!ret && pt[c].n < count)
 			ret = pad(&pt[c]);
 	if (!ret) {
+		out->scale = o->scale;
 		out->ncpu = o->nvcpu;
 		out->count = count;
 		out->flags = 1;
@@ -656,10 +658,22 @@ out:
 	return ret;
 }
 
+uint64_t tsync_bound_host(const struct tsync_solution *s)
+{
+	unsigned __int128 h;
+
+	if (!s->scale.ratio || tsync_scale_identity(&s->scale))
+		return s->bound;
+	h = (((unsigned __int128)s->bound << s->scale.frac) + s->scale.ratio - 1) /
+	    s->scale.ratio;
+	return h > UINT64_MAX ? UINT64_MAX : (uint64_t)h;
+}
+
 void tsync_summary_line(const struct tsync_solution *s, const char *proto,
 			const struct tsync_clock *c, char *buf, size_t len)
 {
-	uint64_t ns = c ? tsync_clock_ticks_to_ns(c, s->bound) : s->bound;
+	uint64_t ns = c ? tsync_clock_ticks_to_ns(c, tsync_bound_host(s)) :
+		      tsync_bound_host(s);
 
 	snprintf(buf, len, "tsync %s: %u rounds used (%u unmatched, %u warm-up), %u epoch%s, "
 		 "bound %" PRIu64 " %s%s", proto, s->rounds_used, s->rounds_unmatched,

@@ -320,6 +320,7 @@ struct tsync_solve_opts {
  * @ts, @offset: per CPU c, samples at [c * count .. (c + 1) * count)
  * @flags:	TIME_SHIFT flags (always INTERPOLATE: steps are two samples
  *		one tick apart)
+ * @scale:	the guest's scaling the solution used (@bound is in guest ticks)
  */
 struct tsync_solution {
 	struct tsync_epoch	*epochs;
@@ -331,6 +332,7 @@ struct tsync_solution {
 	uint64_t		*ts;
 	int64_t			*offset;
 	uint32_t		flags;
+	struct tsync_scale	scale;
 };
 
 /**
@@ -371,9 +373,12 @@ uint64_t tsync_apply(const struct tsync_solution *s, uint32_t cpu, uint64_t g);
 /** tsync_solution_free - free what @s holds */
 void tsync_solution_free(struct tsync_solution *s);
 
+/** tsync_bound_host - @s->bound in host ticks (rounded up) */
+uint64_t tsync_bound_host(const struct tsync_solution *s);
+
 /**
- * tsync_summary_line - "proto xen, rounds 40/42, bound 12 ns" and so on,
- * into @buf
+ * tsync_summary_line - "tsync xen: 40 rounds used (...), 1 epoch, bound
+ * 12 ns" into @buf; the bound in ns through @c (host ticks if NULL)
  */
 void tsync_summary_line(const struct tsync_solution *s, const char *proto,
 			const struct tsync_clock *c, char *buf, size_t len);
@@ -459,11 +464,14 @@ struct tsync_guest;
  * @marker_path: trace_marker of the agent's instance
  * @hvmop:	also try HVMOP_xentrace through libxencall
  * @log:	notes (HVMOP blocked and how to enable it)
+ * @first_seq:	the first round's number (0: 1); numbers must not repeat
+ *		within one capture
  */
 struct tsync_guest_opts {
 	const char	*marker_path;
 	bool		hvmop;
 	void		*log;	/* FILE * */
+	uint32_t	first_seq;
 };
 
 /** tsync_guest_open - open the marker file (and libxencall if asked) */

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Protocol xen end to end on xensim, without the recorder's -A wiring: the
+ * stock-format capture of `trace-cmd-xen record --xen --raw` is the
+ * hypervisor's side; this process plays each guest's agent (XENSIM_DOMID,
+ * numbered markers into the guest kernel's trace_marker, HVMOP_xentrace
+ * through the simulator's libxencall) and reads the guest's pages. The
+ * offsets found are checked against the simulator's ground truth: inside
+ * the bound claimed, and the PV guest's 0 confirmed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "recorder.h"
+#include "simhost.h"
+#include "tsync.h"
+
+#define NDOM	3
+#define ROUNDS	20
+
+static struct simhost sim;
+static const unsigned int doms[NDOM] = { 1, 2, 3 };
+
+static void put(unsigned int domid, const char *file, const char *text)
+{
+	char path[460];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/dom%u/tracing/%s", sim.dir, domid, file);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static bool truth_has(const char *what)
+{
+	char path[400], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/truth", sim.dir);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, what) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* The guest's clock parameters from the truth: ratio and vCPU 0's offset. */
+static void truth_clock(unsigned int dom, uint64_t *ratio, int64_t *off)
+{
+	char path[400], line[512], d[32], v[40];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/truth", sim.dir);
+	snprintf(d, sizeof(d), "domain domid=%u ", dom);
+	snprintf(v, sizeof(v), "vcpu domid=%u vcpu=0 ", dom);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const char *p;
+
+		if (!strncmp(line, d, strlen(d)) && (p = strstr(line, " ratio=")))
+			*ratio = strtoull(p + 7, NULL, 10);
+		if (!strncmp(line, v, strlen(v)) && (p = strstr(line, " offset=")))
+			*off = strtoll(p + 8, NULL, 10);
+	}
+	fclose(f);
+}
+
+/* One guest's agent: rounds on its (only) vCPU, markers and HVMOP. */
+static pid_t guest_rounds(unsigned int dom, uint32_t first)
+{
+	char env[16], marker[460];
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	snprintf(env, sizeof(env), "%u", dom);
+	setenv("XENSIM_DOMID", env, 1);
+	snprintf(marker, sizeof(marker), "%s/dom%u/tracing/trace_marker", sim.dir, dom);
+	{
+		struct tsync_guest_opts o = { .marker_path = marker, .hvmop = true, .log = stderr,
+					       .first_seq = first };
+		struct tsync_guest *g;
+
+		if (tsync_guest_open(&g, &o))
+			_exit(2);
+		tsync_guest_rounds(g, 1, ROUNDS);
+		_exit(tsync_guest_hvmop_ok(g) ? 0 : 3);
+	}
+}
+
+struct gside {
+	int fd;
+	struct tsync_gcollect *c;
+	uint8_t page[4096];
+	size_t have;
+};
+
+static void drain(struct gside *gs, int ms)
+{
+	struct pollfd p[NDOM];
+
+	for (int i = 0; i < NDOM; i++)
+		p[i] = (struct pollfd){ .fd = gs[i].fd, .events = POLLIN };
+	while (poll(p, NDOM, ms) > 0) {
+		for (int i = 0; i < NDOM; i++) {
+			ssize_t n;
+
+			if (!(p[i].revents & POLLIN))
+				continue;
+			n = read(gs[i].fd, gs[i].page + gs[i].have, 4096 - gs[i].have);
+			if (n <= 0)
+				continue;
+			gs[i].have += (size_t)n;
+			if (gs[i].have == 4096) {
+				assert_true(tsync_gcollect_page(gs[i].c, gs[i].page, 4096, 8, 0, 5) >= 0);
+				gs[i].have = 0;
+			}
+		}
+	}
+}
+
+static void wait_guests(struct gside *gs, pid_t *pid)
+{
+	for (int i = 0; i < NDOM; i++) {
+		int st = 0;
+
+		while (waitpid(pid[i], &st, WNOHANG) == 0)
+			drain(gs, 20);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);	/* HVMOP worked */
+	}
+}
+
+struct hv {
+	struct rec_vcpus	*v;
+	struct tsync_match	*m;
+};
+
+static void hv_emit(void *ctx, const struct rec_record *r)
+{
+	struct hv *h = ctx;
+	struct rec_switch sw;
+	struct tsync_hvrec t = { .tsc = r->tsc, .has_tsc = r->flags & REC_F_TSC,
+				 .event = r->event, .nr = r->nr };
+
+	rec_vcpus_update(h->v, r, &sw);
+	t.known = rec_vcpus_current(h->v, r->cpu, &t.dom, &t.vcpu);
+	memcpy(t.w, r->w, sizeof(t.w));
+	assert_int_equal(tsync_match_feed(h->m, &t), 0);
+}
+
+static void test_xen_protocol(void **state)
+{
+	const char *bin = getenv("TCX_BIN");
+	char out[400], raw[400], path[460];
+	struct gside gs[NDOM];
+	struct hv h;
+	pid_t rec, pid[NDOM];
+	int fd, st;
+
+	(void)state;
+	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync.conf")), 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	for (int i = 0; i < NDOM; i++) {
+		put(doms[i], "trace_clock", "x86-tsc\n");
+		put(doms[i], "tracing_on", "1\n");
+		snprintf(path, sizeof(path), "%s/dom%u/tracing/per_cpu/cpu0/trace_pipe_raw",
+			 sim.dir, doms[i]);
+		gs[i] = (struct gside){ .fd = open(path, O_RDONLY | O_NONBLOCK),
+					.c = tsync_gcollect_new() };
+		assert_true(gs[i].fd >= 0 && gs[i].c);
+	}
+	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
+	snprintf(raw, sizeof(raw), "%s/raw.bin", sim.tmp);
+	rec = fork();
+	if (!rec) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execl(bin, bin, "record", "--xen", "--no-dom0", "-q", "-o", out, "--raw", raw,
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int t = 0; t < 500 && !truth_has("tbuf enable"); t++)
+		usleep(10 * 1000);
+	assert_true(truth_has("tbuf enable"));
+	usleep(200 * 1000);
+	/* rounds at the start and one second later */
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < NDOM; i++)
+			pid[i] = guest_rounds(doms[i], 1 + (uint32_t)k * 1000);
+		wait_guests(gs, pid);
+		drain(gs, k ? 300 : 1000);
+	}
+	kill(rec, SIGINT);
+	while (waitpid(rec, &st, WNOHANG) == 0)
+		drain(gs, 20);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int i = 0; i < NDOM; i++)
+		put(doms[i], "tracing_on", "0\n");
+	drain(gs, 300);
+	assert_int_equal(simhost_stop(&sim), 0);
+
+	/* the hypervisor's side, from the capture */
+	h.v = rec_vcpus_new(4, false);
+	h.m = tsync_match_new(UINT32_MAX);
+	assert_true(h.v && h.m);
+	{
+		struct rec_stream *s = rec_stream_new(NULL, hv_emit, &h);
+		struct rec_read_result rr;
+
+		fd = open(raw, O_RDONLY);
+		assert_true(fd >= 0 && s);
+		assert_int_equal(rec_read_xentrace(fd, s, &rr, NULL, NULL), 0);
+		assert_int_equal(rec_stream_finish(s), 0);
+		rec_stream_free(s);
+		close(fd);
+	}
+	for (int i = 0; i < NDOM; i++) {
+		const struct tsync_hmark *all;
+		struct tsync_hmark *mine = calloc(2000, sizeof(*mine));
+		const struct tsync_gmark *g;
+		struct tsync_solve_opts o = { .nvcpu = 1, .pv = doms[i] == 2 };
+		struct tsync_solution sol;
+		struct tsync_clock clk;
+		size_t nall = tsync_match_marks(h.m, &all), n = 0, ng;
+		uint64_t ratio = 1ull << 48, gmin, gmax;
+		int64_t off = 0, err;
+		char line[256];
+
+		assert_non_null(mine);
+		for (size_t k = 0; k < nall && n < 2000; k++)
+			if (all[k].dom == doms[i])
+				mine[n++] = all[k];
+		ng = tsync_gcollect_marks(gs[i].c, &g, &gmin, &gmax);
+		truth_clock(doms[i], &ratio, &off);
+		o.scale = (struct tsync_scale){ .ratio = ratio, .frac = 48 };
+		o.g_start = gmin;
+		o.g_end = gmax;
+		assert_int_equal(tsync_clock_init(&clk, 2600000, NULL, 0), 0);
+		/* HVMOP rounds match; cpuid does not trap on the simulator */
+		assert_true(n >= 2 * ROUNDS);
+		if (getenv("TSYNC_DEBUG"))
+			for (size_t k = 0; k < ng; k++)
+				for (size_t j = 0; j < n; j++)
+					if (mine[j].seq == g[k].seq)
+						fprintf(stderr, "# seq %u: lo %+lld hi %+lld (a %llu hx %llu hn %llu b %llu)\n",
+							g[k].seq,
+							(long long)(g[k].a - tsync_scale_fwd(&o.scale, mine[j].h_exit) - (doms[i] == 2 ? 0 : off)),
+							(long long)(g[k].b - tsync_scale_fwd(&o.scale, mine[j].h_entry) - (doms[i] == 2 ? 0 : off)),
+							(unsigned long long)g[k].a, (unsigned long long)mine[j].h_exit,
+							(unsigned long long)mine[j].h_entry, (unsigned long long)g[k].b);
+		assert_int_equal(tsync_solve(&o, g, ng, mine, n, &sol), 0);
+		tsync_summary_line(&sol, "xen", &clk, line, sizeof(line));
+		err = sol.epochs[0].off - (doms[i] == 2 ? 0 : off);
+		fprintf(stderr, "# dom%u: %s; truth %lld, found %lld, error %lld ticks "
+			"(%zu guest rounds, %zu traps)\n", doms[i], line, (long long)off,
+			(long long)sol.epochs[0].off, (long long)err, ng, n);
+		assert_int_equal(sol.nepochs, 1);
+		assert_true((uint64_t)llabs(err) <= sol.bound);
+		if (doms[i] == 2)
+			assert_true(sol.pv_confirmed);
+		tsync_solution_free(&sol);
+		free(mine);
+	}
+	for (int i = 0; i < NDOM; i++) {
+		close(gs[i].fd);
+		tsync_gcollect_free(gs[i].c);
+	}
+	tsync_match_free(h.m);
+	rec_vcpus_free(h.v);
+	simhost_cleanup(&sim);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_xen_protocol),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
