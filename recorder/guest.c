@@ -335,8 +335,8 @@ static int xen_connect(struct rec_guest *g, int timeout_ms, char *err, size_t er
 	while (!(g->ctl = tmsg_vchan_client(g->sp.domid, path))) {
 		if (now_ns() >= end)
 			return errf(err, errlen, -ECONNREFUSED, "guest %s (domain %u): the "
-				    "agent advertised in xenstore does not answer on %s (%s); "
-				    "is it still running?", g->sp.name, g->sp.domid, path,
+				    "agent advertised in xenstore does not answer on %s (%s): "
+				    "is it still running, or serving another recorder?", g->sp.name, g->sp.domid, path,
 				    tmsg_error());
 		usleep(50 * 1000);
 	}
