@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -209,10 +210,20 @@ static void *thread_fn(void *arg)
 {
 	struct rec_hvdrain *d = arg;
 	sigset_t all;
+	int prio;
 
 	/* signals belong to the session's thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/*
+	 * It only copies, but it must run when Xen's buffers fill: ahead of
+	 * the converter and of busy neighbours (best effort: root may).
+	 */
+	errno = 0;
+	prio = getpriority(PRIO_PROCESS, 0);
+	if (!errno && setpriority(PRIO_PROCESS, gettid(), prio - 10)) {
+		/* not permitted: the session's priority then */
+	}
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
 		struct pollfd p = { .fd = rec_hvbuf_fd(d->hv), .events = POLLIN };
 
