@@ -239,7 +239,8 @@ static void *tsync_main(void *arg)
 	{
 		struct tsync_agent_opts o = {
 			.proto = s->tsync_proto, .marker_path = marker,
-			.hvmop = s->xen, .stop = &s->tsync_stop, .log = s->log,
+			.hvmop = s->xen, .ncpu = s->tr.ncpus, .stop = &s->tsync_stop,
+			.log = s->log,
 		};
 
 		ret = tsync_agent_serve(t, &o);

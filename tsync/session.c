@@ -142,7 +142,8 @@ static int serve_xen(struct tmsg_transport *t, struct tmsg *m, const struct tsyn
 		if (n > 1000)
 			n = 1000;
 		w[2] = tsync_guest_next_seq(g);
-		w[0] = (uint32_t)tsync_guest_rounds(g, online_cpus(), (int)(n ? n : 1));
+		w[0] = (uint32_t)tsync_guest_rounds(g, o->ncpu > 0 ? o->ncpu : online_cpus(),
+						      (int)(n ? n : 1));
 		w[1] = tsync_guest_hvmop_ok(g) ? TSYNC_XEN_F_HVMOP : 0;
 		w[3] = tsync_guest_next_seq(g) - 1;
 		ret = send_xen(t, TSYNC_XEN_DONE, w, 4);

@@ -535,6 +535,7 @@ int tsync_xen_stop(struct tmsg_transport *t);
  * @proto:	what tsync_pick() chose
  * @marker_path: xen: the trace_marker of the agent's instance
  * @hvmop:	xen: also try HVMOP_xentrace
+ * @ncpu:	xen: the CPUs to run rounds on (0: those configured)
  * @stop:	set non-zero to end the loop (checked every 200 ms)
  * @log:	notes (FILE *)
  */
@@ -542,6 +543,7 @@ struct tsync_agent_opts {
 	const char		*proto;
 	const char		*marker_path;
 	bool			hvmop;
+	int			ncpu;
 	const volatile int	*stop;
 	void			*log;
 };

@@ -26,12 +26,30 @@
 
 #include "recorder.h"
 #include "simhost.h"
+#include "tmsg.h"
 #include "tsync.h"
 
 #define NDOM	3
 #define ROUNDS	20
 
 static struct simhost sim;
+static pid_t agent_pid;
+
+/* After a failed case: nothing of ours left running. */
+static int teardown(void **state)
+{
+	(void)state;
+	if (agent_pid > 0) {
+		kill(agent_pid, SIGTERM);
+		waitpid(agent_pid, NULL, 0);
+		agent_pid = 0;
+	}
+	if (sim.pid > 0) {
+		simhost_stop(&sim);
+		simhost_cleanup(&sim);
+	}
+	return 0;
+}
 static const unsigned int doms[NDOM] = { 1, 2, 3 };
 
 static void put(unsigned int domid, const char *file, const char *text)
@@ -191,7 +209,7 @@ static void test_xen_protocol(void **state)
 	}
 	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
 	snprintf(raw, sizeof(raw), "%s/raw.bin", sim.tmp);
-	rec = fork();
+	rec = agent_pid = fork();
 	if (!rec) {
 		if (!freopen("/dev/null", "w", stdout))
 			_exit(126);
@@ -213,6 +231,7 @@ static void test_xen_protocol(void **state)
 	kill(rec, SIGINT);
 	while (waitpid(rec, &st, WNOHANG) == 0)
 		drain(gs, 20);
+	agent_pid = 0;
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	for (int i = 0; i < NDOM; i++)
 		put(doms[i], "tracing_on", "0\n");
@@ -290,10 +309,111 @@ static void test_xen_protocol(void **state)
 	simhost_cleanup(&sim);
 }
 
+static int count_truth(const char *prefix)
+{
+	char path[400], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/truth", sim.dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += !strncmp(line, prefix, strlen(prefix));
+	fclose(f);
+	return n;
+}
+
+static int null_sink(void *arg, const void *buf, size_t len)
+{
+	(void)buf;
+	*(size_t *)arg += len;
+	return 0;
+}
+
+/* Our agent in Xen mode picks "xen" when offered, on vchan N+1, and runs
+ * its rounds (with HVMOP_xentrace through the simulator) when asked. */
+static void test_agent_xen(void **state)
+{
+	const char *bin = getenv("TCX_BIN");
+	const char *argv[] = { "-C", "x86-tsc", "-e", "sched" };
+	const char *protos[] = { "ptp", "xen" };
+	struct tmsg_trace_req req = { .trace_id = REC_HOST_TRACEID, .argc = 4, .argv = argv,
+				      .nr_protos = 2, .protos = protos };
+	struct tmsg_transport *ctl = NULL, *ts = NULL, *data[4] = { 0 };
+	struct tmsg_trace_resp resp = { 0 };
+	struct tmsg_xs_agent a = { 0 };
+	struct tsync_xen_done d;
+	char tdir[400], path[TMSG_VCHAN_PATH_MAX + 1];
+	size_t meta = 0;
+	pid_t agent;
+
+	(void)state;
+	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync.conf")), 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	put(1, "trace_clock", "x86-tsc\n");
+	put(1, "tracing_on", "1\n");
+	snprintf(tdir, sizeof(tdir), "%s/dom1/tracing", sim.dir);
+	agent = agent_pid = fork();
+	if (!agent) {
+		char log[460];
+
+		snprintf(log, sizeof(log), "%s/agent.log", sim.tmp);
+		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
+			_exit(126);
+		setenv("XENSIM_DOMID", "1", 1);
+		execl(bin, bin, "agent", "--xen", "--tracing-dir", tdir, (char *)NULL);
+		_exit(127);
+	}
+	for (int t = 0; t < 300 && !a.ready; t++) {
+		if (tmsg_xs_lookup(1, &a))
+			a.ready = false;
+		usleep(10 * 1000);
+	}
+	assert_true(a.ready);
+	assert_int_equal(tmsg_vchan_path(path, sizeof(path), 1, a.port), 0);
+	ctl = tmsg_vchan_client(1, path);
+	assert_non_null(ctl);
+	assert_int_equal(tmsg_host_request(ctl, &req, &resp, 10000, NULL, 0), 0);
+	assert_string_equal(resp.tsync_proto, "xen");
+	assert_int_equal(resp.tsync_port, resp.cpus + 1);
+	assert_true(resp.cpus >= 1 && resp.cpus <= 4);
+	assert_int_equal(tmsg_host_open_streams(NULL, 1, &resp, data), 0);
+	assert_true(tmsg_recv_data(ctl, null_sink, &meta, TMSG_WAIT_MS, 0) > 0);
+	assert_int_equal(tmsg_vchan_path(path, sizeof(path), 1, resp.tsync_port), 0);
+	for (int t = 0; t < 300 && !ts; t++) {
+		ts = tmsg_vchan_client(1, path);
+		if (!ts)
+			usleep(10 * 1000);
+	}
+	assert_non_null(ts);
+	assert_int_equal(tsync_xen_ask(ts, 5, 10000, &d), 0);
+	/* 5 rounds and a warm-up per CPU, each with its HVMOP twin */
+	assert_int_equal(d.rounds, 6 * resp.cpus);
+	assert_true(d.flags & TSYNC_XEN_F_HVMOP);
+	assert_int_equal(d.last - d.first + 1, 12 * resp.cpus);
+	assert_int_equal(tsync_xen_stop(ts), 0);
+	assert_int_equal(tmsg_host_close(ctl, 10000), 0);
+	tmsg_close(ts);
+	for (uint32_t c = 0; c < resp.cpus; c++)
+		tmsg_close(data[c]);
+	tmsg_close(ctl);
+	tmsg_trace_resp_free(&resp);
+	kill(agent, SIGTERM);
+	waitpid(agent, NULL, 0);
+	agent_pid = 0;
+	assert_int_equal(simhost_stop(&sim), 0);
+	/* the simulator executed each HVMOP_xentrace of the rounds */
+	assert_int_equal(count_truth("xentrace 1 "), 6 * (int)resp.cpus);
+	simhost_cleanup(&sim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_xen_protocol),
+		cmocka_unit_test_teardown(test_xen_protocol, teardown),
+		cmocka_unit_test_teardown(test_agent_xen, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
