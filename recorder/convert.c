@@ -39,26 +39,8 @@ struct conv {
 	bool				has_switch;
 	bool				amd_seen;	/* pre-4.19 exits with AMD reasons */
 	bool				*has_data;	/* pCPUs with data */
-	/* domains seen in VMENTRY, by the runstate model and the SWITCH one */
-	struct rec_vcpus		*vm_rs, *vm_sw;
-	uint8_t				hvm_rs[32768 / 8], hvm_sw[32768 / 8];
 	int				err;
 };
-
-/* The scan's vCPU models (per pCPU, so its unordered pass suits them). */
-static void scan_hvm(struct rec_vcpus *vm, uint8_t *hvm, const struct rec_record *r)
-{
-	struct rec_switch sw;
-	uint32_t dom, vcpu;
-
-	if (!vm)
-		return;
-	if (rec_event_class(r->event) == REC_CLASS_SCHED)
-		rec_vcpus_update(vm, r, &sw);
-	else if ((r->event & ~(TRC_64_FLAG | TRC_HVM_NESTEDFLAG)) == TRC_HVM_VMENTRY &&
-		 rec_vcpus_current(vm, r->cpu, &dom, &vcpu) && dom < 32768)
-		hvm[dom / 8] |= 1 << (dom % 8);
-}
 
 static void scan_emit(void *ctx, const struct rec_record *r)
 {
@@ -77,8 +59,6 @@ static void scan_emit(void *ctx, const struct rec_record *r)
 	else if ((r->event & ~(TRC_64_FLAG | TRC_HVM_NESTEDFLAG)) == TRC_HVM_VMEXIT &&
 		 r->nr && r->w[0] >= 0x60)
 		c->amd_seen = true;
-	scan_hvm(c->vm_rs, c->hvm_rs, r);
-	scan_hvm(c->vm_sw, c->hvm_sw, r);
 }
 
 static void progress(void *ctx, uint64_t bytes)
@@ -216,14 +196,6 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 		goto out;
 	}
 	if (is_file) {
-		/* which domains are HVM, under either model of the vCPUs */
-		c.vm_rs = rec_vcpus_new(REC_MAX_CPUS, false);
-		c.vm_sw = rec_vcpus_new(REC_MAX_CPUS, true);
-		if (!c.vm_rs || !c.vm_sw) {
-			ret = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
 		/*
 		 * Version 6 needs every cmdline and option before the data:
 		 * a first pass over the whole file. Version 7 takes them
@@ -283,10 +255,6 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	/* HVM domains known ahead get no redundant kvm_entry at switch-in */
-	for (uint32_t d = 0; d < 32768; d++)
-		if ((so.use_switch ? c.hvm_sw : c.hvm_rs)[d / 8] & (1 << (d % 8)))
-			rec_sink_note_hvm(sink, d);
 	ret = rec_sink_vcpus(c.sink, &vcpus, &nvcpus);
 	for (size_t i = 0; !ret && i < nvcpus; i++)
 		ret = rec_sink_note_vcpu(sink, vcpus[i] >> 16, vcpus[i] & 0xffff);
@@ -314,7 +282,7 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 	 * Each pCPU's records in its own order, not merged across pCPUs: a
 	 * trace.dat keeps one buffer per CPU and its readers merge them by
 	 * time, and what the sink writes for a record depends only on its
-	 * pCPU's earlier records (the HVM domains excepted, known ahead).
+	 * pCPU's records.
 	 */
 	s = rec_stream_new(&(struct rec_stream_params){ .max_cpus = ncpus, .per_cpu = true },
 			   rec_sink_emit, sink);
@@ -396,8 +364,6 @@ out:
 	rec_sink_free(sink);
 	rec_sink_free(c.sink);
 	free(c.has_data);
-	rec_vcpus_free(c.vm_rs);
-	rec_vcpus_free(c.vm_sw);
 	if (!is_stdin)
 		close(fd);
 	return ret;

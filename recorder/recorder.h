@@ -539,12 +539,6 @@ void rec_sink_emit(void *sink, const struct rec_record *r);
 /** rec_sink_note_vcpu - remember a (dom, vcpu) pair, e.g. from a scan */
 int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu);
 
-/**
- * rec_sink_note_hvm - domain @dom logs VMENTRY records (known ahead, e.g.
- * from a look at the start of a capture): its vCPUs get no synthesized
- * kvm_entry when switched in, the real one follows
- */
-void rec_sink_note_hvm(struct rec_sink *k, uint32_t dom);
 
 /** rec_sink_add_cmdlines - a cmdline for every vCPU known (before tdat_start_data) */
 int rec_sink_add_cmdlines(struct rec_sink *k);

@@ -88,10 +88,17 @@ static uint32_t *vset_sorted(const struct vset *s)
 
 /* ---- the sink ---- */
 
-/* The running vCPU of a pCPU, as the vCPU model says (cached). */
+/*
+ * Per pCPU: the running vCPU's pid, as the vCPU model says (cached), and
+ * a kvm_entry held back since the last switch-in until the pCPU's next
+ * record says whether the vCPU logs its own VMENTRY.
+ */
 struct cur {
 	int		pid;
-	uint32_t	dom;
+	bool		pend;
+	int		pend_pid;
+	uint32_t	pend_vcpu;
+	uint64_t	pend_ts;
 };
 
 #define LCACHE_SIZE	256
@@ -109,7 +116,6 @@ struct rec_sink {
 		uint32_t		cls;
 		const struct rec_event	*e;
 	} lcache[LCACHE_SIZE];
-	uint8_t			hvm_dom[32768 / 8];	/* domains seen in VMENTRY */
 	struct rec_sink_stats	st;
 	int			err;
 	char			errmsg[256];
@@ -173,12 +179,6 @@ int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu)
 	return ret < 0 ? ret : 0;
 }
 
-void rec_sink_note_hvm(struct rec_sink *k, uint32_t dom)
-{
-	if (dom < 32768)
-		k->hvm_dom[dom / 8] |= 1 << (dom % 8);
-}
-
 static void fail(struct rec_sink *k, int err)
 {
 	if (k->err)
@@ -201,6 +201,26 @@ static void put(struct rec_sink *k, int cpu, uint64_t ts, const void *p, size_t 
 	k->st.events++;
 }
 
+/*
+ * The kvm_entry of a vCPU switched in on @cpu: an HVM vCPU logs its own
+ * VMENTRY, and its HVM records (interrupt injection...) come first, so an
+ * HVM record next on the pCPU drops the synthesized one; any other record
+ * (PV, HVM tracing off) writes it, at the switch's time, before itself.
+ * Only the pCPU's own order decides: the same file whether the records
+ * come merged across pCPUs or not.
+ */
+static void resolve_entry(struct rec_sink *k, int cpu, bool hvm)
+{
+	struct cur *c = &k->cur[cpu];
+	uint8_t b[REC_MAX_PAYLOAD];
+
+	c->pend = false;
+	if (hvm)
+		return;
+	put(k, cpu, c->pend_ts, b, rec_encode_kvm_entry(b, c->pend_pid, c->pend_vcpu));
+	k->in_guest[cpu] = true;
+}
+
 static void do_switch(struct rec_sink *k, const struct rec_record *r, const struct rec_switch *sw)
 {
 	uint8_t b[REC_MAX_PAYLOAD];
@@ -219,11 +239,12 @@ static void do_switch(struct rec_sink *k, const struct rec_record *r, const stru
 	rec_vcpu_comm(sw->next_dom, sw->next_vcpu, nc);
 	put(k, cpu, r->tsc, b, rec_encode_sched_switch(b, prev, pc, sw->prev_state, next, nc));
 	k->st.switches++;
-	if (next && sw->next_dom < 32768 &&
-	    !(k->hvm_dom[sw->next_dom / 8] & (1 << (sw->next_dom % 8)))) {
-		/* no VMENTRY will come (PV, or HVM tracing off): synthesize */
-		put(k, cpu, r->tsc, b, rec_encode_kvm_entry(b, next, sw->next_vcpu & 0xffff));
-		k->in_guest[cpu] = true;
+	if (next) {
+		/* written by resolve_entry() unless a VMENTRY follows */
+		k->cur[cpu].pend = true;
+		k->cur[cpu].pend_pid = next;
+		k->cur[cpu].pend_vcpu = sw->next_vcpu & 0xffff;
+		k->cur[cpu].pend_ts = r->tsc;
 	}
 	if (vset_add(&k->tasks, sw->next_dom, sw->next_vcpu) < 0)
 		fail(k, -ENOMEM);
@@ -269,9 +290,10 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 
 	if (unlikely(k->err || r->cpu >= k->o.ncpus))
 		return;
+	if (unlikely(k->cur[r->cpu].pend))
+		resolve_entry(k, r->cpu, cls == REC_CLASS_HVM);
 	k->st.classes[cls]++;
 	pid = k->cur[r->cpu].pid;
-	dom = k->cur[r->cpu].dom;
 
 	if (unlikely(r->event == TRC_LOST_RECORDS && r->nr >= 1)) {
 		ret = tdat_mark_missed(k->w, r->cpu, r->w[0]);
@@ -310,8 +332,6 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 		k->st.unknown++;
 	if (e->enc == REC_ENC_VMENTRY) {
 		k->in_guest[r->cpu] = true;
-		if (pid && dom < 32768)
-			k->hvm_dom[dom / 8] |= 1 << (dom % 8);
 	} else if (e->enc == REC_ENC_VMEXIT) {
 		k->in_guest[r->cpu] = false;
 	}
@@ -321,13 +341,10 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 		if (cls == REC_CLASS_SCHED) {
 			if (rec_vcpus_update(k->vm, r, &sw))
 				do_switch(k, r, &sw);
-			if (rec_vcpus_current(k->vm, r->cpu, &dom, &vcpu)) {
+			if (rec_vcpus_current(k->vm, r->cpu, &dom, &vcpu))
 				k->cur[r->cpu].pid = rec_vcpu_pid(dom, vcpu);
-				k->cur[r->cpu].dom = dom;
-			} else {
+			else
 				k->cur[r->cpu].pid = 0;
-				k->cur[r->cpu].dom = 0;
-			}
 		}
 	}
 }
