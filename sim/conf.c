@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cpuid.h>
+
 #include "xsim.h"
 
 static void set_err(char *err, size_t len, unsigned int line,
@@ -85,12 +87,30 @@ static int parse_offsets(char *v, struct xsim_dom_conf *d)
 	return 0;
 }
 
+/*
+ * dom0 is this machine: the recorder learns the vendor (which decides how
+ * pre-4.19 exit reasons read) from dom0's own CPUID, as on real Xen. So the
+ * simulated hypervisor follows this machine unless a host file insists.
+ */
+static enum xsim_vendor this_machine_vendor(void)
+{
+	unsigned int a, b, c, d;
+
+	if (__get_cpuid(0, &a, &b, &c, &d) &&
+	    ((b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163) ||	/* AuthenticAMD */
+	     (b == 0x6f677948 && d == 0x6e65476e && c == 0x656e6975)))	/* HygonGenuine */
+		return XSIM_AMD;
+	return XSIM_INTEL;
+}
+
 static int host_key(struct xsim_conf *c, const char *k, char *v)
 {
 	uint32_t x;
 
 	if (!strcmp(k, "vendor")) {
-		if (!strcmp(v, "intel"))
+		if (!strcmp(v, "auto"))
+			c->vendor = this_machine_vendor();
+		else if (!strcmp(v, "intel"))
 			c->vendor = XSIM_INTEL;
 		else if (!strcmp(v, "amd"))
 			c->vendor = XSIM_AMD;
@@ -189,7 +209,7 @@ static void defaults(struct xsim_conf *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->pcpus = 2;
-	c->vendor = XSIM_INTEL;
+	c->vendor = this_machine_vendor();
 	c->slice_us = 1000;
 	c->tick_us = 1000;
 	c->xwake_pct = 25;

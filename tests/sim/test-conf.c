@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -57,6 +58,43 @@ static void test_parse(void **state)
 	assert_int_equal(xsim_tsc_ratio(&c, &c.dom[0]), 1ull << 32);
 }
 
+/* The vendor dom0 reads from /proc/cpuinfo, independently of CPUID here. */
+static enum xsim_vendor cpuinfo_vendor(void)
+{
+	char line[256];
+	enum xsim_vendor v = XSIM_INTEL;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "vendor_id", 9))
+			continue;
+		if (strstr(line, "AuthenticAMD") || strstr(line, "HygonGenuine"))
+			v = XSIM_AMD;
+		break;
+	}
+	fclose(f);
+	return v;
+}
+
+static void test_vendor_auto(void **state)
+{
+	struct xsim_conf c;
+	char err[128];
+
+	/* Absent and "auto" both follow this machine, which plays dom0. */
+	assert_int_equal(xsim_conf_parse("[domain a]\n", &c, err, sizeof(err)), 0);
+	assert_int_equal(c.vendor, cpuinfo_vendor());
+	assert_int_equal(xsim_conf_parse("[host]\nvendor = auto\n[domain a]\n",
+					 &c, err, sizeof(err)), 0);
+	assert_int_equal(c.vendor, cpuinfo_vendor());
+	assert_int_equal(xsim_conf_parse("[host]\nvendor = intel\n[domain a]\n",
+					 &c, err, sizeof(err)), 0);
+	assert_int_equal(c.vendor, XSIM_INTEL);
+	assert_int_equal(xsim_conf_parse("[host]\nvendor = via\n[domain a]\n",
+					 &c, err, sizeof(err)), -1);
+}
+
 static void test_errors(void **state)
 {
 	struct xsim_conf c;
@@ -94,6 +132,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_vendor_auto),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_guest_tsc),
 	};
