@@ -143,17 +143,27 @@ uint64_t tsync_rdtsc(void)
 
 int tsync_read_pair(struct tsync_pair *p)
 {
-	struct timespec a, b;
-	uint64_t t;
+	uint64_t best = UINT64_MAX;
 
-	if (clock_gettime(CLOCK_MONOTONIC_RAW, &a))
-		return -errno;
-	t = tsync_rdtsc();
-	if (clock_gettime(CLOCK_MONOTONIC_RAW, &b))
-		return -errno;
-	p->tsc = t;
-	p->ns = ((uint64_t)a.tv_sec * 1000000000ull + a.tv_nsec +
-		 (uint64_t)b.tv_sec * 1000000000ull + b.tv_nsec) / 2;
+	/* the tightest of a few tries: a preemption between the reads only
+	 * widens that try */
+	for (int i = 0; i < 8; i++) {
+		struct timespec a, b;
+		uint64_t t, na, nb;
+
+		if (clock_gettime(CLOCK_MONOTONIC_RAW, &a))
+			return -errno;
+		t = tsync_rdtsc();
+		if (clock_gettime(CLOCK_MONOTONIC_RAW, &b))
+			return -errno;
+		na = (uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec;
+		nb = (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec;
+		if (nb - na < best) {
+			best = nb - na;
+			p->tsc = t;
+			p->ns = na + (nb - na) / 2;
+		}
+	}
 	return 0;
 }
 

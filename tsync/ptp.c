@@ -241,6 +241,20 @@ out:
 	return ret;
 }
 
+int tsync_ptp_host(struct tmsg_transport *t, uint32_t ncpu, tsync_clock_fn clk, void *ctx,
+		   int64_t *ts, int64_t *off)
+{
+	for (uint32_t c = 0; c < ncpu; c++) {
+		int ret = tsync_none_probe(t, (uint16_t)c);
+
+		if (!ret)
+			ret = tsync_ptp_client(t, clk, ctx, &off[c], &ts[c]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 int tsync_none_probe(struct tmsg_transport *t, uint16_t cpu)
 {
 	struct tmsg *m = malloc(sizeof(*m));

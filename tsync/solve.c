@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tdat.h"
 #include "tsync.h"
 
 typedef __int128 s128;
@@ -679,4 +680,119 @@ void tsync_summary_line(const struct tsync_solution *s, const char *proto,
 		 "bound %" PRIu64 " %s%s", proto, s->rounds_used, s->rounds_unmatched,
 		 s->rounds_discarded, s->nepochs, s->nepochs == 1 ? "" : "s", ns,
 		 c ? "ns" : "ticks", s->pv_confirmed ? " (PV: offset 0 confirmed)" : "");
+}
+
+struct sample {
+	uint64_t	t;
+	int64_t		o;
+	uint32_t	i;	/* input order: of equal times the first is kept */
+};
+
+static int cmp_sample(const void *x, const void *y)
+{
+	const struct sample *a = x, *b = y;
+
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+int tsync_solution_from_samples(uint32_t ncpu, const uint32_t *n, const uint64_t *const *ts,
+				const int64_t *const *off, struct tsync_solution *out)
+{
+	struct pts *pt;
+	int32_t any = -1;
+	uint32_t count = 0;
+	int ret = 0;
+
+	if (!ncpu || !n || !ts || !off || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	for (uint32_t c = 0; c < ncpu && any < 0; c++)
+		if (n[c])
+			any = (int32_t)c;
+	if (any < 0)
+		return -ENODATA;
+	pt = calloc(ncpu, sizeof(*pt));
+	if (!pt)
+		return -ENOMEM;
+	for (uint32_t c = 0; c < ncpu && !ret; c++) {
+		uint32_t src = n[c] ? c : (uint32_t)any;
+		struct sample *v = malloc(n[src] * sizeof(*v));
+
+		if (!v) {
+			ret = -ENOMEM;
+			break;
+		}
+		for (uint32_t i = 0; i < n[src]; i++)
+			v[i] = (struct sample){ .t = ts[src][i], .o = off[src][i], .i = i };
+		qsort(v, n[src], sizeof(*v), cmp_sample);
+		for (uint32_t i = 0; i < n[src] && !ret; i++)
+			ret = pts_add(&pt[c], v[i].t, v[i].o);
+		free(v);
+		while (!ret && pt[c].n < 2)
+			ret = pad(&pt[c]);
+		if (pt[c].n > count)
+			count = pt[c].n;
+	}
+	for (uint32_t c = 0; c < ncpu && !ret; c++)
+		while (!ret && pt[c].n < count)
+			ret = pad(&pt[c]);
+	if (!ret) {
+		out->scale = (struct tsync_scale){ .ratio = 1, .frac = 0 };
+		out->ncpu = ncpu;
+		out->count = count;
+		out->flags = 1;
+		out->ts = calloc((size_t)count * ncpu, sizeof(*out->ts));
+		out->offset = calloc((size_t)count * ncpu, sizeof(*out->offset));
+		if (!out->ts || !out->offset)
+			ret = -ENOMEM;
+	}
+	for (uint32_t c = 0; c < ncpu && !ret; c++) {
+		memcpy(out->ts + (size_t)c * count, pt[c].t, count * sizeof(*out->ts));
+		memcpy(out->offset + (size_t)c * count, pt[c].o, count * sizeof(*out->offset));
+	}
+	for (uint32_t c = 0; c < ncpu; c++) {
+		free(pt[c].t);
+		free(pt[c].o);
+	}
+	free(pt);
+	if (ret)
+		tsync_solution_free(out);
+	return ret;
+}
+
+int tsync_write_time_shift(const char *path, uint64_t peer_id, const struct tsync_solution *s)
+{
+	struct tdat_time_shift_cpu *c;
+	struct tdat_appender *a;
+	int ret;
+
+	if (!path || !s || !s->ncpu || !s->count)
+		return -EINVAL;
+	c = calloc(s->ncpu, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->ncpu; i++) {
+		const uint64_t *t;
+		const int64_t *o;
+
+		tsync_solution_cpu(s, i, &t, &o);
+		c[i] = (struct tdat_time_shift_cpu){ .count = s->count, .ts = t, .offset = o };
+	}
+	a = tdat_append_open(path);
+	if (!a) {
+		ret = errno ? -errno : -EIO;
+		free(c);
+		return ret;
+	}
+	ret = tdat_append_time_shift(a, peer_id, s->flags, s->ncpu, c);
+	{
+		int r2 = tdat_append_close(a);
+
+		if (!ret)
+			ret = r2;
+	}
+	free(c);
+	return ret;
 }

@@ -80,7 +80,10 @@ uint64_t tsync_clock_ns(const struct tsync_clock *c, uint64_t tsc);
  */
 uint64_t tsync_clock_ticks_to_ns(const struct tsync_clock *c, uint64_t ticks);
 
-/** tsync_read_pair - one pair now: rdtsc inside two CLOCK_MONOTONIC_RAW reads */
+/**
+ * tsync_read_pair - one pair now: rdtsc inside two CLOCK_MONOTONIC_RAW
+ * reads, the tightest of 8 tries, ns at the middle
+ */
 int tsync_read_pair(struct tsync_pair *p);
 
 /** tsync_rdtsc - this CPU's TSC */
@@ -370,6 +373,23 @@ void tsync_solution_cpu(const struct tsync_solution *s, uint32_t cpu,
  */
 uint64_t tsync_apply(const struct tsync_solution *s, uint32_t cpu, uint64_t g);
 
+/**
+ * tsync_solution_from_samples - TIME_SHIFT from per-CPU (guest ts, host -
+ * guest) samples, e.g. ptp's OFFSETs: @n[c] samples of CPU c at
+ * ts[c][i]/off[c][i], any order; CPUs without samples take CPU 0's (or
+ * the first that has some). Duplicate times keep the first; every CPU gets
+ * the same count (at least two), INTERPOLATE, as tsync_solve() writes.
+ * -ENODATA if no CPU has a sample.
+ */
+int tsync_solution_from_samples(uint32_t ncpu, const uint32_t *n, const uint64_t *const *ts,
+				const int64_t *const *off, struct tsync_solution *out);
+
+/**
+ * tsync_write_time_shift - append @s as the TIME_SHIFT of the finished
+ * version 7 guest file @path, for the host file whose TRACEID is @peer_id
+ */
+int tsync_write_time_shift(const char *path, uint64_t peer_id, const struct tsync_solution *s);
+
 /** tsync_solution_free - free what @s holds */
 void tsync_solution_free(struct tsync_solution *s);
 
@@ -427,6 +447,15 @@ int tsync_ptp_client(struct tmsg_transport *t, tsync_clock_fn clk, void *ctx,
  * trace-cmd's unbatched writes otherwise wait 40 ms for our delayed ACK
  */
 void tsync_quickack(struct tmsg_transport *t);
+
+/**
+ * tsync_ptp_host - the host's side of one sampling pass over @ncpu guest
+ * CPUs, as trace-cmd's host does it: "none" PROBE(cpu) then a ptp round as
+ * client, per CPU; @ts[c], @off[c] get CPU c's sample (host - guest at
+ * guest time ts)
+ */
+int tsync_ptp_host(struct tmsg_transport *t, uint32_t ncpu, tsync_clock_fn clk, void *ctx,
+		   int64_t *ts, int64_t *off);
 
 /** tsync_none_probe - the host asks for a round on guest CPU @cpu */
 int tsync_none_probe(struct tmsg_transport *t, uint16_t cpu);
