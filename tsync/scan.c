@@ -26,7 +26,15 @@ struct tsync_gcollect {
 	struct tsync_gmark	*m;
 	size_t			nm, maxm;
 	uint64_t		g_min, g_max;
+	tsync_event_fn		hook;
+	void			*hook_ctx;
 };
+
+void tsync_gcollect_set_hook(struct tsync_gcollect *c, tsync_event_fn fn, void *ctx)
+{
+	c->hook = fn;
+	c->hook_ctx = ctx;
+}
 
 struct tsync_gcollect *tsync_gcollect_new(void)
 {
@@ -154,6 +162,8 @@ int tsync_gcollect_page(struct tsync_gcollect *c, const void *page, size_t size,
 			c->g_min = ts;
 		if (ts > c->g_max)
 			c->g_max = ts;
+		if (c->hook && len >= 2)
+			c->hook(c->hook_ctx, cpu, ts, (uint16_t)(d[0] | d[1] << 8));
 		/* ftrace/print: common header (8), ip (8), the text */
 		if (len > 16 && (uint16_t)(d[0] | d[1] << 8) == print_id) {
 			const char *text = (const char *)d + 16;

@@ -268,6 +268,12 @@ int tsync_gcollect_page(struct tsync_gcollect *c, const void *page, size_t size,
 size_t tsync_gcollect_marks(const struct tsync_gcollect *c, const struct tsync_gmark **out,
 			    uint64_t *g_min, uint64_t *g_max);
 
+/* Called for every event of every page read, with its guest time. */
+typedef void (*tsync_event_fn)(void *ctx, uint32_t cpu, uint64_t ts, uint16_t id);
+
+/** tsync_gcollect_set_hook - also hand every event to @fn (NULL: none) */
+void tsync_gcollect_set_hook(struct tsync_gcollect *c, tsync_event_fn fn, void *ctx);
+
 /** tsync_gcollect_free - free @c (safe on NULL) */
 void tsync_gcollect_free(struct tsync_gcollect *c);
 

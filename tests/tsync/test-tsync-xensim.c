@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -130,15 +131,92 @@ struct gside {
 	struct tsync_gcollect *c;
 	uint8_t page[4096];
 	size_t have;
+	uint64_t *ev;		/* every event's guest time */
+	size_t nev, maxev;
 };
+
+static void on_event(void *ctx, uint32_t cpu, uint64_t ts, uint16_t id)
+{
+	struct gside *g = ctx;
+
+	(void)cpu;
+	(void)id;
+	if (g->nev == g->maxev) {
+		g->maxev = g->maxev ? g->maxev * 2 : 4096;
+		g->ev = realloc(g->ev, g->maxev * sizeof(*g->ev));
+		assert_non_null(g->ev);
+	}
+	g->ev[g->nev++] = ts;
+}
+
+/*
+ * Every guest event, shifted, inside a run interval of its vCPU (the
+ * guest kernel stamps only while it runs): count those outside, and those
+ * outside even by more than @slack host ticks.
+ */
+static int cmp_run(const void *x, const void *y)
+{
+	const struct truth_run *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static void check_runs(const struct truth *t, unsigned int dom, const struct gside *g,
+		       const struct tsync_solution *sol, uint64_t slack, size_t *out,
+		       size_t *far)
+{
+	struct truth_run *r = calloc(t->nrun + 1, sizeof(*r));
+	size_t n = 0;
+
+	assert_non_null(r);
+	for (size_t k = 0; k < t->nrun; k++)
+		if (t->run[k].dom == dom && t->run[k].vcpu == 0)
+			r[n++] = t->run[k];
+	qsort(r, n, sizeof(*r), cmp_run);
+	*out = *far = 0;
+	for (size_t i = 0; i < g->nev; i++) {
+		uint64_t h = tsync_apply(sol, 0, g->ev[i]), best = UINT64_MAX;
+		size_t lo = 0, hi = n;
+
+		/* the last run starting at or before h, and the next one */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (r[mid].start <= h)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t k = lo ? lo - 1 : 0; k <= lo && k < n; k++) {
+			uint64_t end = r[k].end ? r[k].end : UINT64_MAX;
+			uint64_t d = h < r[k].start ? r[k].start - h : h > end ? h - end : 0;
+
+			if (d < best)
+				best = d;
+		}
+		*out += best > 0;
+		*far += best > slack;
+	}
+	free(r);
+}
 
 static void drain(struct gside *gs, int ms)
 {
 	struct pollfd p[NDOM];
 
+	struct timespec t0, now;
+
 	for (int i = 0; i < NDOM; i++)
 		p[i] = (struct pollfd){ .fd = gs[i].fd, .events = POLLIN };
-	while (poll(p, NDOM, ms) > 0) {
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* for @ms at most: the pages keep coming while the guests run */
+	for (;;) {
+		long left;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = ms - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || poll(p, NDOM, (int)left) <= 0)
+			break;
 		for (int i = 0; i < NDOM; i++) {
 			ssize_t n;
 
@@ -200,12 +278,14 @@ static void test_xen_protocol(void **state)
 	setenv("XENSIM_HOST", sim.dir, 1);
 	for (int i = 0; i < NDOM; i++) {
 		put(doms[i], "trace_clock", "x86-tsc\n");
+		put(doms[i], "events/sched/enable", "1\n");
 		put(doms[i], "tracing_on", "1\n");
 		snprintf(path, sizeof(path), "%s/dom%u/tracing/per_cpu/cpu0/trace_pipe_raw",
 			 sim.dir, doms[i]);
 		gs[i] = (struct gside){ .fd = open(path, O_RDONLY | O_NONBLOCK),
 					.c = tsync_gcollect_new() };
 		assert_true(gs[i].fd >= 0 && gs[i].c);
+		tsync_gcollect_set_hook(gs[i].c, on_event, &gs[i]);
 	}
 	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
 	snprintf(raw, sizeof(raw), "%s/raw.bin", sim.tmp);
@@ -297,12 +377,27 @@ static void test_xen_protocol(void **state)
 		assert_true((uint64_t)llabs(err) <= sol.bound);
 		if (doms[i] == 2)
 			assert_true(sol.pv_confirmed);
+		{
+			struct truth tr;
+			size_t out_n, far_n;
+			uint64_t slack = tsync_bound_host(&sol) + 1;
+
+			assert_int_equal(truth_load(sim.dir, &tr), 0);
+			check_runs(&tr, doms[i], &gs[i], &sol, slack, &out_n, &far_n);
+			fprintf(stderr, "# dom%u: %zu guest events; %zu outside a run interval of "
+				"their vCPU after the shift, %zu by more than the bound\n",
+				doms[i], gs[i].nev, out_n, far_n);
+			assert_true(gs[i].nev > 0);
+			assert_int_equal(far_n, 0);
+			truth_free(&tr);
+		}
 		tsync_solution_free(&sol);
 		free(mine);
 	}
 	for (int i = 0; i < NDOM; i++) {
 		close(gs[i].fd);
 		tsync_gcollect_free(gs[i].c);
+		free(gs[i].ev);
 	}
 	tsync_match_free(h.m);
 	rec_vcpus_free(h.v);
