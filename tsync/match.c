@@ -118,6 +118,14 @@ int tsync_match_feed(struct tsync_match *m, const struct tsync_hvrec *r)
 
 	if (!m || !r)
 		return -EINVAL;
+	if ((r->event & 0x0fffffff) == TSYNC_TRC_LOST) {
+		for (size_t i = 0; i < m->nv; i++) {
+			m->v[i].st = ST_IDLE;
+			m->v[i].rdtsc = false;
+			m->v[i].pv_hcall = false;
+		}
+		return 0;
+	}
 	if (!r->known || (m->dom != UINT32_MAX && r->dom != m->dom))
 		return 0;
 	v = vcpu_state(m, r->dom, r->vcpu);
@@ -125,10 +133,14 @@ int tsync_match_feed(struct tsync_match *m, const struct tsync_hvrec *r)
 		return -ENOMEM;
 	pv_prev = v->pv_hcall;
 	v->pv_hcall = false;
+	if ((ev & 0x0ffff000) == 0x00081000)	/* entry/exit: nested or not */
+		ev &= ~TSYNC_TRC_NESTEDFLAG;
 
 	switch (ev) {
 	case TSYNC_TRC_VMEXIT:
 	case TSYNC_TRC_VMEXIT64:
+	case TSYNC_TRC_SVM_EXIT:
+	case TSYNC_TRC_SVM_EXIT64:
 		/* a new exit: whatever was open did not complete */
 		v->st = r->has_tsc ? ST_EXITED : ST_IDLE;
 		v->h_exit = r->tsc;

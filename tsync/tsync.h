@@ -148,10 +148,15 @@ uint64_t tsync_host_of(const struct tsync_scale *s, int64_t off, uint64_t g);
 #define TSYNC_CPUID_LEAF	0x58535900u
 #define TSYNC_GUEST_EVENT	0x5c5u
 
-/* Xen 4.17 event ids the matcher reads. */
+/* Xen event ids the matcher reads (4.17; SVM exits get 0x...3 from 4.19;
+ * the nested-guest flag 0x400 of entry/exit records is ignored). */
 #define TSYNC_TRC_VMENTRY	0x00081001u
 #define TSYNC_TRC_VMEXIT	0x00081002u
 #define TSYNC_TRC_VMEXIT64	0x00081102u
+#define TSYNC_TRC_SVM_EXIT	0x00081003u
+#define TSYNC_TRC_SVM_EXIT64	0x00081103u
+#define TSYNC_TRC_NESTEDFLAG	0x00000400u
+#define TSYNC_TRC_LOST		0x0001f001u	/* LOST_RECORDS */
 #define TSYNC_TRC_CPUID		0x0008200eu
 #define TSYNC_TRC_VMMCALL	0x00082012u
 #define TSYNC_TRC_RDTSC		0x0008201au
@@ -217,7 +222,10 @@ struct tsync_match *tsync_match_new(uint32_t dom);
  * Per vCPU: an exit opens a bracket, the CPUID record with our leaf (or the
  * GUEST record of our event after VMMCALL) names it, and the VMENTRY that
  * resumes that vCPU closes it, whatever came between (EMUL records, a
- * deschedule, another pCPU). RDTSC handler records give vpairs.
+ * deschedule, another pCPU). RDTSC handler records give vpairs. A
+ * LOST_RECORDS record drops every open bracket: the exit or entry of one
+ * may be among the lost, and an older exit must not stand in for it.
+ * @r->known may be false for LOST_RECORDS.
  */
 int tsync_match_feed(struct tsync_match *m, const struct tsync_hvrec *r);
 

@@ -330,6 +330,13 @@ static void test_xen_protocol(void **state)
 		assert_true(fd >= 0 && s);
 		assert_int_equal(rec_read_xentrace(fd, s, &rr, NULL, NULL), 0);
 		assert_int_equal(rec_stream_finish(s), 0);
+		{
+			struct rec_stream_stats ss;
+
+			rec_stream_get_stats(s, &ss);
+			fprintf(stderr, "# capture: %llu records, %llu lost\n",
+				(unsigned long long)ss.records, (unsigned long long)ss.lost);
+		}
 		rec_stream_free(s);
 		close(fd);
 	}

@@ -200,11 +200,26 @@ static void test_match(void **state)
 	feed(m, rec(6040, true, TSYNC_TRC_VMENTRY, 1, 0, 0));
 	assert_int_equal(tsync_match_vpairs(m, &vp), 1);
 	assert_true(vp[0].guest == 0x189abcdefull && vp[0].h_exit == 6000 && vp[0].h_entry == 6040);
+	/* Xen 4.19+: SVM exits have their own id; a nested guest's flag */
+	feed(m, rec(6500, true, TSYNC_TRC_SVM_EXIT64 | TSYNC_TRC_NESTEDFLAG, 1, 0, 3, 0x72, 0, 0));
+	feed(m, rec(6500, false, TSYNC_TRC_CPUID, 1, 0, 6, TSYNC_CPUID_LEAF, 13, 0, 0, 0, 0));
+	feed(m, rec(6600, true, TSYNC_TRC_VMENTRY | TSYNC_TRC_NESTEDFLAG, 1, 0, 0));
+	assert_int_equal(tsync_match_marks(m, &h), 5);
+	assert_true(h[4].seq == 13 && h[4].h_exit == 6500 && h[4].h_entry == 6600);
+	/* records lost between an exit and a marked exit: the older exit must
+	 * not open the bracket */
+	feed(m, rec(6700, true, TSYNC_TRC_VMEXIT64, 1, 0, 3, 0x60, 0, 0));
+	feed(m, (struct tsync_hvrec){ .tsc = 6900, .has_tsc = true, .event = TSYNC_TRC_LOST,
+				      .nr = 4 });
+	feed(m, rec(7000, false, TSYNC_TRC_VMMCALL, 1, 0, 1, 34));
+	feed(m, rec(7000, false, TSYNC_TRC_GUEST | TSYNC_GUEST_EVENT, 1, 0, 1, 14));
+	feed(m, rec(7050, true, TSYNC_TRC_VMENTRY, 1, 0, 0));
+	assert_int_equal(tsync_match_marks(m, &h), 5);
 	/* other domains are ignored */
 	feed(m, rec(7000, true, TSYNC_TRC_VMEXIT64, 3, 0, 3, 0x72, 0, 0));
 	feed(m, rec(7000, false, TSYNC_TRC_CPUID, 3, 0, 6, TSYNC_CPUID_LEAF, 12, 0, 0, 0, 0));
 	feed(m, rec(7100, true, TSYNC_TRC_VMENTRY, 3, 0, 0));
-	assert_int_equal(tsync_match_marks(m, &h), 4);
+	assert_int_equal(tsync_match_marks(m, &h), 5);
 	tsync_match_free(m);
 }
 
