@@ -565,7 +565,9 @@ const char *tsync_pick(const char *const *offered, uint32_t n, bool xen_ok);
 
 /**
  * tsync_xen_ask - the host asks for @rounds rounds per CPU and waits for
- * the guest's answer (@timeout_ms)
+ * the guest's answer (@timeout_ms); ask once the guest traces (its
+ * metadata has arrived) and the hypervisor's buffers are on, or the
+ * markers and traps are not in the files
  */
 int tsync_xen_ask(struct tmsg_transport *t, uint32_t rounds, int timeout_ms,
 		  struct tsync_xen_done *d);
