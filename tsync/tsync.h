@@ -601,4 +601,65 @@ struct tsync_agent_opts {
  */
 int tsync_agent_serve(struct tmsg_transport *t, const struct tsync_agent_opts *o);
 
+/* ==== the host's side of one guest, all protocols ==== */
+
+/**
+ * struct tsync_host_opts - one guest's time sync, as the recorder runs it
+ * @proto:	what the agent chose ("xen" or "ptp")
+ * @t:		the time sync stream (the caller's; used until finish)
+ * @dom:	xen: the guest's domain
+ * @nvcpu:	the guest's CPUs
+ * @scale:	xen: tsync_xen_ratio() of the guest
+ * @pv:		xen: a PV guest with a native TSC
+ * @vtsc:	xen: the guest's TSC is emulated: RDTSC records, not markers
+ * @print_id:	xen: the guest's ftrace/print event id
+ * @long_size:	xen: the guest's ring-buffer long size (0: 8)
+ * @rounds:	xen: rounds per CPU at each sample (0: 10)
+ * @clk, @clk_ctx: ptp: the host's trace clock (NULL: the TSC)
+ */
+struct tsync_host_opts {
+	const char		*proto;
+	struct tmsg_transport	*t;
+	uint32_t		dom;
+	uint32_t		nvcpu;
+	struct tsync_scale	scale;
+	bool			pv;
+	bool			vtsc;
+	uint16_t		print_id;
+	int			long_size;
+	uint32_t		rounds;
+	tsync_clock_fn		clk;
+	void			*clk_ctx;
+};
+
+struct tsync_host;
+
+/** tsync_host_new - a guest's time sync state (nothing is sent yet) */
+int tsync_host_new(struct tsync_host **out, const struct tsync_host_opts *o);
+
+/**
+ * tsync_host_sample - one sampling point: at the start (once the guest
+ * traces), every --tsync-interval, and before the stop. xen: marker rounds
+ * on every CPU; ptp: a ptp round per CPU.
+ */
+int tsync_host_sample(struct tsync_host *h);
+
+/** tsync_host_record - xen: every hypervisor record (any thread) */
+int tsync_host_record(struct tsync_host *h, const struct tsync_hvrec *r);
+
+/** tsync_host_page - xen: every page of the guest's CPU @cpu (any thread) */
+int tsync_host_page(struct tsync_host *h, const void *page, size_t size, uint32_t cpu);
+
+/**
+ * tsync_host_finish - end the protocol on the stream (STOP) and solve:
+ * @sol gets the TIME_SHIFT (tsync_write_time_shift()) and @summary the
+ * line for the closing summary. A PV guest without a usable round gets
+ * offset 0, reported as assumed. -ENODATA when nothing could be measured.
+ */
+int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
+		      char *summary, size_t len, const struct tsync_clock *c);
+
+/** tsync_host_free - free @h (safe on NULL); the stream stays open */
+void tsync_host_free(struct tsync_host *h);
+
 #endif /* TSYNC_H */

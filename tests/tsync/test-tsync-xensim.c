@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -264,6 +265,21 @@ static void hv_emit(void *ctx, const struct rec_record *r)
 	assert_int_equal(tsync_match_feed(h->m, &t), 0);
 }
 
+static struct tsync_host *g_host;
+
+static void hv_emit_host(void *ctx, const struct rec_record *r)
+{
+	struct hv *h = ctx;
+	struct rec_switch sw;
+	struct tsync_hvrec t = { .tsc = r->tsc, .has_tsc = r->flags & REC_F_TSC,
+				 .event = r->event, .nr = r->nr };
+
+	rec_vcpus_update(h->v, r, &sw);
+	t.known = rec_vcpus_current(h->v, r->cpu, &t.dom, &t.vcpu);
+	memcpy(t.w, r->w, sizeof(t.w));
+	assert_int_equal(tsync_host_record(g_host, &t), 0);
+}
+
 static void test_xen_protocol(void **state)
 {
 	const char *bin = getenv("TCX_BIN");
@@ -511,11 +527,172 @@ static void test_agent_xen(void **state)
 	simhost_cleanup(&sim);
 }
 
+struct pagerd {
+	struct tmsg_transport	*t;
+	struct tsync_host	*h;
+	uint32_t		page_size;
+	uint64_t		pages;
+	pthread_t		th;
+};
+
+/* The guest's CPU 0 stream: whole pages until the agent closes it. */
+static void *page_reader(void *arg)
+{
+	struct pagerd *p = arg;
+	uint8_t *page = malloc(p->page_size);
+
+	while (page && !tmsg_read_full(p->t, page, p->page_size, 10000)) {
+		if (tsync_host_page(p->h, page, p->page_size, 0) == 0)
+			p->pages++;
+	}
+	free(page);
+	return NULL;
+}
+
+/*
+ * The recorder's side in miniature, through tsync_host: the real agent in
+ * Xen mode, its pages over vchan, the hypervisor's records from record
+ * --xen --raw, rounds at the start and before the stop, then the solve.
+ */
+static void test_host_session(void **state)
+{
+	const char *bin = getenv("TCX_BIN");
+	const char *argv[] = { "-C", "x86-tsc", "-e", "sched" };
+	const char *protos[] = { "xen", "ptp" };
+	struct tmsg_trace_req req = { .trace_id = REC_HOST_TRACEID, .argc = 4, .argv = argv,
+				      .nr_protos = 2, .protos = protos };
+	struct tmsg_transport *ctl, *ts = NULL, *data[4] = { 0 };
+	struct tmsg_trace_resp resp = { 0 };
+	struct tmsg_xs_agent a = { 0 };
+	struct tsync_host_opts ho = { 0 };
+	struct tsync_solution sol;
+	struct tsync_clock clk;
+	struct tsync_host *th;
+	struct pagerd pr = { 0 };
+	char tdir[400], path[TMSG_VCHAN_PATH_MAX + 1], out[400], raw[400], line[256];
+	uint64_t ratio = 1ull << 48;
+	int64_t off = 0, err;
+	size_t meta = 0;
+	pid_t rec, agent;
+	int st, fd;
+
+	(void)state;
+	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync.conf")), 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
+	snprintf(raw, sizeof(raw), "%s/raw.bin", sim.tmp);
+	rec = agent_pid = fork();
+	if (!rec) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execl(bin, bin, "record", "--xen", "--no-dom0", "-q", "-o", out, "--raw", raw,
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int t = 0; t < 500 && !truth_has("tbuf enable"); t++)
+		usleep(10 * 1000);
+	put(1, "trace_clock", "x86-tsc\n");
+	put(1, "events/sched/enable", "1\n");
+	put(1, "tracing_on", "1\n");
+	snprintf(tdir, sizeof(tdir), "%s/dom1/tracing", sim.dir);
+	agent = fork();
+	if (!agent) {
+		char log[460];
+
+		snprintf(log, sizeof(log), "%s/agent.log", sim.tmp);
+		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
+			_exit(126);
+		setenv("XENSIM_DOMID", "1", 1);
+		execl(bin, bin, "agent", "--xen", "--tracing-dir", tdir, (char *)NULL);
+		_exit(127);
+	}
+	for (int t = 0; t < 300 && !a.ready; t++) {
+		if (tmsg_xs_lookup(1, &a))
+			a.ready = false;
+		usleep(10 * 1000);
+	}
+	assert_true(a.ready);
+	assert_int_equal(tmsg_vchan_path(path, sizeof(path), 1, a.port), 0);
+	ctl = tmsg_vchan_client(1, path);
+	assert_non_null(ctl);
+	assert_int_equal(tmsg_host_request(ctl, &req, &resp, 10000, NULL, 0), 0);
+	assert_string_equal(resp.tsync_proto, "xen");
+	assert_int_equal(resp.cpus, 1);
+	assert_int_equal(tmsg_host_open_streams(NULL, 1, &resp, data), 0);
+	assert_true(tmsg_recv_data(ctl, null_sink, &meta, TMSG_WAIT_MS, 0) > 0);
+	assert_int_equal(tmsg_vchan_path(path, sizeof(path), 1, resp.tsync_port), 0);
+	for (int t = 0; t < 300 && !ts; t++) {
+		ts = tmsg_vchan_client(1, path);
+		if (!ts)
+			usleep(10 * 1000);
+	}
+	assert_non_null(ts);
+
+	truth_clock(1, &ratio, &off);
+	ho = (struct tsync_host_opts){ .proto = resp.tsync_proto, .t = ts, .dom = 1,
+				       .nvcpu = resp.cpus,
+				       .scale = { .ratio = ratio, .frac = 48 },
+				       .print_id = 5 };
+	assert_int_equal(tsync_host_new(&th, &ho), 0);
+	pr = (struct pagerd){ .t = data[0], .h = th, .page_size = resp.page_size };
+	assert_int_equal(pthread_create(&pr.th, NULL, page_reader, &pr), 0);
+	/* rounds at the start and before the stop */
+	assert_int_equal(tsync_host_sample(th), 0);
+	usleep(500 * 1000);
+	assert_int_equal(tsync_host_sample(th), 0);
+	put(1, "tracing_on", "0\n");
+	usleep(200 * 1000);
+	assert_int_equal(tmsg_host_close(ctl, 10000), 0);
+	pthread_join(pr.th, NULL);
+	kill(rec, SIGINT);
+	waitpid(rec, &st, 0);
+	agent_pid = agent;
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	/* the hypervisor's records, as the recorder's decoder passes them */
+	{
+		struct hv h = { .v = rec_vcpus_new(4, false), .m = NULL };
+		struct rec_stream *s;
+		struct rec_read_result rr;
+
+		g_host = th;
+		s = rec_stream_new(NULL, hv_emit_host, &h);
+		fd = open(raw, O_RDONLY);
+		assert_true(fd >= 0 && s && h.v);
+		assert_int_equal(rec_read_xentrace(fd, s, &rr, NULL, NULL), 0);
+		assert_int_equal(rec_stream_finish(s), 0);
+		rec_stream_free(s);
+		close(fd);
+		rec_vcpus_free(h.v);
+	}
+	assert_int_equal(tsync_clock_init(&clk, 2600000, NULL, 0), 0);
+	assert_int_equal(tsync_host_finish(th, &sol, line, sizeof(line), &clk), 0);
+	err = sol.epochs[0].off - off;
+	fprintf(stderr, "# agent session: %s; truth %lld, error %lld ticks, %llu pages\n", line,
+		(long long)off, (long long)err, (unsigned long long)pr.pages);
+	assert_true(sol.rounds_used >= 20);
+	assert_int_equal(sol.nepochs, 1);
+	assert_true((uint64_t)llabs(err) <= sol.bound);
+	tsync_solution_free(&sol);
+	tsync_host_free(th);
+	g_host = NULL;
+	tmsg_close(ts);
+	tmsg_close(data[0]);
+	tmsg_close(ctl);
+	tmsg_trace_resp_free(&resp);
+	kill(agent, SIGTERM);
+	waitpid(agent, NULL, 0);
+	agent_pid = 0;
+	assert_int_equal(simhost_stop(&sim), 0);
+	simhost_cleanup(&sim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_xen_protocol, teardown),
 		cmocka_unit_test_teardown(test_agent_xen, teardown),
+		cmocka_unit_test_teardown(test_host_session, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
