@@ -935,6 +935,68 @@ static void test_agent_ptp(void **state)
 	tmsg_close(host);
 }
 
+/* tsync_host: ptp through the agent's loop, and a PV guest without rounds */
+static void test_host_ptp(void **state)
+{
+	struct agent_side a = { 0 };
+	struct tmsg_transport *host;
+	struct tsync_host_opts ho = { .proto = TSYNC_PTP_NAME, .nvcpu = 2 };
+	struct tsync_solution sol;
+	struct tsync_host *h;
+	char line[200];
+	pthread_t th;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	a.t = tmsg_fd_transport(sv[0], "guest");
+	host = tmsg_fd_transport(sv[1], "host");
+	a.o = (struct tsync_agent_opts){ .proto = TSYNC_PTP_NAME };
+	assert_int_equal(pthread_create(&th, NULL, agent_main, &a), 0);
+	ho.t = host;
+	assert_int_equal(tsync_host_new(&h, &ho), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(tsync_host_sample(h), 0);
+	assert_int_equal(tsync_host_finish(h, &sol, line, sizeof(line), NULL), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(a.ret, 0);
+	assert_string_equal(line, "tsync ptp: 3 samples per vCPU (trace-cmd's protocol: no error bound)");
+	assert_true(sol.ncpu == 2 && sol.count == 3);
+	/* one TSC both sides: within a round trip of 0, at the samples' times */
+	{
+		const uint64_t *t;
+		const int64_t *o;
+
+		tsync_solution_cpu(&sol, 1, &t, &o);
+		assert_true(llabs((long long)(tsync_apply(&sol, 1, t[1]) - t[1])) < 2000000);
+	}
+	tsync_solution_free(&sol);
+	tsync_host_free(h);
+	tmsg_close(a.t);
+	tmsg_close(host);
+
+	/* xen, a PV guest whose rounds never reached the hypervisor trace */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	host = tmsg_fd_transport(sv[1], "host");
+	ho = (struct tsync_host_opts){ .proto = TSYNC_XEN_NAME, .t = host, .dom = 4, .nvcpu = 3,
+				       .pv = true, .print_id = 5,
+				       .scale = { .ratio = 1ull << 48, .frac = 48 } };
+	assert_int_equal(tsync_host_new(&h, &ho), 0);
+	assert_int_equal(tsync_host_finish(h, &sol, line, sizeof(line), NULL), 0);
+	assert_non_null(strstr(line, "offset 0 assumed, not confirmed"));
+	assert_true(sol.ncpu == 3 && sol.count >= 2);
+	assert_true(tsync_apply(&sol, 2, 987654321) == 987654321);
+	tsync_solution_free(&sol);
+	/* an HVM guest without rounds: nothing to write */
+	tsync_host_free(h);
+	ho.pv = false;
+	assert_int_equal(tsync_host_new(&h, &ho), 0);
+	assert_int_equal(tsync_host_finish(h, &sol, line, sizeof(line), NULL), -ENODATA);
+	tsync_host_free(h);
+	tmsg_close(host);
+	close(sv[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -956,6 +1018,7 @@ int main(void)
 		cmocka_unit_test(test_pick),
 		cmocka_unit_test(test_agent_xen),
 		cmocka_unit_test(test_agent_ptp),
+		cmocka_unit_test(test_host_ptp),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
