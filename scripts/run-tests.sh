@@ -45,7 +45,8 @@ for line in open(sys.argv[1]):
         passed += 1
     elif res == "SKIP":
         skipped += 1
-        reasons.append(t["name"] + ": skipped (exit 77)")
+        why = [l for l in t.get("stdout", "").splitlines() if "# SKIP" in l or "# skip" in l]
+        reasons.append(t["name"] + ": " + (why[0] if why else "skipped (exit 77)"))
     else:
         failed += 1
 for r in reasons:
