@@ -8,10 +8,13 @@
  *				   buffer on x86-tsc; then its pages are read
  *				   back and every round printed on the console
  *				   as "@@ GMARK seq cpu a b"
- *   tsync-probe solve RAW LOG DOM NVCPU [pv]
+ *   tsync-probe solve RAW LOG DOM NVCPU [pv|vtsc]
  *				   on the host: the hypervisor's side from
  *				   the xentrace capture RAW, the guest's from
- *				   its console LOG; prints TAP lines
+ *				   its console LOG; prints TAP lines. vtsc:
+ *				   the guest's TSC is emulated: the map comes
+ *				   from the RDTSC records, and the marker
+ *				   rounds check it
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -123,7 +126,51 @@ static void emit(void *ctx, const struct rec_record *r)
 	tsync_match_feed(h->m, &t);
 }
 
-static int solve(const char *raw, const char *log, uint32_t dom, uint32_t nvcpu, bool pv)
+/* The RDTSC map against the marker rounds: a before the exit, b after the entry. */
+static void check_vtsc(const struct tsync_match *mt, const struct tsync_gmark *g, size_t ng,
+		       uint32_t nvcpu)
+{
+	struct tsync_solve_opts o = { .nvcpu = nvcpu, .g_start = 1, .g_end = UINT64_MAX / 4,
+				      .scale = { .ratio = 1ull << 32, .frac = 32 } };
+	const struct tsync_vpair *vp;
+	const struct tsync_hmark *hm;
+	size_t nv = tsync_match_vpairs(mt, &vp), nh = tsync_match_marks(mt, &hm);
+	size_t ok = 0, checked = 0;
+	struct tsync_solution sol;
+	int64_t worst = 0;
+
+	printf("%s - emulated RDTSC pairs in the capture: %zu\n", nv ? "ok" : "not ok", nv);
+	if (!nv || tsync_solve_vtsc(&o, vp, nv, &sol)) {
+		printf("not ok - the RDTSC map\n");
+		return;
+	}
+	printf("# vtsc map: %u points per vCPU, bound %llu ticks\n", sol.count,
+	       (unsigned long long)sol.bound);
+	for (size_t i = 0; i < ng; i++)
+		for (size_t j = 0; j < nh; j++) {
+			int64_t ea, eb;
+
+			if (hm[j].seq != g[i].seq || hm[j].vcpu != g[i].vcpu)
+				continue;
+			/* how far a lands after the exit, b before the entry */
+			ea = (int64_t)(tsync_apply(&sol, g[i].vcpu, g[i].a) - hm[j].h_exit);
+			eb = (int64_t)(hm[j].h_entry - tsync_apply(&sol, g[i].vcpu, g[i].b));
+			checked++;
+			ok += ea <= (int64_t)sol.bound && eb <= (int64_t)sol.bound;
+			if (ea > worst)
+				worst = ea;
+			if (eb > worst)
+				worst = eb;
+		}
+	printf("%s - marker rounds inside their trap through the RDTSC map, within its bound: "
+	       "%zu of %zu (worst %lld ticks outside)\n",
+	       checked && ok * 10 >= checked * 9 ? "ok" : "not ok", ok, checked,
+	       (long long)worst);
+	tsync_solution_free(&sol);
+}
+
+static int solve(const char *raw, const char *log, uint32_t dom, uint32_t nvcpu, bool pv,
+		 bool vtsc)
 {
 	struct tsync_gmark *g = calloc(100000, sizeof(*g));
 	struct tsync_solve_opts o = { .nvcpu = nvcpu, .pv = pv,
@@ -162,6 +209,14 @@ static int solve(const char *raw, const char *log, uint32_t dom, uint32_t nvcpu,
 	printf("%s - the guest's rounds in its trace: %zu\n", ng ? "ok" : "not ok", ng);
 	printf("%s - the traps in the hypervisor's capture: %zu cpuid, %zu hvmop, %zu pv\n",
 	       nh ? "ok" : "not ok", kinds[0], kinds[1], kinds[2]);
+	if (vtsc) {
+		check_vtsc(h.m, g, ng, nvcpu);
+		tsync_match_free(h.m);
+		rec_vcpus_free(h.v);
+		rec_stream_free(s);
+		free(g);
+		return 0;
+	}
 	ret = tsync_solve(&o, g, ng, hm, nh, &sol);
 	if (ret) {
 		printf("not ok - solve: %s\n", strerror(-ret));
@@ -194,7 +249,8 @@ int main(int argc, char **argv)
 		return guest(atoi(argv[2]));
 	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "solve"))
 		return solve(argv[2], argv[3], (uint32_t)atoi(argv[4]), (uint32_t)atoi(argv[5]),
-			     argc == 7 && !strcmp(argv[6], "pv"));
-	fprintf(stderr, "usage: tsync-probe guest ROUNDS | solve RAW LOG DOM NVCPU [pv]\n");
+			     argc == 7 && !strcmp(argv[6], "pv"),
+			     argc == 7 && !strcmp(argv[6], "vtsc"));
+	fprintf(stderr, "usage: tsync-probe guest ROUNDS | solve RAW LOG DOM NVCPU [pv|vtsc]\n");
 	return 2;
 }

@@ -1,0 +1,22 @@
+# dom0 side: record --xen (hypervisor only, the classes protocol xen reads)
+# while the PVH guest runs its marker rounds.
+. /tcx/lib.sh
+set -u
+cat > /tmp/boot-guest.sh <<'EOS'
+. /tcx/lib.sh
+id=$(guest_create /scenario/pvh.cfg) || { echo "xl create failed"; exit 1; }
+echo "$id" > "$RESULTS/domid"
+mark "GUEST CREATED pvh domid=$id"
+guest_wait pvh '@@ GUEST DONE' 600 || exit 1
+xl list > "$RESULTS/xl-list.txt"
+xl destroy pvh
+exit 0
+EOS
+mark "RECORD START"
+trace-cmd-xen record --xen --no-dom0 -M gen,sched,hvm,pv,guest -S 256 \
+	-o "$RESULTS/trace.dat" --raw "$RESULTS/xentrace.bin" -- sh /tmp/boot-guest.sh \
+	2> "$RESULTS/record.err"
+rc=$?
+cat "$RESULTS/record.err"
+mark "RECORD DONE rc=$rc"
+[ "$rc" -eq 0 ] && [ -s "$RESULTS/xentrace.bin" ]
