@@ -187,6 +187,14 @@ static int solve(const char *raw, const char *log, uint32_t dom, uint32_t nvcpu,
 
 	if (!g || !h.v || !h.m || !s || !f || fd < 0) {
 		printf("not ok - open %s and %s\n", raw, log);
+		if (f)
+			fclose(f);
+		if (fd >= 0)
+			close(fd);
+		tsync_match_free(h.m);
+		rec_vcpus_free(h.v);
+		rec_stream_free(s);
+		free(g);
 		return 1;
 	}
 	while (fgets(line, sizeof(line), f) && ng < 100000) {
@@ -220,6 +228,10 @@ static int solve(const char *raw, const char *log, uint32_t dom, uint32_t nvcpu,
 	ret = tsync_solve(&o, g, ng, hm, nh, &sol);
 	if (ret) {
 		printf("not ok - solve: %s\n", strerror(-ret));
+		tsync_match_free(h.m);
+		rec_vcpus_free(h.v);
+		rec_stream_free(s);
+		free(g);
 		return 1;
 	}
 	tsync_summary_line(&sol, "xen", NULL, line, sizeof(line));

@@ -1,0 +1,11 @@
+# Guest side: once dom0 records (it starts when it sees TSYNC WAIT: an HVM
+# boot under TCG is too long to record whole), marker rounds on every vCPU,
+# twice, then the rounds as the guest's own trace shows them, on the console.
+. /tcx/lib.sh
+mark "TSYNC WAIT"
+sleep 20
+mark "TSYNC START"
+tsync-probe guest 10
+rc=$?
+mark "TSYNC DONE rc=$rc"
+exit $rc
