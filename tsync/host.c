@@ -159,6 +159,13 @@ int tsync_host_page(struct tsync_host *h, const void *page, size_t size, uint32_
 	return ret < 0 ? ret : 0;
 }
 
+void tsync_host_marks(struct tsync_host *h, const struct tsync_gmark **g, size_t *ng,
+		      const struct tsync_hmark **hm, size_t *nh)
+{
+	*ng = h->g ? tsync_gcollect_marks(h->g, g, NULL, NULL) : 0;
+	*nh = h->m ? tsync_match_marks(h->m, hm) : 0;
+}
+
 int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 		      char *summary, size_t len, const struct tsync_clock *c)
 {

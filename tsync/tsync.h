@@ -659,6 +659,13 @@ int tsync_host_page(struct tsync_host *h, const void *page, size_t size, uint32_
 int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 		      char *summary, size_t len, const struct tsync_clock *c);
 
+/**
+ * tsync_host_marks - xen: the rounds collected so far, both sides (valid
+ * until the next record or page), for diagnostics
+ */
+void tsync_host_marks(struct tsync_host *h, const struct tsync_gmark **g, size_t *ng,
+		      const struct tsync_hmark **hm, size_t *nh);
+
 /** tsync_host_free - free @h (safe on NULL); the stream stays open */
 void tsync_host_free(struct tsync_host *h);
 
