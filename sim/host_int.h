@@ -57,6 +57,9 @@ struct xsim_pcpu {
 	bool run_logged;	/* that record reached the trace buffer */
 	uint64_t slice_end;
 	uint64_t rng;
+	/* the last guest action done here: its vCPU and p->clk after it */
+	const struct xsim_vcpu *act_vcpu;
+	uint64_t act_end;
 	unsigned int nv;	/* v[]: its vCPUs, under slock */
 	struct xsim_vcpu *v[XSIM_MAX_DOMAINS * XSIM_MAX_VCPUS];
 };

@@ -24,6 +24,7 @@
 
 #define NEVER		UINT64_MAX
 #define STEP		16	/* ticks between records of one event */
+#define ACT_GAP		128	/* ticks between a guest's back-to-back actions */
 
 /* VMX and SVM exit codes for the reasons simulated. */
 enum exit_kind { EX_INTR, EX_CPUID, EX_IO, EX_MSR, EX_HLT, EX_NKINDS };
@@ -581,6 +582,24 @@ static void xentrace_hypercall(struct xsim_pcpu *p, const struct xsim_action *a,
 		   p->cur->id, p->id, (unsigned long)t, a->event);
 }
 
+/*
+ * When a guest action is done. The vCPU runs the guest's process, which
+ * wrote it at once after its previous one; what came between is only the
+ * simulator delivering it (FIFO, socket, a pCPU wake-up). So when nothing
+ * else happened on this pCPU since that previous action (no record, no
+ * guest event, the same vCPU: p->clk untouched) and not longer ago than
+ * stamps may trail real time, it follows ACT_GAP ticks after it: a marker
+ * then the trap it precedes, the VMENTRY then the marker after it. Else
+ * it is done now.
+ */
+static uint64_t action_time(struct xsim_pcpu *p, uint64_t now)
+{
+	if (p->act_vcpu == p->cur && p->act_end == p->clk &&
+	    (now <= p->clk || now - p->clk <= p->h->max_lag))
+		return p->clk + ACT_GAP;
+	return now;
+}
+
 static void guest_action(struct xsim_pcpu *p, struct xsim_guest *g)
 {
 	struct xsim_action a;
@@ -588,12 +607,15 @@ static void guest_action(struct xsim_pcpu *p, struct xsim_guest *g)
 
 	if (!xsim_guest_pop(g, &a, &now))
 		return;
+	now = action_time(p, now);
 	if (a.kind == XA_XENTRACE) {
 		xentrace_hypercall(p, &a, now);
 		xsim_host_done(p->h, a.client, a.gen);
 	} else {
 		xsim_guest_mark(g, p->cur->id, stamp(p, now), &a);
 	}
+	p->act_vcpu = p->cur;
+	p->act_end = p->clk;
 }
 
 static void *pcpu_main(void *arg)

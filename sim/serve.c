@@ -642,6 +642,19 @@ static int op_hvm_xentrace(struct server *s, int i, struct xsim_msg *m,
 	a.event = event;
 	a.len = bytes;
 	memcpy(a.data, data + 4, bytes);
+	/*
+	 * A marker written before the call may not have been flagged by the
+	 * poll that saw the call (its FIFO was scanned first): read them now,
+	 * so they are queued before it.
+	 */
+	{
+		int fds[2];
+
+		xsim_guest_fds(g, fds);
+		for (int k = 0; k < 2; k++)
+			if (fds[k] >= 0)
+				xsim_guest_input(g, fds[k]);
+	}
 	return xsim_guest_push(g, &a) ? 1 : -EBUSY;
 }
 
