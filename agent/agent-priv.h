@@ -49,6 +49,9 @@ int agent_sim_setup(struct agent_trace *tr, const char *dir,
 char *agent_trace_raw_path(struct agent_trace *tr, int cpu);
 void agent_trace_teardown(struct agent_trace *tr);
 int agent_trace_on(struct agent_trace *tr, bool on);
+/* Read /proc/kallsyms now, so that sessions take it from the cache (it is
+ * read again only when the loaded modules change). */
+void agent_kallsyms_prime(void);
 /* The trace.dat metadata (*out malloc'ed, its first *out_len bytes). */
 int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 			 uint8_t **out, size_t *out_len,

@@ -523,6 +523,8 @@ static int setup_process(const struct agent_config *cfg, FILE *log)
 		}
 	}
 	agent_cleanup_stale(log);
+	/* seconds in a slow guest: not while a host waits for the metadata */
+	agent_kallsyms_prime();
 	return 0;
 }
 

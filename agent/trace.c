@@ -277,6 +277,83 @@ fail:
 }
 
 /*
+ * /proc/kallsyms, kept between sessions while the loaded modules stay the
+ * same. Reading it takes the kernel seconds in a slow guest (2-5 s in a
+ * PV or PVH guest under QEMU TCG), and a host waits 5 s for the first
+ * metadata message (trace-cmd's MSG_WAIT_MSEC): the agent reads it when it
+ * starts (agent_kallsyms_prime) and again only when a module came or went.
+ */
+static struct {
+	char *text, *mods;
+	size_t len;
+} ksyms;
+
+/* Name, size, state and address of every module: what moves symbols
+ * (not the use counts, which change as devices are opened). */
+static char *module_key(void)
+{
+	size_t len, cap, n = 0;
+	char *text = read_whole("/proc/modules", &len), *key, *save = NULL, *line;
+
+	if (!text)
+		return strdup("");	/* no modules (or no /proc/modules) */
+	cap = 2 * len + 64;
+	key = malloc(cap);
+	if (!key) {
+		free(text);
+		return NULL;
+	}
+	text[len] = 0;		/* read_whole leaves room after the bytes */
+	key[0] = 0;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *f[6] = { 0 }, *fs = NULL;
+		int i = 0, w;
+
+		for (char *t = strtok_r(line, " ", &fs); t && i < 6;
+		     t = strtok_r(NULL, " ", &fs))
+			f[i++] = t;
+		w = snprintf(key + n, cap - n, "%s %s %s %s\n", f[0] ? f[0] : "",
+			     f[1] ? f[1] : "", f[4] ? f[4] : "", f[5] ? f[5] : "");
+		if (w < 0 || (size_t)w >= cap - n)
+			break;
+		n += (size_t)w;
+	}
+	free(text);
+	return key;
+}
+
+/* The symbol table, from the cache when the modules are unchanged. */
+static const char *kallsyms(size_t *len)
+{
+	char *mods = module_key(), *text;
+	size_t n;
+
+	if (mods && ksyms.text && ksyms.mods && !strcmp(mods, ksyms.mods)) {
+		free(mods);
+		*len = ksyms.len;
+		return ksyms.text;
+	}
+	text = read_whole("/proc/kallsyms", &n);
+	free(ksyms.text);
+	free(ksyms.mods);
+	ksyms.text = text;
+	ksyms.mods = text ? mods : NULL;
+	ksyms.len = text ? n : 0;
+	if (!text)
+		free(mods);
+	*len = ksyms.len;
+	return ksyms.text;
+}
+
+void agent_kallsyms_prime(void)
+{
+	size_t len;
+
+	kallsyms(&len);
+}
+
+/*
  * Kernel symbols and printk formats, as trace-cmd's agent sends them, so
  * that the host's report can name functions and print bprint events. A
  * simulated kernel has printk_formats at most.
@@ -284,14 +361,14 @@ fail:
 static void add_symbols(struct agent_trace *tr, struct tdat_writer *w)
 {
 	char path[4096];
+	const char *syms;
 	size_t len;
 	char *text;
 
 	if (tr->inst) {
-		text = read_whole("/proc/kallsyms", &len);
-		if (text)
-			tdat_set_kallsyms(w, text, len);
-		free(text);
+		syms = kallsyms(&len);
+		if (syms)
+			tdat_set_kallsyms(w, syms, len);
 	}
 	snprintf(path, sizeof(path), "%s/printk_formats",
 		 tr->inst ? tracefs_tracing_dir() : tr->sim_dir);
