@@ -13,6 +13,7 @@ benches=(
 	bench/convert-bench
 	bench/record-bench
 	bench/agent-bench
+	bench/tsync-bench
 )
 rc=0
 for b in "${benches[@]}"; do
