@@ -1103,6 +1103,11 @@ uint64_t rec_guest_id(const struct rec_guest *g)
 	return g->traceid;
 }
 
+int rec_guest_domid(const struct rec_guest *g)
+{
+	return g->sp.kind == REC_GUEST_XEN ? (int)g->sp.domid : -1;
+}
+
 int rec_guest_cpus(const struct rec_guest *g)
 {
 	return g->cpus;
@@ -1239,4 +1244,11 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 		s->cut_bytes, s->seconds, s->died ? "true" : "false", s->error);
 	json_str(f, s->note);
 	fputc('}', f);
+}
+
+void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
+			 uint32_t dom, uint32_t vcpu)
+{
+	/* time sync (tsync_host_record) goes here */
+	(void)g; (void)r; (void)known; (void)dom; (void)vcpu;
 }

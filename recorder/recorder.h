@@ -479,6 +479,13 @@ int rec_tsc2nsec(uint64_t hz, uint32_t *mult, uint32_t *shift);
 struct tdat_writer;
 struct rec_sink;
 
+/*
+ * A sink's tap: every record it wrote, with the vCPU running on the record's
+ * pCPU once the record was applied (@known false: idle or not yet known).
+ */
+typedef void (*rec_tap_fn)(void *ctx, const struct rec_record *r, bool known,
+			   uint32_t dom, uint32_t vcpu);
+
 /**
  * struct rec_sink_opts - how a sink writes
  * @ncpus:	pCPUs 0..ncpus-1 (records of others are ignored; 0: REC_MAX_CPUS)
@@ -487,12 +494,15 @@ struct rec_sink;
  * @svm_auto:	without @svm, switch to SVM names from the first pre-4.19
  *		VMEXIT whose reason only AMD has (0x60 or more) on; the exits
  *		named VMX before it are counted (stats.vmx_before_svm)
+ * @tap, @tap_ctx: called for every record after it was written (NULL: no)
  */
 struct rec_sink_opts {
 	int		ncpus;
 	bool		svm;
 	bool		use_switch;
 	bool		svm_auto;
+	rec_tap_fn	tap;
+	void		*tap_ctx;
 };
 
 /**
@@ -545,9 +555,16 @@ int rec_sink_add_cmdlines(struct rec_sink *k);
 
 /**
  * rec_sink_add_guests - one GUEST option per domain known: name "d<dom>",
- * trace id rec_guest_traceid(dom), vCPU i -> rec_vcpu_pid(dom, i)
+ * trace id rec_guest_traceid(dom), vCPU i -> rec_vcpu_pid(dom, i), or the
+ * name and trace id rec_sink_name_guest() gave the domain
  */
 int rec_sink_add_guests(struct rec_sink *k);
+
+/**
+ * rec_sink_name_guest - the GUEST entry of domain @dom gets @name and
+ * @traceid (a guest recorded through its agent: its file's TRACEID)
+ */
+int rec_sink_name_guest(struct rec_sink *k, uint32_t dom, const char *name, uint64_t traceid);
 
 /**
  * rec_sink_domains - the domains known, sorted, idle excluded, into a
@@ -946,6 +963,11 @@ char *rec_guest_file_path(const char *output, const char *name);
  * @host_traceid: our trace id in TRACE_REQ (0: a random one)
  * @mult, @shift: TSC2NSEC for the guest file (mult 0: none; see also
  *		rec_guest_set_tsc2nsec())
+ * @tsync:	time sync protocols to offer, joined by ',' ("xen,ptp", the
+ *		default with NULL), or "none"
+ * @tsync_interval: seconds between sync samples while recording (0: at
+ *		the start and the end only)
+ * @cpu_khz:	the host's TSC rate as Xen gives it (xc_physinfo; 0: ask)
  * @timeout_ms:	to connect (0: 5000)
  * @close_timeout_ms: after CLOSE, for the last pages and CLOSE_RESP
  *		(0: 10000)
@@ -966,6 +988,9 @@ struct rec_guest_opts {
 	size_t			secret_len;
 	uint64_t		host_traceid;
 	uint32_t		mult, shift;
+	const char		*tsync;
+	double			tsync_interval;
+	uint32_t		cpu_khz;
 	int			timeout_ms;
 	int			close_timeout_ms;
 	const char *const	*extra_args;
@@ -1020,6 +1045,9 @@ const char *rec_guest_output(const struct rec_guest *g);
 /** rec_guest_id - the guest file's TRACEID (the agent's trace id) */
 uint64_t rec_guest_id(const struct rec_guest *g);
 
+/** rec_guest_domid - the guest's Xen domain, or -1 for a TCP/vsock guest */
+int rec_guest_domid(const struct rec_guest *g);
+
 /** rec_guest_cpus - the guest's CPU count */
 int rec_guest_cpus(const struct rec_guest *g);
 
@@ -1031,6 +1059,14 @@ int rec_guest_cpus(const struct rec_guest *g);
  * before tdat_close()
  */
 int rec_guest_add_host_entry(const struct rec_guest *g, struct tdat_writer *host);
+
+/**
+ * rec_guest_hv_record - one hypervisor record of the session, in merged
+ * order, with the vCPU running on its pCPU (a rec_tap_fn's arguments):
+ * time sync finds its markers in them. From one thread at a time.
+ */
+void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
+			 uint32_t dom, uint32_t vcpu);
 
 /** rec_guest_stats - the counters so far (any thread, while it runs) */
 void rec_guest_stats(struct rec_guest *g, struct rec_guest_summary *s);

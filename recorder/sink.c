@@ -119,6 +119,13 @@ struct rec_sink {
 	struct rec_sink_stats	st;
 	int			err;
 	char			errmsg[256];
+	/* domains recorded through their agents: their GUEST entry's identity */
+	struct named {
+		uint32_t	dom;
+		uint64_t	traceid;
+		char		name[64];
+	}			*named;
+	size_t			nnamed;
 };
 
 int rec_sink_add_formats(struct tdat_writer *w)
@@ -169,7 +176,22 @@ void rec_sink_free(struct rec_sink *k)
 	free(k->in_guest);
 	free(k->cur);
 	free(k->tasks.keys);
+	free(k->named);
 	free(k);
+}
+
+int rec_sink_name_guest(struct rec_sink *k, uint32_t dom, const char *name, uint64_t traceid)
+{
+	struct named *n = realloc(k->named, (k->nnamed + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	k->named = n;
+	n += k->nnamed++;
+	n->dom = dom;
+	n->traceid = traceid;
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	return 0;
 }
 
 int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu)
@@ -347,6 +369,11 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 				k->cur[r->cpu].pid = 0;
 		}
 	}
+	if (k->o.tap) {
+		bool known = rec_vcpus_current(k->vm, r->cpu, &dom, &vcpu);
+
+		k->o.tap(k->o.tap_ctx, r, known, dom, vcpu);
+	}
 }
 
 int rec_sink_add_cmdlines(struct rec_sink *k)
@@ -376,6 +403,7 @@ int rec_sink_add_guests(struct rec_sink *k)
 		return -ENOMEM;
 	while (i < k->tasks.n) {
 		uint32_t dom = v[i] >> 16, nv = 0;
+		const struct named *nm = NULL;
 		uint32_t *pids;
 		char name[16];
 		size_t j = i;
@@ -393,8 +421,12 @@ int rec_sink_add_guests(struct rec_sink *k)
 		}
 		for (uint32_t n = 0; n < nv; n++)
 			pids[n] = rec_vcpu_pid(dom, n);
+		for (size_t m = 0; m < k->nnamed && !nm; m++)
+			if (k->named[m].dom == dom)
+				nm = &k->named[m];
 		snprintf(name, sizeof(name), "d%u", dom);
-		ret = tdat_add_guest(k->w, name, rec_guest_traceid(dom), nv, pids);
+		ret = tdat_add_guest(k->w, nm ? nm->name : name,
+				     nm ? nm->traceid : rec_guest_traceid(dom), nv, pids);
 		free(pids);
 		if (ret < 0)
 			break;
