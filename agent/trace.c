@@ -193,6 +193,26 @@ static int add_format(struct tdat_writer *w, const char *sys, const char *ev)
 	return ret;
 }
 
+/*
+ * The ftrace system's formats (print, bprint, function...), as trace-cmd
+ * sends them whatever was enabled: trace_marker writes (time sync's markers
+ * among them) are ftrace/print events in every buffer.
+ */
+static void add_ftrace_formats(struct tdat_writer *w)
+{
+	char **events = tracefs_system_events(NULL, "ftrace");
+
+	for (int i = 0; events && events[i]; i++) {
+		int size;
+		char *fmt = tracefs_event_file_read(NULL, "ftrace", events[i], "format", &size);
+
+		if (fmt)
+			tdat_add_ftrace_format(w, fmt);
+		free(fmt);
+	}
+	tracefs_list_free(events);
+}
+
 /* Formats of every event enabled: the instance's set_event, or the
  * events matched in a simulated kernel. */
 static int add_formats(struct agent_trace *tr, struct tdat_writer *w)
@@ -200,6 +220,7 @@ static int add_formats(struct agent_trace *tr, struct tdat_writer *w)
 	char *list, *save = NULL, *line;
 	int n = 0;
 
+	add_ftrace_formats(w);
 	if (!tr->inst) {
 		for (int i = 0; i < tr->nr_events; i++)
 			n += !add_format(w, tr->events[i].system,

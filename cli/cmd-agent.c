@@ -45,26 +45,6 @@ static void usage(FILE *f)
 		TMSG_AGENT_PORT);
 }
 
-/* The secret: the file's bytes up to a trailing newline, 1..256 of them. */
-static int read_secret(const char *path, uint8_t *buf, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, TMSG_MAX_SECRET + 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		n--;
-	if (n <= 0 || n > TMSG_MAX_SECRET)
-		return -EINVAL;
-	*len = (size_t)n;
-	return 0;
-}
-
 int cmd_agent(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -76,7 +56,7 @@ int cmd_agent(int argc, char **argv)
 		{ "tracing-dir", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static uint8_t secret[TMSG_MAX_SECRET + 1];
+	static uint8_t secret[TCX_SECRET_MAX + 1];
 	struct agent_config cfg = { .port = TMSG_AGENT_PORT,
 				    .domid = AGENT_DOMID_SELF };
 	unsigned long port, id;
@@ -100,10 +80,10 @@ int cmd_agent(int argc, char **argv)
 			cfg.port = (unsigned int)port;
 			break;
 		case 's':
-			ret = read_secret(optarg, secret, &cfg.secret_len);
+			ret = tcx_read_secret(optarg, secret, &cfg.secret_len);
 			if (ret) {
 				tcx_err("agent", "--secret-file %s: %s", optarg,
-					ret == -EINVAL ? "must hold 1 to 256 bytes" :
+					ret == -EINVAL ? "must hold 1 to " TCX_SECRET_MAX_STR " bytes" :
 					strerror(-ret));
 				return TCX_EXIT_USAGE;
 			}

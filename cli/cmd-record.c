@@ -17,10 +17,13 @@ static void usage(FILE *f)
 		"usage: trace-cmd-xen record --xen [-e EVENT]... [-o trace.dat] [-S PAGES]\n"
 		"                                  [-M MASK|CLASS] [-c CPUS] [-b KB]\n"
 		"                                  [--duration SEC] [--raw FILE] [-q]\n"
+		"                                  [-A GUEST]... [--tsync PROTOS]\n"
+		"                                  [--tsync-interval SEC] [--secret-file FILE]\n"
 		"                                  [--summary-json FILE] [-- COMMAND...]\n\n"
-		"Record the Xen hypervisor (trace.dat) and dom0's ftrace (trace-dom0.dat)\n"
-		"on one clock. Stops on Ctrl-C, SIGTERM, --duration or when COMMAND exits\n"
-		"(then exits with its status).\n\n"
+		"Record the Xen hypervisor (trace.dat), dom0's ftrace (trace-dom0.dat) and\n"
+		"each -A guest's ftrace through its agent (trace-GUEST.dat) on one clock.\n"
+		"Stops on Ctrl-C, SIGTERM, --duration or when COMMAND exits (then exits\n"
+		"with its status).\n\n"
 		"  --xen                record the hypervisor (required)\n"
 		"  -e EVENT             dom0 event: sys, sys:event or event, globs allowed\n"
 		"                       (repeatable; default " REC_DOM0_DEFAULT_EVENT ")\n"
@@ -33,6 +36,13 @@ static void usage(FILE *f)
 		"  -c CPUS              pCPUs to trace: all, 0x3 or 0-3,5 (default all)\n"
 		"  -b KB                dom0 ftrace buffer per CPU in KiB\n"
 		"  --no-dom0            record the hypervisor only\n"
+		"  -A GUEST             a guest's agent: a Xen domain name or domid (over\n"
+		"                       libxenvchan), ip:port (TCP), cid:port or name@cid\n"
+		"                       (vsock); repeatable; -e and -b apply to guests too\n"
+		"  --tsync PROTOS       time sync offered to guests: xen, ptp, joined by ','\n"
+		"                       (default xen,ptp), or none\n"
+		"  --tsync-interval SEC also sync every SEC seconds (default: start and end)\n"
+		"  --secret-file FILE   shared secret for TCP/vsock agents (first line)\n"
 		"  --duration SEC       stop after SEC seconds\n"
 		"  --raw FILE           also keep the capture in xentrace format (xenalyze)\n"
 		"  --summary-json FILE  the closing summary as JSON ('-': stdout)\n"
@@ -49,6 +59,25 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *v)
 	return errno || end == s || *end || *v == 0 || *v > max ? -EINVAL : 0;
 }
 
+/* "none", or protocols we know joined by ',' */
+static int check_tsync(const char *s)
+{
+	char buf[64], *tok, *save;
+
+	if (!strcmp(s, "none"))
+		return 0;
+	if (!*s || strlen(s) >= sizeof(buf))
+		goto bad;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (strcmp(tok, "xen") && strcmp(tok, "ptp"))
+			goto bad;
+	return 0;
+bad:
+	tcx_err("record", "--tsync %s: xen, ptp (joined by ',') or none", s);
+	return -EINVAL;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -57,13 +86,17 @@ int cmd_record(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "raw", required_argument, NULL, 'R' },
 		{ "summary-json", required_argument, NULL, 'J' },
+		{ "tsync", required_argument, NULL, 'T' },
+		{ "tsync-interval", required_argument, NULL, 'I' },
+		{ "secret-file", required_argument, NULL, 'K' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rec_record_opts o = { .output = "trace.dat", .log = stderr };
 	static uint8_t cpumap[REC_MAX_CPUS / 8];
-	const char **events = NULL;
+	const char **events = NULL, **guests = NULL;
+	static uint8_t secret[TCX_SECRET_MAX + 1];
 	bool xen = false;
 	unsigned long v;
 	char err[1024], *end;
@@ -71,7 +104,7 @@ int cmd_record(int argc, char **argv)
 
 	optind = 1;
 	/* '+': stop at the command after "--" or the first non-option */
-	while ((c = getopt_long(argc, argv, "+e:o:S:M:c:b:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:o:S:M:c:b:A:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'X':
 			xen = true;
@@ -79,14 +112,42 @@ int cmd_record(int argc, char **argv)
 		case 'e': {
 			const char **ne = realloc(events, (o.nr_events + 1) * sizeof(*ne));
 
-			if (!ne) {
-				free(events);
-				return TCX_EXIT_FAIL;
-			}
+			if (!ne)
+				goto fail;
 			events = ne;
 			events[o.nr_events++] = optarg;
 			break;
 		}
+		case 'A': {
+			const char **ng = realloc(guests, (o.nr_guests + 1) * sizeof(*ng));
+
+			if (!ng)
+				goto fail;
+			guests = ng;
+			guests[o.nr_guests++] = optarg;
+			break;
+		}
+		case 'T':
+			if (check_tsync(optarg))
+				goto usage_err;
+			o.tsync = optarg;
+			break;
+		case 'I':
+			o.tsync_interval = strtod(optarg, &end);
+			if (*end || end == optarg || !(o.tsync_interval > 0)) {
+				tcx_err("record", "--tsync-interval %s: seconds > 0", optarg);
+				goto usage_err;
+			}
+			break;
+		case 'K':
+			ret = tcx_read_secret(optarg, secret, &o.secret_len);
+			if (ret) {
+				tcx_err("record", "--secret-file %s: %s", optarg, ret == -EINVAL ?
+					"must hold 1 to " TCX_SECRET_MAX_STR " bytes" : strerror(-ret));
+				goto usage_err;
+			}
+			o.secret = secret;
+			break;
 		case 'o':
 			o.output = optarg;
 			break;
@@ -140,21 +201,25 @@ int cmd_record(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			free(events);
+			free(guests);
 			return TCX_EXIT_OK;
 		default:
 			goto usage_err;
 		}
 	}
 	if (!xen) {
-		tcx_err("record", "only --xen is supported here (the hypervisor and dom0); "
-			"guests come with -A later");
+		tcx_err("record", "--xen is required: trace-cmd-xen records a Xen host "
+			"(the stock trace-cmd record does the rest)");
 		goto usage_err;
 	}
 	if (optind < argc)
 		o.command = argv + optind;
 	o.events = events;
+	o.guests = guests;
 	ret = rec_record(&o, &status, err, sizeof(err));
 	free(events);
+	free(guests);
+	explicit_bzero(secret, sizeof(secret));
 	if (ret) {
 		tcx_err("record", "%s", err[0] ? err : strerror(-ret));
 		return TCX_EXIT_FAIL;
@@ -162,6 +227,12 @@ int cmd_record(int argc, char **argv)
 	return o.command ? status : TCX_EXIT_OK;
 usage_err:
 	free(events);
+	free(guests);
 	usage(stderr);
 	return TCX_EXIT_USAGE;
+fail:
+	free(events);
+	free(guests);
+	explicit_bzero(secret, sizeof(secret));
+	return TCX_EXIT_FAIL;
 }

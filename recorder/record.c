@@ -77,6 +77,11 @@ struct session {
 	char				errmsg[512];
 	pid_t				child;
 	int				status;
+	/* -A: the guests' agents, and their summaries once closed */
+	struct rec_guest		**g;
+	struct rec_guest_summary	*gsum;
+	int				ng;
+	bool				gclosed;
 	/* status line */
 	uint64_t			last_records;
 	uint64_t			last_status_ns;
@@ -461,6 +466,109 @@ static void drain(struct session *ss)
 	}
 }
 
+/* ---- guests (-A) ---- */
+
+/* The sink's tap: every hypervisor record, for the guests' time sync. */
+static void tap(void *ctx, const struct rec_record *r, bool known, uint32_t dom,
+		uint32_t vcpu)
+{
+	struct session *ss = ctx;
+
+	for (int i = 0; i < ss->ng; i++)
+		rec_guest_hv_record(ss->g[i], r, known, dom, vcpu);
+}
+
+/*
+ * Each -A in turn, once the hypervisor traces: the agents start tracing as
+ * they send their metadata. A guest that cannot be opened ends the
+ * recording before it starts.
+ */
+static int open_guests(struct session *ss, char *err, size_t errlen)
+{
+	const struct rec_record_opts *o = ss->o;
+
+	ss->g = calloc((size_t)o->nr_guests, sizeof(*ss->g));
+	ss->gsum = calloc((size_t)o->nr_guests, sizeof(*ss->gsum));
+	if (!ss->g || !ss->gsum)
+		return -ENOMEM;
+	for (int i = 0; i < o->nr_guests; i++) {
+		struct rec_guest_opts go = {
+			.spec = o->guests[i], .output = o->output,
+			.events = o->events, .nr_events = o->nr_events,
+			.buffer_kb = o->buffer_kb, .host_traceid = REC_HOST_TRACEID,
+			.mult = ss->mult, .shift = ss->shift,
+			.tsync = o->tsync, .tsync_interval = o->tsync_interval,
+			.cpu_khz = rec_hvbuf_cpu_khz(ss->hv),
+			.secret = o->secret, .secret_len = o->secret_len, .log = o->log,
+		};
+		struct rec_guest *g;
+		int dom, ret;
+
+		ret = rec_guest_open(&g, &go, err, errlen);
+		if (ret)
+			return ret;
+		for (int j = 0; j < ss->ng; j++) {
+			if (strcmp(rec_guest_output(ss->g[j]), rec_guest_output(g)))
+				continue;
+			snprintf(err, errlen, "-A %s: %s is already guest %s's file", o->guests[i],
+				 rec_guest_output(g), rec_guest_name(ss->g[j]));
+			/* the same agent twice: it stays the first one's */
+			rec_guest_close(g, NULL);
+			return -EEXIST;
+		}
+		ss->g[ss->ng++] = g;
+		dom = rec_guest_domid(g);
+		if (dom < 0)
+			continue;
+		/* every vCPU gets its pseudo task, run or not, under the guest's name */
+		for (int c = 0; !ret && c < rec_guest_cpus(g); c++)
+			ret = rec_sink_note_vcpu(ss->sink, (uint32_t)dom, (uint32_t)c);
+		if (!ret)
+			ret = rec_sink_name_guest(ss->sink, (uint32_t)dom, rec_guest_name(g),
+						  rec_guest_id(g));
+		if (ret) {
+			snprintf(err, errlen, "guest %s: %s", rec_guest_name(g), strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* CLOSE to every guest at once, then wait for each: the hypervisor still traces. */
+static void stop_guests(struct session *ss)
+{
+	for (int i = 0; i < ss->ng; i++)
+		rec_guest_request_stop(ss->g[i]);
+	for (int i = 0; i < ss->ng; i++) {
+		int ret = rec_guest_stop(ss->g[i]);
+
+		if (ret < 0)
+			fail(ss, ret, "%s: %s", rec_guest_output(ss->g[i]), strerror(-ret));
+	}
+}
+
+/* Finish the guest files: TSC2NSEC of the capture, then summaries. */
+static void close_guests(struct session *ss, bool keep)
+{
+	for (int i = 0; i < ss->ng; i++) {
+		const char *path = rec_guest_output(ss->g[i]);
+		char *copy = keep ? NULL : strdup(path);
+		int ret;
+
+		if (keep)
+			rec_guest_set_tsc2nsec(ss->g[i], ss->mult, ss->shift);
+		ret = rec_guest_close(ss->g[i], &ss->gsum[i]);
+		ss->g[i] = NULL;
+		if (keep && ret < 0)
+			fail(ss, ret, "%s: %s", ss->gsum[i].path, strerror(-ret));
+		/* nothing was recorded: no metadata-only file left behind */
+		if (copy)
+			unlink(copy);
+		free(copy);
+	}
+	ss->gclosed = true;
+}
+
 /* ---- status and summary ---- */
 
 static void human(char *buf, size_t len, uint64_t b)
@@ -491,6 +599,18 @@ static void status_line(struct session *ss, uint64_t now_ns)
 	if (ss->d0)
 		fprintf(stderr, " | dom0: %" PRIu64 " pages, %s, %" PRIu64 " lost", ds.pages,
 			db, ds.missed);
+	if (ss->ng) {
+		struct rec_guest_summary gs;
+		uint64_t pages = 0, lost = 0;
+
+		for (int i = 0; i < ss->ng; i++) {
+			rec_guest_stats(ss->g[i], &gs);
+			pages += gs.pages;
+			lost += gs.missed;
+		}
+		fprintf(stderr, " | %d guest%s: %" PRIu64 " pages, %" PRIu64 " lost", ss->ng,
+			ss->ng == 1 ? "" : "s", pages, lost);
+	}
 	fprintf(stderr, "   ");
 	fflush(stderr);
 	ss->last_records = st.records;
@@ -524,6 +644,8 @@ static void summary(const struct session *ss, FILE *f)
 		fprintf(f, "dom0        %s: %" PRIu64 " pages, %" PRIu64 " lost, %" PRIu64
 			" bytes\n", ss->dom0_path, ds->pages, ds->missed, file_size(ss->dom0_path));
 	}
+	for (int i = 0; ss->gclosed && i < ss->ng; i++)
+		rec_guest_summary_print(&ss->gsum[i], f);
 	if (ss->rawfd >= 0)
 		fprintf(f, "raw         %s: %" PRIu64 " bytes (xentrace format)\n", ss->o->raw,
 			ss->raw_bytes);
@@ -534,8 +656,11 @@ static void summary(const struct session *ss, FILE *f)
 			ss->doms[i].at_start ? "" : ", new", ss->doms[i].gone ? ", gone" : "");
 	fprintf(f, "\nclock       TSC %" PRIu64 " Hz, %u pCPUs, %.3f s\n", ss->hz, ss->ncpus,
 		span_s(ss));
-	fprintf(f, "view with   trace-cmd report -i %s%s%s\n", ss->o->output,
+	fprintf(f, "view with   trace-cmd report -i %s%s%s", ss->o->output,
 		ss->has_d0 ? " -i " : "", ss->has_d0 ? ss->dom0_path : "");
+	for (int i = 0; ss->gclosed && i < ss->ng; i++)
+		fprintf(f, " -i %s", ss->gsum[i].path);
+	fputc('\n', f);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -590,6 +715,12 @@ static void summary_json(const struct session *ss, FILE *f)
 		json_str(f, ss->o->raw);
 		fprintf(f, ", \"size\": %" PRIu64 "},\n", ss->raw_bytes);
 	}
+	fprintf(f, "  \"guests\": [");
+	for (int i = 0; ss->gclosed && i < ss->ng; i++) {
+		fputs(i ? ",\n    " : "\n    ", f);
+		rec_guest_summary_json(&ss->gsum[i], f);
+	}
+	fprintf(f, "%s],\n", ss->ng ? "\n  " : "");
 	fprintf(f, "  \"domains\": [");
 	for (int i = 0; i < ss->ndoms; i++) {
 		fprintf(f, "%s{\"dom\": %u, \"name\": ", i ? ", " : "", ss->doms[i].dom);
@@ -680,7 +811,8 @@ static int setup_files(struct session *ss, char *err, size_t errlen)
 {
 	struct tdat_params tp = { .version = 7, .clock = "x86-tsc" };
 	struct rec_sink_opts so = { .svm = host_is_amd(),
-				    .use_switch = mask_uses_switch(ss->o->evt_mask) };
+				    .use_switch = mask_uses_switch(ss->o->evt_mask),
+				    .tap = ss->o->nr_guests ? tap : NULL, .tap_ctx = ss };
 	int ret;
 
 	tp.max_cpus = ss->ncpus;
@@ -752,6 +884,7 @@ static void finish(struct session *ss)
 		if (ret < 0)
 			fail(ss, ret, "%s: %s", ss->dom0_path, rec_dom0_error(ss->d0));
 	}
+	stop_guests(ss);
 	rec_hvbuf_stop(ss->hv);
 	ss->c1 = clock_pair();
 	check_drain(ss, rec_hvdrain_stop(ss->dr, &drain_ops, ss));
@@ -761,6 +894,10 @@ static void finish(struct session *ss)
 	refresh_domains(ss, false);
 	/* domains that came and went: their GUEST entries too */
 	ret = rec_sink_add_guests(ss->sink);
+	/* a network guest has no domain in this file: vCPUs map to -1 */
+	for (int i = 0; !ret && i < ss->ng; i++)
+		if (rec_guest_domid(ss->g[i]) < 0)
+			ret = rec_guest_add_host_entry(ss->g[i], ss->w);
 	hz = refine_hz(ss);
 	if (hz != ss->hz && !rec_tsc2nsec(hz, &ss->mult, &ss->shift)) {
 		ss->hz = hz;
@@ -823,6 +960,18 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 		}
 	}
 
+	if (o->nr_guests && ho.evt_mask) {
+		/* vCPU runs place guest events; HVM exits and GUEST records carry time sync */
+		uint32_t need = 0x0002f000u;
+
+		if (!o->tsync || strcmp(o->tsync, "none"))
+			need |= 0x0808f000u;
+		if ((ho.evt_mask & need) != need) {
+			note(ss, "-M %#x: adding %#x for the guests (vCPU runs%s)", ho.evt_mask,
+			     need & ~ho.evt_mask, need > 0x0002f000u ? " and time sync" : "");
+			ho.evt_mask |= need;
+		}
+	}
 	ret = rec_hvbuf_open(&ss->hv, &ho, err, errlen);
 	if (ret)
 		goto out;
@@ -841,6 +990,20 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 	ret = setup_files(ss, err, errlen);
 	if (ret)
 		goto out;
+	/* Xen's buffers are live: drain them while the agents take their time */
+	ret = rec_hvdrain_start(&ss->dr, ss->hv, 0, o->poll_ms);
+	if (ret) {
+		snprintf(err, errlen, "cannot start the drain thread: %s", strerror(-ret));
+		goto out;
+	}
+	if (o->nr_guests) {
+		ret = open_guests(ss, err, errlen);
+		if (ret) {
+			if (!err[0])
+				snprintf(err, errlen, "opening the guests: %s", strerror(-ret));
+			goto out;
+		}
+	}
 	if (o->command) {
 		ret = start_child(ss, &gofd);
 		if (ret) {
@@ -863,12 +1026,6 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 			goto out;
 		rec_dom0_start(ss->d0);
 	}
-
-	ret = rec_hvdrain_start(&ss->dr, ss->hv, 0, o->poll_ms);
-	if (ret) {
-		snprintf(err, errlen, "cannot start the drain thread: %s", strerror(-ret));
-		goto out;
-	}
 	ss->c0 = clock_pair();
 	start_ns = mono_ns(CLOCK_MONOTONIC);
 	next_refresh = start_ns + REFRESH_NS;
@@ -883,9 +1040,9 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 		gofd = -1;
 	}
 	if (!o->quiet)
-		note(ss, "recording %d pCPU%s%s%s; Ctrl-C stops", ss->ncpus,
-		     ss->ncpus == 1 ? "" : "s", ss->d0 ? " and dom0 into " : "",
-		     ss->d0 ? ss->dom0_path : "");
+		note(ss, "recording %d pCPU%s%s%s%s; Ctrl-C stops", ss->ncpus,
+		     ss->ncpus == 1 ? "" : "s", ss->d0 ? ", dom0 into " : "",
+		     ss->d0 ? ss->dom0_path : "", ss->ng ? ", and the guests" : "");
 
 	while (!stop_sig && !ss->err) {
 		struct pollfd pfd[2] = {
@@ -958,6 +1115,11 @@ out:
 		if (cret && !ss->err)
 			fail(ss, cret, "%s: %s", ss->dom0_path, msg);
 	}
+	if (ss->g && !ss->gclosed) {
+		if (!started)	/* stop the agents that did start */
+			stop_guests(ss);
+		close_guests(ss, started);
+	}
 	if (ss->rawfd >= 0 && close(ss->rawfd) && !ss->err)
 		fail(ss, -errno, "%s: %s", o->raw, strerror(errno));
 	if (!ret && started) {
@@ -998,6 +1160,8 @@ out:
 	rec_hvbuf_close(ss->hv);
 	if (ss->xs)
 		xs_close(ss->xs);
+	free(ss->g);
+	free(ss->gsum);
 	free(ss->dom0_path);
 	for (int i = 0; i < 4; i++)
 		sigaction(sigs[i], &old[i], NULL);

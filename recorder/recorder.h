@@ -860,6 +860,11 @@ int rec_dom0_close(struct rec_dom0 *d, const char **msg);
  * @quiet:	no status line and no summary
  * @poll_ms:	wake up at least this often (0: 50)
  * @log:	messages (stderr)
+ * @guests:	-A arguments: each guest's agent records into
+ *		<output>-<name>.dat (rec_guest_parse_spec())
+ * @tsync:	time sync protocols offered to the guests (NULL: "xen,ptp")
+ * @tsync_interval: seconds between time sync samples (0: start and end)
+ * @secret, @secret_len: the shared secret for TCP/vsock agents
  */
 struct rec_record_opts {
 	const char		*output;
@@ -877,6 +882,12 @@ struct rec_record_opts {
 	bool			quiet;
 	int			poll_ms;
 	FILE			*log;
+	const char *const	*guests;
+	int			nr_guests;
+	const char		*tsync;
+	double			tsync_interval;
+	const uint8_t		*secret;
+	size_t			secret_len;
 };
 
 /**
