@@ -1,8 +1,10 @@
 #!/bin/bash
 # The demonstration: a simulated Xen host (xensim, sim/hosts/two-guests.conf)
-# runs dom0 and two guests; `trace-cmd-xen record --xen`, acting as dom0,
-# records the hypervisor through the simulator's drop-in Xen libraries
-# together with this machine's real ftrace (dom0's side), on one clock.
+# runs dom0 and two guests, each guest running `trace-cmd-xen agent --xen`;
+# `trace-cmd-xen record --xen -A guest1 -A guest2`, acting as dom0, records
+# the hypervisor through the simulator's drop-in Xen libraries, this
+# machine's real ftrace (dom0's side) and both guests through their agents
+# over the simulated libxenvchan, on one clock.
 #
 #   scripts/demo.sh [OUTDIR]      (./build.sh demo builds first)
 set -euo pipefail
@@ -15,7 +17,12 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 host=$(mktemp -d /tmp/tcx-demo.XXXXXX)
 sim_pid=
+agent_pids=()
 cleanup() {
+	for p in "${agent_pids[@]}"; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
 	if [ -n "$sim_pid" ]; then
 		kill "$sim_pid" 2>/dev/null || true
 		wait "$sim_pid" 2>/dev/null || true
@@ -35,25 +42,48 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 
-echo "== trace-cmd-xen record --xen, ${secs}s (hypervisor + dom0's ftrace)"
+echo "== trace-cmd-xen agent --xen in guest1 (domain 1) and guest2 (domain 2)"
+for d in 1 2; do
+	t=$host/h/dom$d/tracing
+	# the simulated guest kernel's boot script: its clock and events
+	echo x86-tsc >"$t/trace_clock"
+	echo 1 >"$t/events/sched/sched_switch/enable"
+	echo 1 >"$t/tracing_on"
+	XENSIM_HOST=$host/h XENSIM_DOMID=$d LD_LIBRARY_PATH=$build/sim \
+		"$build/trace-cmd-xen" agent --xen --tracing-dir "$t" \
+		2>"$host/agent$d.log" &
+	agent_pids+=($!)
+done
+for d in 1 2; do
+	for _ in $(seq 200); do
+		grep -q serving "$host/agent$d.log" 2>/dev/null && break
+		sleep 0.05
+	done
+done
+
+echo "== trace-cmd-xen record --xen -A guest1 -A guest2, ${secs}s"
 XENSIM_HOST=$host/h LD_LIBRARY_PATH=$build/sim \
-	"$build/trace-cmd-xen" record --xen -e sched:sched_switch -q \
-	--duration "$secs" -o "$out/trace.dat" --raw "$out/xen.bin" \
-	--summary-json "$out/summary.json"
+	"$build/trace-cmd-xen" record --xen -e sched:sched_switch \
+	-A guest1 -A guest2 --duration "$secs" -o "$out/trace.dat" \
+	--raw "$out/xen.bin" --summary-json "$out/summary.json"
 
 echo "== what was captured (summary.json)"
 python3 - "$out/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-print(json.dumps(s, indent=1)[:1500])
+for k in ("hypervisor", "dom0"):
+    print(k, json.dumps(s[k]))
+for g in s.get("guests", []):
+    print("guest", json.dumps(g))
 PY
 
 echo
-echo "== trace-cmd report -i trace.dat -i trace-dom0.dat (a slice)"
-trace-cmd report -i "$out/trace.dat" -i "$out/trace-dom0.dat" 2>/dev/null |
-	grep -m 12 -E 'sched_switch|kvm_e' || true
+echo "== trace-cmd report -i trace.dat -i trace-guest1.dat (a slice)"
+trace-cmd report -i "$out/trace.dat" -i "$out/trace-guest1.dat" 2>/dev/null |
+	grep -E 'sched_switch|kvm_e' | sed -n '2000,2015p' || true
 echo
-echo "Files in $out: trace.dat (hypervisor), trace-dom0.dat (dom0), xen.bin (xentrace format)"
-echo "View:  trace-cmd report -i $out/trace.dat -i $out/trace-dom0.dat"
-echo "       kernelshark $out/trace.dat -a $out/trace-dom0.dat"
+echo "Files in $out: trace.dat (hypervisor), trace-dom0.dat (dom0),"
+echo "  trace-guest1.dat, trace-guest2.dat (the guests), xen.bin (xentrace format)"
+echo "View:  trace-cmd report -i $out/trace.dat -i $out/trace-dom0.dat -i $out/trace-guest1.dat"
+echo "       kernelshark $out/trace.dat -a $out/trace-dom0.dat -a $out/trace-guest1.dat"
 echo "       xenalyze --summary $out/xen.bin"
