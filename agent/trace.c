@@ -56,42 +56,6 @@ void agent_cleanup_stale(FILE *log)
 	closedir(dir);
 }
 
-/* Turn a name with '*' globs into an anchored regex for libtracefs. */
-static void to_regex(char *dst, size_t len, const char *s, size_t n)
-{
-	size_t o = 0;
-
-	if (o < len - 1)
-		dst[o++] = '^';
-	for (size_t i = 0; i < n && o + 3 < len; i++) {
-		if (s[i] == '*') {
-			dst[o++] = '.';
-			dst[o++] = '*';
-		} else {
-			dst[o++] = s[i];
-		}
-	}
-	dst[o++] = '$';
-	dst[o] = 0;
-}
-
-/* trace-cmd's -e: "sys:event", or "name" as a system, else as an event. */
-static int enable_event(struct tracefs_instance *inst, const char *ev)
-{
-	const char *colon = strchr(ev, ':');
-	char sys[140], name[140];
-
-	if (colon) {
-		to_regex(sys, sizeof(sys), ev, colon - ev);
-		to_regex(name, sizeof(name), colon + 1, strlen(colon + 1));
-		return tracefs_event_enable(inst, sys, name);
-	}
-	to_regex(name, sizeof(name), ev, strlen(ev));
-	if (!tracefs_event_enable(inst, name, NULL))
-		return 0;
-	return tracefs_event_enable(inst, NULL, name);
-}
-
 bool agent_is_tracefs(const char *dir)
 {
 	struct statfs st;
@@ -130,13 +94,13 @@ int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
 		goto fail;
 	}
 	for (int i = 0; i < o->nr_events; i++) {
-		if (enable_event(tr->inst, o->events[i]) < 0) {
+		if (tdat_enable_event(tr->inst, o->events[i]) < 0) {
 			snprintf(err, errlen, "no event matches \"%s\"",
 				 o->events[i]);
 			goto fail;
 		}
 	}
-	if (!o->nr_events && enable_event(tr->inst, AGENT_DEFAULT_EVENT) < 0) {
+	if (!o->nr_events && tdat_enable_event(tr->inst, AGENT_DEFAULT_EVENT) < 0) {
 		snprintf(err, errlen, "cannot enable " AGENT_DEFAULT_EVENT);
 		goto fail;
 	}
@@ -181,65 +145,17 @@ int agent_trace_on(struct agent_trace *tr, bool on)
 	return on ? tracefs_trace_on(tr->inst) : tracefs_trace_off(tr->inst);
 }
 
-static int add_format(struct tdat_writer *w, const char *sys, const char *ev)
-{
-	int size, ret;
-	char *fmt = tracefs_event_file_read(NULL, sys, ev, "format", &size);
-
-	if (!fmt)
-		return -ENOENT;
-	ret = tdat_add_event_format(w, sys, fmt);
-	free(fmt);
-	return ret;
-}
-
-/*
- * The ftrace system's formats (print, bprint, function...), as trace-cmd
- * sends them whatever was enabled: trace_marker writes (time sync's markers
- * among them) are ftrace/print events in every buffer.
- */
-static void add_ftrace_formats(struct tdat_writer *w)
-{
-	char **events = tracefs_system_events(NULL, "ftrace");
-
-	for (int i = 0; events && events[i]; i++) {
-		int size;
-		char *fmt = tracefs_event_file_read(NULL, "ftrace", events[i], "format", &size);
-
-		if (fmt)
-			tdat_add_ftrace_format(w, fmt);
-		free(fmt);
-	}
-	tracefs_list_free(events);
-}
-
-/* Formats of every event enabled: the instance's set_event, or the
- * events matched in a simulated kernel. */
+/* Formats of every event enabled (the instance's set_event, or the
+ * events matched in a simulated kernel) and the ftrace system's. */
 static int add_formats(struct agent_trace *tr, struct tdat_writer *w)
 {
-	char *list, *save = NULL, *line;
 	int n = 0;
 
-	add_ftrace_formats(w);
-	if (!tr->inst) {
-		for (int i = 0; i < tr->nr_events; i++)
-			n += !add_format(w, tr->events[i].system,
-					 tr->events[i].name);
-		return n ? 0 : -ENOENT;
-	}
-	list = tracefs_instance_file_read(tr->inst, "set_event", NULL);
-	if (!list)
-		return -EIO;
-	for (line = strtok_r(list, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *colon = strchr(line, ':');
-
-		if (!colon)
-			continue;
-		*colon = 0;
-		n += !add_format(w, line, colon + 1);
-	}
-	free(list);
+	if (tr->inst)
+		return tdat_add_instance_formats(w, tr->inst) < 0 ? -ENOENT : 0;
+	tdat_add_ftrace_formats(w);
+	for (int i = 0; i < tr->nr_events; i++)
+		n += !tdat_add_tracefs_format(w, tr->events[i].system, tr->events[i].name);
 	return n ? 0 : -ENOENT;
 }
 

@@ -67,76 +67,6 @@ void rec_dom0_cleanup_stale(FILE *log)
 	closedir(dir);
 }
 
-/* "sched*" -> "^sched.*$": libtracefs matches regexes, trace-cmd globs. */
-static void glob_regex(char *dst, size_t len, const char *s, size_t n)
-{
-	size_t o = 0;
-
-	dst[o++] = '^';
-	for (size_t i = 0; i < n && o + 3 < len; i++) {
-		if (s[i] == '*') {
-			dst[o++] = '.';
-			dst[o++] = '*';
-		} else {
-			dst[o++] = s[i];
-		}
-	}
-	dst[o++] = '$';
-	dst[o] = 0;
-}
-
-/* trace-cmd's -e: "sys:event", "sys" or "event" */
-static int enable_event(struct tracefs_instance *inst, const char *ev)
-{
-	const char *colon = strchr(ev, ':');
-	char sys[160], name[160];
-
-	if (colon) {
-		glob_regex(sys, sizeof(sys), ev, colon - ev);
-		glob_regex(name, sizeof(name), colon + 1, strlen(colon + 1));
-		return tracefs_event_enable(inst, sys, name);
-	}
-	glob_regex(name, sizeof(name), ev, strlen(ev));
-	if (!tracefs_event_enable(inst, name, NULL))
-		return 0;
-	return tracefs_event_enable(inst, NULL, name);
-}
-
-static int add_format(struct tdat_writer *w, const char *sys, const char *ev)
-{
-	int size, ret;
-	char *fmt = tracefs_event_file_read(NULL, sys, ev, "format", &size);
-
-	if (!fmt)
-		return -ENOENT;
-	ret = !strcmp(sys, "ftrace") ? tdat_add_ftrace_format(w, fmt)
-				     : tdat_add_event_format(w, sys, fmt);
-	free(fmt);
-	return ret;
-}
-
-/* The formats of the events the instance has on, and ftrace's print. */
-static int add_formats(struct rec_dom0 *d)
-{
-	char *list = tracefs_instance_file_read(d->inst, "set_event", NULL);
-	char *save = NULL, *line;
-	int n = 0;
-
-	if (!list)
-		return -EIO;
-	for (line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *colon = strchr(line, ':');
-
-		if (!colon)
-			continue;
-		*colon = 0;
-		n += !add_format(d->w, line, colon + 1);
-	}
-	free(list);
-	add_format(d->w, "ftrace", "print");	/* trace_marker writes */
-	return n ? 0 : -ENOENT;
-}
-
 /* Every task of dom0 now, and what the kernel remembers of earlier ones. */
 static void add_cmdlines(struct tdat_writer *w, const pid_t *extra, int nextra)
 {
@@ -238,13 +168,13 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
 		goto fail;
 	}
 	for (int i = 0; i < o->nr_events; i++) {
-		if (enable_event(d->inst, o->events[i]) < 0) {
+		if (tdat_enable_event(d->inst, o->events[i]) < 0) {
 			ret = failf(-EINVAL, err, errlen, "dom0: no event matches \"%s\" "
 				    "(see /sys/kernel/tracing/available_events)", o->events[i]);
 			goto fail;
 		}
 	}
-	if (!o->nr_events && enable_event(d->inst, REC_DOM0_DEFAULT_EVENT) < 0) {
+	if (!o->nr_events && tdat_enable_event(d->inst, REC_DOM0_DEFAULT_EVENT) < 0) {
 		ret = failf(-EINVAL, err, errlen, "dom0: cannot enable " REC_DOM0_DEFAULT_EVENT);
 		goto fail;
 	}
@@ -264,7 +194,8 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
 		tdat_set_header_page(d->w, hp, hp_size);
 		free(hp);
 	}
-	ret = add_formats(d);
+	ret = tdat_add_instance_formats(d->w, d->inst);
+	ret = ret < 0 ? ret : 0;
 	if (ret) {
 		ret = failf(ret, err, errlen, "dom0: no event format could be read");
 		goto fail;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * tdat: a streaming writer of trace-cmd's trace.dat files (versions 6 and 7,
- * uncompressed), for data that does not come from the local tracefs.
+ * uncompressed), for data that does not come from the local tracefs (and a
+ * few helpers, at the end, for the metadata of an instance that does).
  *
  * Usage:
  *	w = tdat_create(path, &params);
@@ -327,5 +328,34 @@ int tdat_append_close(struct tdat_appender *a);
 
 /** tdat_append_error - the message of the last failure on @a */
 const char *tdat_append_error(const struct tdat_appender *a);
+
+/* ---- from a live tracefs instance (tdat-tracefs.c, libtracefs) ---- */
+
+struct tracefs_instance;
+
+/**
+ * tdat_enable_event - trace-cmd's -e in @inst: "sys:event", or a name as a
+ * system, else as an event; '*' globs. 0 or a negative value (nothing matched)
+ */
+int tdat_enable_event(struct tracefs_instance *inst, const char *spec);
+
+/**
+ * tdat_add_tracefs_format - the format of @system/@event from the tracing
+ * directory libtracefs uses; the "ftrace" system goes to the ftrace section
+ */
+int tdat_add_tracefs_format(struct tdat_writer *w, const char *system, const char *event);
+
+/**
+ * tdat_add_ftrace_formats - every format of the ftrace system (print,
+ * bprint, function...), as trace-cmd writes them whatever is enabled:
+ * trace_marker writes are ftrace/print in every buffer. Returns how many.
+ */
+int tdat_add_ftrace_formats(struct tdat_writer *w);
+
+/**
+ * tdat_add_instance_formats - the formats of every event @inst has on (its
+ * set_event) and the ftrace system's; how many events, or -ENOENT for none
+ */
+int tdat_add_instance_formats(struct tdat_writer *w, struct tracefs_instance *inst);
 
 #endif /* TDAT_H */

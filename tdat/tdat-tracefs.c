@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Filling a writer from a live tracefs instance: trace-cmd's -e and the
+ * formats of what an instance has on. The agent (a guest's ftrace) and the
+ * recorder (dom0's) record local instances the same way.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tracefs.h>
+
+#include "tdat.h"
+
+/* "sched*" -> "^sched.*$": libtracefs matches regexes, trace-cmd globs. */
+static void glob_regex(char *dst, size_t len, const char *s, size_t n)
+{
+	size_t o = 0;
+
+	dst[o++] = '^';
+	for (size_t i = 0; i < n && o + 3 < len; i++) {
+		if (s[i] == '*') {
+			dst[o++] = '.';
+			dst[o++] = '*';
+		} else {
+			dst[o++] = s[i];
+		}
+	}
+	dst[o++] = '$';
+	dst[o] = 0;
+}
+
+int tdat_enable_event(struct tracefs_instance *inst, const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+	char sys[160], name[160];
+
+	if (colon) {
+		glob_regex(sys, sizeof(sys), spec, colon - spec);
+		glob_regex(name, sizeof(name), colon + 1, strlen(colon + 1));
+		return tracefs_event_enable(inst, sys, name);
+	}
+	glob_regex(name, sizeof(name), spec, strlen(spec));
+	if (!tracefs_event_enable(inst, name, NULL))
+		return 0;
+	return tracefs_event_enable(inst, NULL, name);
+}
+
+int tdat_add_tracefs_format(struct tdat_writer *w, const char *system, const char *event)
+{
+	int size, ret;
+	char *fmt = tracefs_event_file_read(NULL, system, event, "format", &size);
+
+	if (!fmt)
+		return -ENOENT;
+	ret = !strcmp(system, "ftrace") ? tdat_add_ftrace_format(w, fmt)
+					: tdat_add_event_format(w, system, fmt);
+	free(fmt);
+	return ret;
+}
+
+int tdat_add_ftrace_formats(struct tdat_writer *w)
+{
+	char **events = tracefs_system_events(NULL, "ftrace");
+	int n = 0;
+
+	for (int i = 0; events && events[i]; i++)
+		n += !tdat_add_tracefs_format(w, "ftrace", events[i]);
+	tracefs_list_free(events);
+	return n;
+}
+
+int tdat_add_instance_formats(struct tdat_writer *w, struct tracefs_instance *inst)
+{
+	char *list = tracefs_instance_file_read(inst, "set_event", NULL);
+	char *save = NULL, *line;
+	int n = 0;
+
+	if (!list)
+		return -EIO;
+	for (line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *colon = strchr(line, ':');
+
+		if (!colon)
+			continue;
+		*colon = 0;
+		n += !tdat_add_tracefs_format(w, line, colon + 1);
+	}
+	free(list);
+	tdat_add_ftrace_formats(w);
+	return n ? n : -ENOENT;
+}
