@@ -17,7 +17,17 @@
  * One thread per guest drains its per-CPU streams (poll over all of them
  * and the control stream); the record command's own loop is not slowed
  * down by guests, and a guest that stalls or dies stalls only its thread.
+ *
+ * Time sync (tsync_host): the protocols go out in TRACE_REQ; the one the
+ * agent picks gets its own stream and, for a guest that chose one, a
+ * second thread that samples (start, every interval, end) while the
+ * drain thread keeps the pages flowing (protocol xen's markers arrive in
+ * those pages while the agent answers). Pages go to tsync_host_page() on
+ * the drain thread, hypervisor records to tsync_host_record() on the
+ * record command's thread; the solve and the TIME_SHIFT come after the
+ * guest file is finished, so a failed sync never costs recorded data.
  */
+#include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -32,11 +42,13 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <xenctrl.h>
 #include <xenstore.h>
 
 #include "recorder.h"
 #include "tdat.h"
 #include "tmsg.h"
+#include "tsync.h"
 
 #define META_MAX	(512u << 20)	/* kallsyms of a big kernel is ~10 MiB */
 #define READ_CHUNK	(256u << 10)	/* per stream and read call */
@@ -47,6 +59,8 @@
 #define ANSWER_MS	30000		/* TRACE_RESP: the agent sets tracing up */
 #define CONNECT_MS	5000
 #define CLOSE_MS	10000		/* CLOSE to the last page and CLOSE_RESP */
+#define MAX_PROTOS	2		/* xen, ptp */
+#define TSC_MODE_ALWAYS_EMULATE	1	/* xen/include/asm-x86/time.h */
 
 struct stream {
 	struct tmsg_transport *t;
@@ -77,6 +91,30 @@ struct rec_guest {
 	pthread_mutex_t lock;
 	struct rec_guest_summary sum;
 	uint64_t t0_ns;
+
+	/* time sync: set up by rec_guest_open(), then the tsync thread's */
+	uint64_t host_traceid;		/* sent in TRACE_REQ: TIME_SHIFT's peer */
+	const char *offer[MAX_PROTOS];
+	uint32_t noffer;
+	struct tmsg_transport *tst;	/* the time sync stream */
+	struct tsync_host *tsh;
+	bool xen_ok;			/* @tsh runs protocol xen: records wanted */
+	struct tsync_scale scale;
+	bool pv, vtsc;
+	uint32_t cpu_khz;
+	uint32_t mult, shift;		/* TSC2NSEC: the bound in ns */
+	uint16_t print_id;
+	bool has_print;
+	int long_size;
+	double interval;
+	bool tbroken;			/* a sample failed: no more */
+	char tnote[160];		/* why not, or what went wrong */
+	pthread_t tth;
+	bool tstarted;
+	pthread_mutex_t tlock;
+	pthread_cond_t tcond;		/* CLOCK_MONOTONIC */
+	bool treq_stop;			/* under tlock */
+	atomic_bool gone;		/* the drain thread saw the guest go */
 };
 
 static uint64_t now_ns(void)
@@ -503,7 +541,29 @@ struct meta_opts {
 	uint32_t page_size;
 	int cpus;
 	uint64_t traceid;
+	int long_size;
+	uint16_t print_id;		/* ftrace/print: the markers' event */
+	bool has_print;
 };
+
+/* The id of ftrace's print event (trace_marker writes), from its format. */
+static void print_format(const char *fmt, struct meta_opts *mo)
+{
+	const char *id;
+	char *end;
+	unsigned long v;
+
+	if (strncmp(fmt, "name: print\n", 12))
+		return;
+	id = strstr(fmt, "\nID: ");
+	if (!id)
+		return;
+	v = strtoul(id + 5, &end, 10);
+	if (end != id + 5 && v && v <= UINT16_MAX) {
+		mo->print_id = (uint16_t)v;
+		mo->has_print = true;
+	}
+}
 
 /*
  * Walk the metadata once. With @w NULL only collect what tdat_create()
@@ -525,6 +585,8 @@ static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
 	if (!r.bad && r.pos < len && b[r.pos])
 		return errf(err, errlen, -EPROTO, "the agent's metadata is big endian: "
 			    "not supported");
+	if (!r.bad && r.len - r.pos >= 2)
+		mo->long_size = b[r.pos + 1];
 	r.pos += r.bad ? 0 : 2;			/* endian, long size */
 	mo->page_size = (uint32_t)rd_num(&r, 4, "the page size");
 	rd_expect(&r, "header_page", 12, "header_page");
@@ -539,6 +601,8 @@ static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
 	for (n = rd_num(&r, 4, "ftrace formats"); n && !r.bad && !ret; n--) {
 		m = rd_num(&r, 8, "an ftrace format");
 		s = rd_text(&r, m, "an ftrace format");
+		if (s)
+			print_format(s, mo);
 		if (s && w)
 			ret = tdat_add_ftrace_format(w, s);
 		free(s);
@@ -662,6 +726,9 @@ static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *
 	for (; s->fill - off >= ps; off += ps) {
 		int ret;
 
+		/* a page the writer refuses may still carry markers */
+		if (g->tsh)
+			tsync_host_page(g->tsh, s->buf + off, ps, (uint32_t)cpu);
 		if (g->sum.error)
 			continue;	/* the file failed: drain, drop */
 		ret = tdat_write_page(g->w, cpu, s->buf + off);
@@ -754,6 +821,8 @@ static void *drain_main(void *arg)
 				nopen--;
 				/* before CLOSE: the guest or its agent went away */
 				lost |= !closing;
+				if (lost)
+					atomic_store(&g->gone, true);
 			}
 			progress |= r != 0;
 		}
@@ -825,6 +894,8 @@ static void *drain_main(void *arg)
 				/* the agent is gone: its streams end too */
 				ctl_open = false;
 				lost |= !closing;
+				if (lost)
+					atomic_store(&g->gone, true);
 			}
 		}
 	}
@@ -854,6 +925,369 @@ out:
 	return NULL;
 }
 
+/* ---- time sync -------------------------------------------------------------- */
+
+static void tnote(struct rec_guest *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g->tnote[0])
+		return;		/* the first reason is the one that counts */
+	va_start(ap, fmt);
+	vsnprintf(g->tnote, sizeof(g->tnote), fmt, ap);
+	va_end(ap);
+}
+
+/* The protocols of --tsync ("xen,ptp" without one), or "none". */
+static int parse_protos(struct rec_guest *g, const char *spec, char *err, size_t errlen)
+{
+	const char *p = spec ? spec : "xen,ptp";
+
+	g->noffer = 0;
+	if (!strcmp(p, "none"))
+		return 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		const char *name = NULL;
+
+		if (n == 3 && !strncmp(p, TSYNC_XEN_NAME, 3))
+			name = TSYNC_XEN_NAME;
+		else if (n == 3 && !strncmp(p, TSYNC_PTP_NAME, 3))
+			name = TSYNC_PTP_NAME;
+		else
+			return errf(err, errlen, -EINVAL, "--tsync %s: \"%.*s\" is not a time "
+				    "sync protocol (xen, ptp, or none alone)", spec, (int)n, p);
+		for (uint32_t i = 0; i < g->noffer; i++)
+			if (g->offer[i] == name)
+				name = NULL;
+		if (name)
+			g->offer[g->noffer++] = name;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+static void drop_offer(struct rec_guest *g, const char *name)
+{
+	uint32_t j = 0;
+
+	for (uint32_t i = 0; i < g->noffer; i++)
+		if (g->offer[i] != name)
+			g->offer[j++] = g->offer[i];
+	g->noffer = j;
+}
+
+static bool offered(const struct rec_guest *g, const char *name)
+{
+	for (uint32_t i = 0; i < g->noffer; i++)
+		if (!strcmp(g->offer[i], name))
+			return true;
+	return false;
+}
+
+/* libxenctrl's messages stay out of the recorder's output: we say why. */
+static void quiet_vmessage(struct xentoollog_logger *l, xentoollog_level level, int errnoval,
+			   const char *context, const char *format, va_list al)
+{
+}
+
+static void quiet_destroy(struct xentoollog_logger *l)
+{
+}
+
+static struct xentoollog_logger quiet_log = {
+	.vmessage = quiet_vmessage,
+	.destroy = quiet_destroy,
+};
+
+/* dom0 runs on the host's CPUs: its CPUID vendor is the host's. */
+static enum tsync_vendor host_vendor(void)
+{
+	unsigned int a, b, c, d;
+
+	if (__get_cpuid(0, &a, &b, &c, &d) &&
+	    ((b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163) ||	/* AuthenticAMD */
+	     (b == 0x6f677948 && d == 0x6e65476e && c == 0x656e6975)))	/* HygonGenuine */
+		return TSYNC_AMD;
+	return TSYNC_INTEL;
+}
+
+/*
+ * What protocol xen needs of the domain: Xen's TSC rate, the domain's
+ * (tsc_mode, gtsc_khz), HVM/PVH or PV; from that its scaling and whether
+ * its TSC is emulated. 0, or -errno with @why set.
+ */
+static int xen_clock(struct rec_guest *g, uint32_t cpu_khz, char *why, size_t len)
+{
+	xc_interface *xch = xc_interface_open(&quiet_log, &quiet_log, 0);
+	xc_domaininfo_t di;
+	xc_physinfo_t pi;
+	uint32_t mode, gkhz, inc;
+	uint64_t elapsed;
+	bool hvm;
+	int ret = 0;
+
+	if (!xch) {
+		snprintf(why, len, "no Xen control interface (%s)", strerror(errno));
+		return -ENODEV;
+	}
+	if (!cpu_khz) {
+		if (xc_physinfo(xch, &pi)) {
+			snprintf(why, len, "xc_physinfo: %s", strerror(errno));
+			ret = -EIO;
+			goto out;
+		}
+		cpu_khz = pi.cpu_khz;
+	}
+	if (xc_domain_getinfolist(xch, g->sp.domid, 1, &di) != 1 || di.domain != g->sp.domid) {
+		snprintf(why, len, "domain %u: no domain information", g->sp.domid);
+		ret = -ENOENT;
+		goto out;
+	}
+	if (xc_domain_get_tsc_info(xch, g->sp.domid, &mode, &elapsed, &gkhz, &inc)) {
+		snprintf(why, len, "domain %u: xc_domain_get_tsc_info: %s", g->sp.domid,
+			 strerror(errno));
+		ret = -EIO;
+		goto out;
+	}
+	if (!cpu_khz) {
+		snprintf(why, len, "Xen gives no TSC rate");
+		ret = -EIO;
+		goto out;
+	}
+	hvm = di.flags & XEN_DOMINF_hvm_guest;
+	g->cpu_khz = cpu_khz;
+	g->pv = !hvm;
+	/* always_emulate, or a rate the host cannot scale to: RDTSC exits */
+	g->vtsc = mode == TSC_MODE_ALWAYS_EMULATE;
+	g->scale = (struct tsync_scale){ .ratio = 1, .frac = 0 };
+	if (hvm && tsync_xen_ratio(cpu_khz, gkhz, host_vendor(), true, &g->scale) == -ERANGE) {
+		g->vtsc = true;
+		g->scale = (struct tsync_scale){ .ratio = 1, .frac = 0 };
+	}
+	if (!hvm && gkhz && gkhz != cpu_khz)
+		g->vtsc = true;
+	if (g->vtsc)
+		g->pv = false;	/* its offset is measured, never assumed */
+out:
+	xc_interface_close(xch);
+	return ret;
+}
+
+/* The agent's time sync stream: vchan tsync_port, or its TCP/vsock port. */
+static struct tmsg_transport *tsync_connect(struct rec_guest *g, uint32_t port, int timeout_ms)
+{
+	char name[80];
+	int fd;
+
+	if (g->sp.kind == REC_GUEST_XEN) {
+		char path[TMSG_VCHAN_PATH_MAX + 1];
+		uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+		struct tmsg_transport *t;
+
+		if (tmsg_vchan_path(path, sizeof(path), g->sp.domid, port))
+			return NULL;
+		while (!(t = tmsg_vchan_client(g->sp.domid, path)) && now_ns() < end)
+			usleep(20 * 1000);
+		return t;
+	}
+	if (g->sp.kind == REC_GUEST_VSOCK) {
+		fd = tmsg_vsock_connect(g->sp.cid, port);
+		snprintf(name, sizeof(name), "vsock %u:%u tsync", g->sp.cid, port);
+	} else {
+		char pstr[16];
+
+		snprintf(pstr, sizeof(pstr), "%u", port);
+		fd = tmsg_tcp_connect(g->sp.host, pstr, timeout_ms);
+		snprintf(name, sizeof(name), "tcp %.40s:%u tsync", g->sp.host, port);
+	}
+	return fd < 0 ? NULL : tmsg_fd_transport(fd, name);
+}
+
+static void tsync_sample(struct rec_guest *g, const char *when)
+{
+	int ret;
+
+	if (!g->tsh || g->tbroken)
+		return;
+	ret = tsync_host_sample(g->tsh);
+	pthread_mutex_lock(&g->lock);
+	if (ret) {
+		g->tbroken = true;
+		tnote(g, "the %s sample failed (%s): no more samples", when,
+		      ret == -ETIMEDOUT ? "no answer" : strerror(-ret));
+	} else {
+		g->sum.tsync_samples++;
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+/*
+ * After TRACE_RESP: the stream of the protocol the agent chose, and for
+ * ptp its first sample (a stock agent sends its metadata only after it).
+ * Never fails the session: a problem is noted and the guest goes unsynced.
+ */
+static void tsync_start(struct rec_guest *g, const struct tmsg_trace_resp *r, int timeout_ms)
+{
+	const char *proto = r->tsync_proto;
+
+	if (!proto[0]) {
+		if (g->noffer)
+			tnote(g, "the agent chose no time sync protocol (offered %s%s%s)",
+			      g->offer[0], g->noffer > 1 ? "," : "",
+			      g->noffer > 1 ? g->offer[1] : "");
+		return;
+	}
+	snprintf(g->sum.tsync_proto, sizeof(g->sum.tsync_proto), "%.15s", proto);
+	if (!offered(g, proto)) {
+		tnote(g, "the agent chose \"%.15s\", which was not offered", proto);
+		return;
+	}
+	g->tst = tsync_connect(g, r->tsync_port, timeout_ms);
+	if (!g->tst) {
+		tnote(g, "cannot connect its time sync stream (port %u): %s", r->tsync_port,
+		      tmsg_error());
+		return;
+	}
+	if (strcmp(proto, TSYNC_PTP_NAME))
+		return;		/* xen: once the metadata is in (print id) */
+	if (tsync_host_new(&g->tsh, &(struct tsync_host_opts){
+			.proto = TSYNC_PTP_NAME, .t = g->tst, .nvcpu = (uint32_t)g->cpus })) {
+		g->tsh = NULL;
+		tnote(g, "out of memory");
+		return;
+	}
+	tsync_sample(g, "first");
+}
+
+/* xen, after the metadata: the guest's print id and long size are known. */
+static void tsync_xen_setup(struct rec_guest *g)
+{
+	struct tsync_host_opts ho = {
+		.proto = TSYNC_XEN_NAME, .t = g->tst, .dom = g->sp.domid,
+		.nvcpu = (uint32_t)g->cpus, .scale = g->scale, .pv = g->pv, .vtsc = g->vtsc,
+		.print_id = g->print_id, .long_size = g->long_size,
+	};
+
+	if (!g->tst || g->tsh || strcmp(g->sum.tsync_proto, TSYNC_XEN_NAME))
+		return;
+	if (!g->has_print) {
+		tnote(g, "the guest's metadata has no ftrace/print format: its markers "
+		      "cannot be read");
+		return;
+	}
+	if (tsync_host_new(&g->tsh, &ho)) {
+		g->tsh = NULL;
+		tnote(g, "out of memory");
+		return;
+	}
+	g->xen_ok = true;
+}
+
+/*
+ * The guest's tsync thread: xen's first sample, one every interval, the
+ * last one when the stop is asked, STOP; then the drain thread may CLOSE.
+ */
+static void *tsync_main(void *arg)
+{
+	struct rec_guest *g = arg;
+	struct timespec next;
+	uint64_t step = (uint64_t)(g->interval * 1e9);
+
+	if (!strcmp(g->sum.tsync_proto, TSYNC_XEN_NAME))
+		tsync_sample(g, "first");
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	pthread_mutex_lock(&g->tlock);
+	while (!g->treq_stop) {
+		if (!step) {
+			pthread_cond_wait(&g->tcond, &g->tlock);
+			continue;
+		}
+		next.tv_sec += (time_t)(step / 1000000000ull);
+		next.tv_nsec += (long)(step % 1000000000ull);
+		if (next.tv_nsec >= 1000000000L) {
+			next.tv_sec++;
+			next.tv_nsec -= 1000000000L;
+		}
+		while (!g->treq_stop &&
+		       pthread_cond_timedwait(&g->tcond, &g->tlock, &next) != ETIMEDOUT)
+			;
+		if (g->treq_stop)
+			break;
+		pthread_mutex_unlock(&g->tlock);
+		tsync_sample(g, "interval");
+		pthread_mutex_lock(&g->tlock);
+	}
+	pthread_mutex_unlock(&g->tlock);
+	if (atomic_load(&g->gone))
+		tnote(g, "the guest went away: no last sample");
+	else
+		tsync_sample(g, "last");
+	tsync_host_stop(g->tsh);
+	/* now the session may end */
+	{
+		uint64_t one = 1;
+
+		atomic_store(&g->stop, 1);
+		if (write(g->wakefd, &one, sizeof(one)) < 0)
+			one = 0;	/* full: a wakeup is pending anyway */
+	}
+	return NULL;
+}
+
+/* After the file is finished: solve, append TIME_SHIFT, the summary. */
+static void tsync_finish(struct rec_guest *g, bool file_ok)
+{
+	struct tsync_solution sol;
+	struct tsync_clock c = { .mult = g->mult, .shift = g->shift }, *cp = &c;
+	bool xen = !strcmp(g->sum.tsync_proto, TSYNC_XEN_NAME);
+	char line[200] = "";
+	int ret;
+
+	g->sum.tsync_bound_ns = -1;
+	if (!g->tsh) {
+		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "no time sync: %s",
+			 g->tnote[0] ? g->tnote : "none asked (the guest file keeps its "
+			 "own clock)");
+		return;
+	}
+	if (!file_ok) {
+		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note),
+			 "no TIME_SHIFT: the guest file could not be finished");
+		return;
+	}
+	if (!c.mult && (!g->cpu_khz || tsync_clock_init(&c, g->cpu_khz, NULL, 0)))
+		cp = NULL;	/* the bound in ticks */
+	memset(&sol, 0, sizeof(sol));
+	ret = tsync_host_finish(g->tsh, &sol, line, sizeof(line), cp);
+	if (ret) {
+		const char *why = ret != -ENODATA ? strerror(-ret) : xen ?
+			"no marker round of this domain was found in the hypervisor's "
+			"records (the mask needs the HVM and GUEST classes; PV: GUEST "
+			"and PV)" : "no sample went through";
+
+		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "no TIME_SHIFT: %s%s%s",
+			 why, g->tnote[0] ? "; " : "", g->tnote);
+		tsync_solution_free(&sol);
+		return;
+	}
+	g->sum.tsync_rounds = xen ? sol.rounds_used : g->sum.tsync_samples;
+	if (xen && sol.rounds_used && cp)
+		g->sum.tsync_bound_ns = (int64_t)tsync_clock_ticks_to_ns(cp, tsync_bound_host(&sol));
+	ret = tsync_write_time_shift(g->path, g->host_traceid, &sol);
+	if (ret)
+		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "no TIME_SHIFT: %s "
+			 "(%s)", ret == -EOPNOTSUPP ? "a version 6 file takes no option "
+			 "after its data" : strerror(-ret), line);
+	else
+		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "%s%s%s", line,
+			 g->tnote[0] ? "; " : "", g->tnote);
+	g->sum.tsync_shift = !ret;
+	tsync_solution_free(&sol);
+}
+
 /* ---- the public functions ------------------------------------------------ */
 
 static void guest_free(struct rec_guest *g)
@@ -866,15 +1300,19 @@ static void guest_free(struct rec_guest *g)
 	}
 	free(g->st);
 	tmsg_close(g->ctl);
+	tsync_host_free(g->tsh);
+	tmsg_close(g->tst);
 	if (g->w)
 		tdat_close(g->w);
 	if (g->wakefd >= 0)
 		close(g->wakefd);
+	pthread_cond_destroy(&g->tcond);
+	pthread_mutex_destroy(&g->tlock);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
 }
 
-/* TRACE_REQ: the allow-listed options, our trace id, the secret. */
+/* TRACE_REQ: the allow-listed options, our trace id, the protocols, the secret. */
 static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 		   struct tmsg_trace_resp *resp, char *err, size_t errlen)
 {
@@ -904,10 +1342,13 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 		argv[argc++] = o->extra_args[i];
 	req.argc = (uint32_t)argc;
 	req.argv = argv;
+	req.nr_protos = g->noffer;
+	req.protos = g->noffer ? g->offer : NULL;
 	req.trace_id = o->host_traceid;
 	while (!req.trace_id)
 		if (getrandom(&req.trace_id, sizeof(req.trace_id), 0) != sizeof(req.trace_id))
 			req.trace_id = (uint64_t)getpid() << 32 | (uint64_t)time(NULL);
+	g->host_traceid = req.trace_id;
 	/* over vchan the rings are granted to dom0 alone: no secret needed */
 	if (g->sp.kind != REC_GUEST_XEN && o->secret_len) {
 		req.secret = o->secret;
@@ -945,6 +1386,9 @@ static int make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 			" in the metadata, %#" PRIx64 " in TRACE_RESP: keeping the "
 			"metadata's\n", g->sp.name, mo.traceid, g->traceid);
 	g->traceid = mo.traceid;
+	g->print_id = mo.print_id;
+	g->has_print = mo.has_print;
+	g->long_size = mo.long_size == 4 ? 4 : 8;
 	tp.version = o->file_version ? o->file_version : 7;
 	tp.page_size = g->page_size;
 	tp.cpus = g->cpus;
@@ -984,15 +1428,43 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	g->wakefd = -1;
 	pthread_mutex_init(&g->lock, NULL);
+	pthread_mutex_init(&g->tlock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&g->tcond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	g->log = o->log;
 	g->close_ms = o->close_timeout_ms > 0 ? o->close_timeout_ms : CLOSE_MS;
+	g->interval = o->tsync_interval > 0 ? o->tsync_interval : 0;
+	g->mult = o->mult;
+	g->shift = o->shift;
+	g->cpu_khz = o->cpu_khz;
 	ret = rec_guest_parse_spec(o->spec, &g->sp, err, errlen);
+	if (!ret)
+		ret = parse_protos(g, o->tsync, err, errlen);
 	if (ret)
 		goto fail;
 	ret = g->sp.kind == REC_GUEST_XEN ? xen_connect(g, timeout, err, errlen)
 					  : net_connect(g, timeout, err, errlen);
 	if (ret)
 		goto fail;
+	if (offered(g, TSYNC_XEN_NAME)) {
+		char why[128];
+
+		/* xen measures against the hypervisor's records of a domain */
+		if (g->sp.kind != REC_GUEST_XEN) {
+			drop_offer(g, TSYNC_XEN_NAME);
+			if (!g->noffer)
+				tnote(g, "protocol xen needs a Xen guest reached over vchan");
+		} else if (xen_clock(g, o->cpu_khz, why, sizeof(why))) {
+			drop_offer(g, TSYNC_XEN_NAME);
+			tnote(g, "xen not offered: %s", why);
+		}
+	}
 	path = rec_guest_file_path(o->output, g->sp.name);
 	if (!path || strlen(path) >= sizeof(g->path)) {
 		ret = errf(err, errlen, -ENAMETOOLONG, "%s: output name too long", o->output);
@@ -1022,6 +1494,7 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 			   g->sp.name, tmsg_error());
 		goto fail;
 	}
+	tsync_start(g, &resp, timeout);
 	for (int c = 0; c < g->cpus; c++) {
 		g->st[c].t = ts[c];
 		g->st[c].open = true;
@@ -1042,6 +1515,7 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 		goto fail;
 	free(mb.b);
 	mb.b = NULL;
+	tsync_xen_setup(g);
 	g->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (g->wakefd < 0) {
 		ret = errf(err, errlen, -errno, "eventfd: %s", strerror(errno));
@@ -1069,6 +1543,20 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 	}
 	g->started = true;
 	pthread_setname_np(g->th, "tcx-guest");	/* for top and perf */
+	if (g->tsh) {
+		sigset_t all, old;
+		int tret;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		tret = pthread_create(&g->tth, NULL, tsync_main, g);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (tret)
+			tnote(g, "cannot start its time sync thread: %s", strerror(tret));
+		else
+			pthread_setname_np(g->tth, "tcx-tsync");
+		g->tstarted = !tret;
+	}
 	tmsg_trace_resp_free(&resp);
 	free(ts);
 	free(path);
@@ -1141,6 +1629,14 @@ void rec_guest_request_stop(struct rec_guest *g)
 {
 	uint64_t one = 1;
 
+	if (g->tstarted) {
+		/* the last sample first; the tsync thread then lets CLOSE out */
+		pthread_mutex_lock(&g->tlock);
+		g->treq_stop = true;
+		pthread_cond_signal(&g->tcond);
+		pthread_mutex_unlock(&g->tlock);
+		return;
+	}
 	atomic_store(&g->stop, 1);
 	if (write(g->wakefd, &one, sizeof(one)) < 0)
 		return;	/* the counter is full: a wakeup is pending anyway */
@@ -1151,8 +1647,16 @@ int rec_guest_stop(struct rec_guest *g)
 	if (!g->started)
 		return 0;
 	rec_guest_request_stop(g);
+	if (g->tstarted) {
+		pthread_join(g->tth, NULL);
+		g->tstarted = false;
+	}
 	pthread_join(g->th, NULL);
 	g->started = false;
+	/* no sample after this; the solve waits for rec_guest_close() */
+	tsync_host_stop(g->tsh);
+	tmsg_close(g->tst);
+	g->tst = NULL;
 	/* the streams and the control are done with */
 	for (int c = 0; c < g->cpus; c++) {
 		tmsg_close(g->st[c].t);
@@ -1167,6 +1671,8 @@ int rec_guest_set_tsc2nsec(struct rec_guest *g, uint32_t mult, uint32_t shift)
 {
 	if (g->started)
 		return -EBUSY;
+	g->mult = mult;
+	g->shift = shift;
 	return tdat_set_tsc2nsec(g->w, mult, shift, 0);
 }
 
@@ -1184,6 +1690,8 @@ int rec_guest_close(struct rec_guest *g, struct rec_guest_summary *sum)
 		snprintf(g->sum.note, sizeof(g->sum.note), "%.160s: closing failed: %s",
 			 g->path, strerror(-ret));
 	}
+	/* the data is safe on disk: now the solve and TIME_SHIFT */
+	tsync_finish(g, !g->sum.error);
 	ret = g->sum.error;
 	if (sum)
 		*sum = g->sum;
@@ -1208,6 +1716,8 @@ void rec_guest_summary_print(const struct rec_guest_summary *s, FILE *f)
 	else if (s->died)
 		fprintf(f, "  %s: the file is valid and ends there%s\n", s->note,
 			s->cut_bytes ? " (a page cut short was dropped)" : "");
+	if (s->tsync_note[0])
+		fprintf(f, "  %s\n", s->tsync_note);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -1243,12 +1753,35 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 		s->cpus, s->traceid, s->events, s->pages, s->bytes, s->missed, s->bad_pages,
 		s->cut_bytes, s->seconds, s->died ? "true" : "false", s->error);
 	json_str(f, s->note);
-	fputc('}', f);
+	fputs(", \"tsync\": {\"protocol\": ", f);
+	if (s->tsync_proto[0])
+		json_str(f, s->tsync_proto);
+	else
+		fputs("null", f);
+	fprintf(f, ", \"time_shift\": %s, \"samples\": %u, \"rounds\": %u, \"bound_ns\": ",
+		s->tsync_shift ? "true" : "false", s->tsync_samples, s->tsync_rounds);
+	if (s->tsync_bound_ns >= 0)
+		fprintf(f, "%" PRId64, s->tsync_bound_ns);
+	else
+		fputs("null", f);
+	fputs(", \"note\": ", f);
+	json_str(f, s->tsync_note);
+	fputs("}}", f);
 }
 
 void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
 			 uint32_t dom, uint32_t vcpu)
 {
-	/* time sync (tsync_host_record) goes here */
-	(void)g; (void)r; (void)known; (void)dom; (void)vcpu;
+	struct tsync_hvrec t;
+
+	if (!g->tsh || !g->xen_ok)
+		return;
+	/* another domain's record: the matcher would skip it, after its lock */
+	if (known && dom != g->sp.domid && (r->event & 0x0fffffff) != TSYNC_TRC_LOST)
+		return;
+	t = (struct tsync_hvrec){ .tsc = r->tsc, .has_tsc = r->flags & REC_F_TSC,
+				  .event = r->event, .nr = r->nr, .dom = dom, .vcpu = vcpu,
+				  .known = known };
+	memcpy(t.w, r->w, sizeof(t.w));
+	tsync_host_record(g->tsh, &t);
 }

@@ -975,7 +975,9 @@ char *rec_guest_file_path(const char *output, const char *name);
  * @mult, @shift: TSC2NSEC for the guest file (mult 0: none; see also
  *		rec_guest_set_tsc2nsec())
  * @tsync:	time sync protocols to offer, joined by ',' ("xen,ptp", the
- *		default with NULL), or "none"
+ *		default with NULL), or "none". "xen" is offered only to a Xen
+ *		guest whose domain libxenctrl describes (TSC mode, rate, PV or
+ *		not); network guests are offered "ptp" alone
  * @tsync_interval: seconds between sync samples while recording (0: at
  *		the start and the end only)
  * @cpu_khz:	the host's TSC rate as Xen gives it (xc_physinfo; 0: ask)
@@ -1018,6 +1020,16 @@ struct rec_guest_opts {
  * @bytes:	page bytes received; @pages/@events/@missed as written
  * @bad_pages:	pages the guest sent that were malformed and skipped
  * @cut_bytes:	bytes of a last page cut short (an agent that died mid-page)
+ * @tsync_proto: the time sync protocol the agent chose ("xen", "ptp"; ""
+ *		for none)
+ * @tsync_shift: the guest file got its TIME_SHIFT (host clock)
+ * @tsync_samples: sampling points that went through (start, every
+ *		interval, end)
+ * @tsync_rounds: xen: marker rounds used by the solve; ptp: samples per vCPU
+ * @tsync_bound_ns: xen: the largest error of any offset used, ns; -1 when
+ *		there is none (ptp, an assumed offset, no sync)
+ * @tsync_note:	the tsync summary line (tsync_summary_line()), or why the
+ *		file has no TIME_SHIFT; the file itself is never affected
  */
 struct rec_guest_summary {
 	char		name[64];
@@ -1031,6 +1043,11 @@ struct rec_guest_summary {
 	bool		died;
 	int		error;
 	char		note[256];
+	char		tsync_proto[16];
+	bool		tsync_shift;
+	uint32_t	tsync_samples, tsync_rounds;
+	int64_t		tsync_bound_ns;
+	char		tsync_note[256];
 };
 
 /**
@@ -1043,6 +1060,15 @@ struct rec_guest_summary {
  * right before starting the host's own tracing. Clear errors (in @err)
  * for an unknown or dead guest, one without an agent, an agent that
  * refuses (its reason), bad metadata. Nothing is left on disk on failure.
+ *
+ * Time sync (@o->tsync): the protocols are offered in TRACE_REQ; if the
+ * agent picks one, its stream is connected here. "ptp" samples once
+ * before the metadata (a stock trace-cmd agent waits for that first
+ * round); "xen" samples from a thread of this guest as soon as it
+ * returns: open a guest once the hypervisor's buffers are on and its
+ * records reach rec_guest_hv_record(). Then every @o->tsync_interval
+ * seconds, and once more when the stop is requested. A time sync that
+ * fails never fails the open: the summary says why.
  */
 int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 		   char *err, size_t errlen);
@@ -1074,7 +1100,9 @@ int rec_guest_add_host_entry(const struct rec_guest *g, struct tdat_writer *host
 /**
  * rec_guest_hv_record - one hypervisor record of the session, in merged
  * order, with the vCPU running on its pCPU (a rec_tap_fn's arguments):
- * time sync finds its markers in them. From one thread at a time.
+ * time sync ("xen") finds its markers in them. From one thread at a time,
+ * from rec_guest_open() until rec_guest_close(), including the records
+ * drained after rec_guest_stop(): the last sample's traps are among them.
  */
 void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
 			 uint32_t dom, uint32_t vcpu);
@@ -1085,7 +1113,9 @@ void rec_guest_stats(struct rec_guest *g, struct rec_guest_summary *s);
 /**
  * rec_guest_request_stop - ask the guest's thread to send CLOSE and
  * finish, without waiting (stop several guests at once, then
- * rec_guest_stop() each)
+ * rec_guest_stop() each). With time sync, the guest's tsync thread first
+ * takes the last sample and sends the protocol's STOP, then CLOSE goes
+ * out: request the stop while the hypervisor still traces.
  */
 void rec_guest_request_stop(struct rec_guest *g);
 
@@ -1098,13 +1128,20 @@ int rec_guest_stop(struct rec_guest *g);
 
 /**
  * rec_guest_set_tsc2nsec - TSC2NSEC for the guest file, after
- * rec_guest_stop() (a version 7 file; -EBUSY while running)
+ * rec_guest_stop() (a version 7 file; -EBUSY while running); the time
+ * sync summary gives its bound in ns through the same mult/shift
  */
 int rec_guest_set_tsc2nsec(struct rec_guest *g, uint32_t mult, uint32_t shift);
 
 /**
  * rec_guest_close - stop if needed, finish the file, fill @sum (may be
  * NULL), free @g (safe on NULL); returns the file's error or 0
+ *
+ * With time sync, once the file is finished: the solve over every
+ * hypervisor record and guest page seen, and the TIME_SHIFT appended to
+ * the guest file for the host's trace id (a version 7 file). A sync that
+ * fails leaves the file as it is (the summary's tsync_note says why); it
+ * is not an error.
  */
 int rec_guest_close(struct rec_guest *g, struct rec_guest_summary *sum);
 

@@ -166,6 +166,20 @@ void tsync_host_marks(struct tsync_host *h, const struct tsync_gmark **g, size_t
 	*nh = h->m ? tsync_match_marks(h->m, hm) : 0;
 }
 
+int tsync_host_stop(struct tsync_host *h)
+{
+	int ret;
+
+	if (!h)
+		return -EINVAL;
+	if (h->stopped)
+		return 0;
+	/* the agent's loop ends; a lost stream only loses that */
+	ret = h->m ? tsync_xen_stop(h->o.t) : tsync_none_stop(h->o.t);
+	h->stopped = true;
+	return ret;
+}
+
 int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 		      char *summary, size_t len, const struct tsync_clock *c)
 {
@@ -173,14 +187,7 @@ int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 
 	if (!h || !sol)
 		return -EINVAL;
-	if (!h->stopped) {
-		/* the agent's loop ends; a lost stream only loses that */
-		if (h->m)
-			tsync_xen_stop(h->o.t);
-		else
-			tsync_none_stop(h->o.t);
-		h->stopped = true;
-	}
+	tsync_host_stop(h);
 	pthread_mutex_lock(&h->lock);
 	if (h->m) {
 		struct tsync_solve_opts so = { .scale = h->o.scale, .nvcpu = h->o.nvcpu,

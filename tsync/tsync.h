@@ -651,7 +651,17 @@ int tsync_host_record(struct tsync_host *h, const struct tsync_hvrec *r);
 int tsync_host_page(struct tsync_host *h, const void *page, size_t size, uint32_t cpu);
 
 /**
- * tsync_host_finish - end the protocol on the stream (STOP) and solve:
+ * tsync_host_stop - end the protocol on the stream (STOP), once: the
+ * recorder does it after the last sample and before the session's CLOSE
+ * (as trace-cmd's host), then solves with tsync_host_finish() once every
+ * hypervisor record and guest page is in. No sample after this. Returns
+ * the send's error (the stream may be gone: nothing else is lost).
+ */
+int tsync_host_stop(struct tsync_host *h);
+
+/**
+ * tsync_host_finish - end the protocol on the stream (STOP) if
+ * tsync_host_stop() did not, and solve:
  * @sol gets the TIME_SHIFT (tsync_write_time_shift()) and @summary the
  * line for the closing summary. A PV guest without a usable round gets
  * offset 0, reported as assumed. -ENODATA when nothing could be measured.

@@ -113,8 +113,9 @@ static int report_events(const char *file, int *cpus)
 	while (fgets(line, sizeof(line), p)) {
 		if (!strncmp(line, "cpus=", 5))
 			*cpus = atoi(line + 5);
-		else if (strstr(line, "sched_switch:") || strstr(line, "sched_wakeup:"))
-			n++;
+		else if (strstr(line, "sched_switch:") || strstr(line, "sched_wakeup:") ||
+			 strstr(line, "tcx-tsync "))
+			n++;	/* the events, and time sync's markers */
 	}
 	assert_int_equal(pclose(p), 0);
 	return n;
@@ -203,6 +204,16 @@ static void test_two_guests(void **state)
 		rec_guest_summary_print(&sum[i], stderr);
 		assert_false(sum[i].died);
 		assert_int_equal(sum[i].bad_pages, 0);
+		/*
+		 * protocol xen chosen and sampled at the start and the end, but
+		 * no hypervisor record reached rec_guest_hv_record() here: no
+		 * TIME_SHIFT, said so, and the file is whole (checked below)
+		 */
+		assert_string_equal(sum[i].tsync_proto, "xen");
+		assert_int_equal(sum[i].tsync_samples, 2);
+		assert_false(sum[i].tsync_shift);
+		assert_int_equal(sum[i].tsync_bound_ns, -1);
+		assert_non_null(strstr(sum[i].tsync_note, "no marker round"));
 	}
 	for (int i = 0; i < 2; i++) {
 		kill(agent[i], SIGTERM);
