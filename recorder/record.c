@@ -479,6 +479,78 @@ static void tap(void *ctx, const struct rec_record *r, bool known, uint32_t dom,
 }
 
 /*
+ * The agent an -A reaches, as a key: a Xen guest by its domid (a name
+ * looked up among the domains), a network agent by its address. -1 when
+ * it cannot be told here (a bad spec, an unknown name): rec_guest_open()
+ * says why, in its turn.
+ */
+static int guest_key(const struct session *ss, const char *spec, struct rec_guest_spec *sp)
+{
+	char err[256];
+
+	if (rec_guest_parse_spec(spec, sp, err, sizeof(err)))
+		return -1;
+	if (sp->kind != REC_GUEST_XEN || sp->by_domid)
+		return 0;
+	for (int i = 0; i < ss->ndoms; i++) {
+		if (!ss->doms[i].gone && !strcmp(ss->doms[i].name, sp->xen_name)) {
+			sp->domid = ss->doms[i].dom;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Each guest once, checked before any is opened: a second session to the
+ * agent of the first would wait for it (5 s of retries) and fail as if
+ * the agent were dead.
+ */
+static int check_guests_once(const struct session *ss, char *err, size_t errlen)
+{
+	const struct rec_record_opts *o = ss->o;
+	struct rec_guest_spec *sp = calloc((size_t)o->nr_guests, sizeof(*sp));
+	bool *ok = calloc((size_t)o->nr_guests, sizeof(*ok));
+	int ret = 0;
+
+	if (!sp || !ok) {
+		free(sp);
+		free(ok);
+		return -ENOMEM;
+	}
+	for (int i = 0; !ret && i < o->nr_guests; i++) {
+		ok[i] = !guest_key(ss, o->guests[i], &sp[i]);
+		for (int j = 0; ok[i] && j < i; j++) {
+			const struct rec_guest_spec *a = &sp[i], *b = &sp[j];
+			bool same;
+
+			if (!ok[j] || a->kind != b->kind)
+				continue;
+			if (a->kind == REC_GUEST_XEN)
+				same = a->domid == b->domid;
+			else if (a->kind == REC_GUEST_TCP)
+				same = a->port == b->port && !strcasecmp(a->host, b->host);
+			else
+				same = a->port == b->port && a->cid == b->cid;
+			if (!same)
+				continue;
+			if (a->kind == REC_GUEST_XEN)
+				snprintf(err, errlen, "-A %s: the same guest as -A %s (domain %u): "
+					 "record each guest once", o->guests[i], o->guests[j],
+					 a->domid);
+			else
+				snprintf(err, errlen, "-A %s: the same agent as -A %s: record each "
+					 "guest once", o->guests[i], o->guests[j]);
+			ret = -EEXIST;
+			break;
+		}
+	}
+	free(sp);
+	free(ok);
+	return ret;
+}
+
+/*
  * Each -A in turn, once the hypervisor traces: the agents start tracing as
  * they send their metadata. A guest that cannot be opened ends the
  * recording before it starts.
@@ -486,7 +558,10 @@ static void tap(void *ctx, const struct rec_record *r, bool known, uint32_t dom,
 static int open_guests(struct session *ss, char *err, size_t errlen)
 {
 	const struct rec_record_opts *o = ss->o;
+	int ret = check_guests_once(ss, err, errlen);
 
+	if (ret)
+		return ret;
 	ss->g = calloc((size_t)o->nr_guests, sizeof(*ss->g));
 	ss->gsum = calloc((size_t)o->nr_guests, sizeof(*ss->gsum));
 	if (!ss->g || !ss->gsum)
@@ -502,7 +577,7 @@ static int open_guests(struct session *ss, char *err, size_t errlen)
 			.secret = o->secret, .secret_len = o->secret_len, .log = o->log,
 		};
 		struct rec_guest *g;
-		int dom, ret;
+		int dom;
 
 		ret = rec_guest_open(&g, &go, err, errlen);
 		if (ret)
