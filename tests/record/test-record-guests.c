@@ -1,0 +1,938 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * record --xen -A end to end on xensim: the built trace-cmd-xen binary
+ * (TCX_BIN) records sim/hosts/two-guests.conf while each guest runs our
+ * agent (`agent --xen`, XENSIM_DOMID) on its simulated kernel. The files
+ * are read back with libtracecmd and the stock trace-cmd, the GUEST
+ * entries of trace.dat are matched with the guest files' TRACEIDs, the
+ * summary JSON is parsed, and the event counts are compared with the
+ * simulator's ground truth (gstats):
+ *  - two guests by name and by domid: files, GUEST entries, order, counts;
+ *  - the guests' tracing turned off before the stop: every event the guest
+ *    kernels produced is in the files;
+ *  - an agent killed mid-capture: its file is valid and ends there, the
+ *    summary says so, the other guest's file is complete;
+ *  - errors: exit 1 (2 for usage) with a clear message, nothing on disk;
+ *  - a TCP guest (agent -N, --secret-file): pids -1 in its GUEST entry; a
+ *    wrong or missing secret is refused.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <trace-cmd/trace-cmd.h>
+
+#include "recorder.h"
+#include "simhost.h"
+#include "tmsg.h"
+
+#define MAXCPU		16
+#define MAXAGENTS	4
+
+static struct simhost sim;
+static pid_t agents[MAXAGENTS];
+static int nagents;
+static char outdir[400];
+
+/* two-guests.conf */
+static const unsigned int gdom[2] = { 1, 2 }, gvcpus[2] = { 2, 1 };
+
+static const char *tcx(void)
+{
+	const char *b = getenv("TCX_BIN");
+
+	return b ? b : "trace-cmd-xen";
+}
+
+/* @name in the test's scratch directory (32 rotating buffers) */
+static char *path(const char *name)
+{
+	static char buf[32][512];
+	static int i;
+
+	i = (i + 1) % 32;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", outdir, name);
+	return buf[i];
+}
+
+static int setup(void **state)
+{
+	nagents = 0;
+	if (simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")))
+		return -1;
+	setenv("XENSIM_HOST", sim.dir, 1);
+	snprintf(outdir, sizeof(outdir), "%s/out", sim.tmp);
+	return mkdir(outdir, 0755);
+}
+
+static void stop_agents(void)
+{
+	for (int i = 0; i < nagents; i++) {
+		if (agents[i] <= 0)
+			continue;
+		kill(agents[i], SIGKILL);
+		waitpid(agents[i], NULL, 0);
+		agents[i] = 0;
+	}
+	nagents = 0;
+}
+
+static int teardown(void **state)
+{
+	stop_agents();
+	simhost_cleanup(&sim);
+	return 0;
+}
+
+/* Write @text into a simulated guest kernel's tracefs file. */
+static void put(unsigned int domid, const char *file, const char *text)
+{
+	char p[460];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/dom%u/tracing/%s", sim.dir, domid, file);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * The guest's "boot script": our agent reads a simulated kernel as it is,
+ * so the guest selects x86-tsc and turns sched_switch and tracing on.
+ */
+static void boot_guest(unsigned int domid)
+{
+	put(domid, "trace_clock", "x86-tsc\n");
+	put(domid, "events/sched/sched_switch/enable", "1\n");
+	put(domid, "tracing_on", "1\n");
+}
+
+static pid_t start_child(char *const argv[], const char *log, const char *domid)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid)
+		return pid;
+	if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
+		_exit(126);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	setenv("LD_LIBRARY_PATH", getenv("XENSIM_LIBDIR"), 1);
+	if (domid)
+		setenv("XENSIM_DOMID", domid, 1);
+	execv(argv[0], argv);
+	_exit(127);
+}
+
+/* `agent --xen` in guest @domid, advertised in xenstore when this returns. */
+static pid_t start_xen_agent(unsigned int domid)
+{
+	char tdir[400], log[460], env[16];
+	char *argv[] = { (char *)tcx(), "agent", "--xen", "--tracing-dir", tdir, NULL };
+	struct tmsg_xs_agent a = { 0 };
+	pid_t pid;
+
+	boot_guest(domid);
+	snprintf(tdir, sizeof(tdir), "%s/dom%u/tracing", sim.dir, domid);
+	snprintf(log, sizeof(log), "%s/agent%u.log", sim.tmp, domid);
+	snprintf(env, sizeof(env), "%u", domid);
+	pid = start_child(argv, log, env);
+	assert_true(nagents < MAXAGENTS);
+	agents[nagents++] = pid;
+	for (int t = 0; t < 500 && !a.ready; t++) {
+		if (tmsg_xs_lookup(domid, &a))
+			a.ready = false;
+		usleep(10 * 1000);
+	}
+	if (!a.ready)
+		fail_msg("the agent of domain %u does not advertise itself (see %s)", domid, log);
+	return pid;
+}
+
+static int wait_rc(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Run trace-cmd-xen with @argv (after the binary), stderr into @err. */
+static int tcx_run(const char *err, ...)
+{
+	char *argv[48];
+	va_list ap;
+	int n = 0;
+
+	argv[n++] = (char *)tcx();
+	va_start(ap, err);
+	while (n < 47 && (argv[n] = va_arg(ap, char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	return wait_rc(start_child(argv, err, NULL));
+}
+
+static char *slurp(const char *file)
+{
+	static char buf[65536];
+	FILE *f = fopen(file, "r");
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+static bool file_has(const char *file, const char *needle)
+{
+	char *s = slurp(file);
+
+	if (!strstr(s, needle))
+		print_message("# %s lacks \"%s\":\n%s\n", file, needle, s);
+	return strstr(s, needle) != NULL;
+}
+
+static bool exists(const char *file)
+{
+	return !access(file, F_OK);
+}
+
+/* The output directory holds nothing (no trace.dat, no guest file...). */
+static void assert_outdir_empty(void)
+{
+	DIR *d = opendir(outdir);
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		print_message("# left on disk: %s\n", e->d_name);
+		n++;
+	}
+	closedir(d);
+	assert_int_equal(n, 0);
+}
+
+/* ---- the simulator's truth: guest events per vCPU ---- */
+
+struct gtruth {
+	uint64_t events[MAXCPU], pages[MAXCPU], dropped;
+	unsigned int vcpus;
+};
+
+static void gtruth_load(unsigned int dom, struct gtruth *t)
+{
+	char p[400], line[512], pat[48];
+	FILE *f;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(p, sizeof(p), "%s/truth", sim.dir);
+	snprintf(pat, sizeof(pat), "gstats domid=%u ", dom);
+	f = fopen(p, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int d, v;
+		unsigned long long ev, pg, dr;
+
+		if (strncmp(line, pat, strlen(pat)))
+			continue;
+		assert_int_equal(sscanf(line, "gstats domid=%u vcpu=%u events=%llu pages=%llu "
+					"dropped_pages=%llu", &d, &v, &ev, &pg, &dr), 5);
+		assert_true(v < MAXCPU);
+		t->events[v] = ev;
+		t->pages[v] = pg;
+		t->dropped += dr;
+		if (v + 1 > t->vcpus)
+			t->vcpus = v + 1;
+	}
+	fclose(f);
+}
+
+/* ---- a guest file through libtracecmd ---- */
+
+struct gread {
+	uint64_t traceid;
+	int cpus;			/* CPUs with a buffer (read until NULL) */
+	uint64_t events[MAXCPU], total;
+	uint64_t switches, prints;	/* sched_switch; print (time sync markers) */
+	uint64_t other;			/* anything else */
+	uint64_t backwards;		/* per CPU, a stamp before the previous one */
+};
+
+static void gread_file(const char *file, int cpus, struct gread *g)
+{
+	struct tracecmd_input *h = tracecmd_open(file, 0);
+	struct tep_handle *tep;
+
+	memset(g, 0, sizeof(*g));
+	if (!h)
+		fail_msg("libtracecmd cannot open %s", file);
+	tep = tracecmd_get_tep(h);
+	g->traceid = tracecmd_get_traceid(h);
+	g->cpus = cpus;
+	for (int c = 0; c < cpus && c < MAXCPU; c++) {
+		struct tep_record *r;
+		uint64_t last = 0;
+
+		while ((r = tracecmd_read_data(h, c))) {
+			struct tep_event *ev = tep_find_event_by_record(tep, r);
+
+			if (r->ts < last)
+				g->backwards++;
+			last = r->ts;
+			g->events[c]++;
+			g->total++;
+			if (ev && !strcmp(ev->name, "sched_switch"))
+				g->switches++;
+			else if (ev && !strcmp(ev->name, "print"))
+				g->prints++;
+			else
+				g->other++;
+			tracecmd_free_record(r);
+		}
+	}
+	tracecmd_close(h);
+}
+
+/* ---- the stock trace-cmd report ---- */
+
+struct report {
+	int cpus;
+	uint64_t events, switches, unknown;
+};
+
+static void report(const char *file, struct report *r)
+{
+	char cmd[700], line[2048];
+	FILE *p;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->cpus = -1;
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i '%s' 2>&1", file);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		const char *b = strchr(line, '[');
+		double ts;
+		int cpu;
+
+		if (!strncmp(line, "cpus=", 5))
+			r->cpus = atoi(line + 5);
+		if (strstr(line, "[UNKNOWN EVENT]"))
+			r->unknown++;
+		/* an event: "comm-pid [cpu] secs.usecs: name: ..." */
+		if (b && sscanf(b, "[%d] %lf:", &cpu, &ts) == 2) {
+			r->events++;
+			if (strstr(line, " sched_switch: "))
+				r->switches++;
+		}
+	}
+	rc = pclose(p);
+	if (rc)
+		fail_msg("trace-cmd report -i %s: status %d", file, rc);
+}
+
+/* ---- GUEST options of trace.dat, from `trace-cmd dump --options` ---- */
+
+struct gentry {
+	char name[64];
+	uint64_t traceid;
+	int cpus;
+	int pid[MAXCPU];
+};
+
+static int dump_guests(const char *file, struct gentry *e, int max)
+{
+	char cmd[700], line[512];
+	int n = -1, rc;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "trace-cmd dump --options -i '%s' 2>&1", file);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		char name[64];
+		unsigned long long id;
+		int a, b;
+
+		if (strstr(line, "[Option ")) {
+			/* an option other than GUEST ends the entry */
+			if (strstr(line, "[Option GUEST,") && n + 1 < max)
+				memset(&e[++n], 0, sizeof(e[0]));
+			continue;
+		}
+		if (n < 0)
+			continue;
+		if (strstr(line, "[Guest name]") && sscanf(line, "%63s", name) == 1)
+			snprintf(e[n].name, sizeof(e[n].name), "%s", name);
+		else if (strstr(line, "[trace id]") && sscanf(line, "%llx", &id) == 1)
+			e[n].traceid = id;
+		else if (strstr(line, "[Guest CPUs]"))
+			e[n].cpus = atoi(line);
+		else if (strstr(line, "[guest cpu, host pid]") &&
+			 sscanf(line, "%d %d", &a, &b) == 2 && a >= 0 && a < MAXCPU)
+			e[n].pid[a] = b;
+	}
+	rc = pclose(p);
+	if (rc)
+		fail_msg("trace-cmd dump --options -i %s: status %d", file, rc);
+	return n + 1;
+}
+
+static const struct gentry *gentry_named(const struct gentry *e, int n, const char *name)
+{
+	const struct gentry *found = NULL;
+
+	for (int i = 0; i < n; i++) {
+		if (strcmp(e[i].name, name))
+			continue;
+		if (found)
+			fail_msg("two GUEST entries named %s", name);
+		found = &e[i];
+	}
+	return found;
+}
+
+/* ---- the summary JSON, parsed by python3's json ---- */
+
+struct jguest {
+	char name[64], transport[16], file[512], note[256];
+	int cpus;
+	uint64_t traceid, events, pages, lost;
+	bool died;
+};
+
+struct jsum {
+	char error[256];
+	int ng;
+	struct jguest g[4];
+};
+
+static void json_load(const char *file, struct jsum *j)
+{
+	char cmd[1200], line[1024], *txt = path("json.txt");
+	FILE *f;
+
+	memset(j, 0, sizeof(*j));
+	/* one guest a line: name transport cpus traceid events pages lost died file note */
+	snprintf(cmd, sizeof(cmd), "python3 -c '"
+		 "import json, sys\n"
+		 "s = json.load(open(sys.argv[1]))\n"
+		 "print(\"error\", s[\"error\"] or \"-\")\n"
+		 "for g in s[\"guests\"]:\n"
+		 "    print(\"guest\", g[\"name\"], g[\"transport\"], g[\"cpus\"], g[\"traceid\"],"
+		 " g[\"events\"], g[\"pages\"], g[\"lost\"], int(g[\"died\"]), g[\"file\"],"
+		 " g[\"note\"] or \"-\")\n"
+		 "' '%s' > '%s'", file, txt);
+	if (system(cmd))
+		fail_msg("%s does not parse as the summary JSON:\n%s", file, slurp(file));
+	f = fopen(txt, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		struct jguest *g;
+		unsigned long long id, ev, pg, lo;
+		int died, off = 0;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "error ", 6)) {
+			snprintf(j->error, sizeof(j->error), "%.255s",
+				 strcmp(line + 6, "-") ? line + 6 : "");
+			continue;
+		}
+		assert_true(j->ng < 4);
+		g = &j->g[j->ng++];
+		assert_int_equal(sscanf(line, "guest %63s %15s %d %llu %llu %llu %llu %d %511s %n",
+					g->name, g->transport, &g->cpus, &id, &ev, &pg, &lo, &died,
+					g->file, &off), 9);
+		g->traceid = id;
+		g->events = ev;
+		g->pages = pg;
+		g->lost = lo;
+		g->died = died;
+		if (off && strcmp(line + off, "-"))
+			snprintf(g->note, sizeof(g->note), "%s", line + off);
+	}
+	fclose(f);
+}
+
+static const struct jguest *jguest_named(const struct jsum *j, const char *name)
+{
+	for (int i = 0; i < j->ng; i++)
+		if (!strcmp(j->g[i].name, name))
+			return &j->g[i];
+	fail_msg("the summary JSON has no guest %s", name);
+	return NULL;
+}
+
+/*
+ * Everything that must hold for one Xen guest's file after a clean
+ * capture: readable by libtracecmd and the stock report, its CPU count,
+ * only sched_switch, each CPU in order, its TRACEID in trace.dat's GUEST
+ * entry named after it with vCPU i -> rec_vcpu_pid(dom, i), and the
+ * summary's counts. Returns the events per CPU in @g.
+ */
+static void check_xen_guest(int i, const struct gentry *ge, int nge, const struct jsum *j,
+			    struct gread *g)
+{
+	char name[16], file[32], dname[8];
+	const struct gentry *e;
+	const struct jguest *jg;
+	struct report r;
+
+	snprintf(name, sizeof(name), "guest%u", gdom[i]);
+	snprintf(file, sizeof(file), "trace-guest%u.dat", gdom[i]);
+	snprintf(dname, sizeof(dname), "d%u", gdom[i]);
+
+	report(path(file), &r);
+	gread_file(path(file), (int)gvcpus[i], g);
+	print_message("# %s: report cpus=%d, %lu events (%lu sched_switch), %lu unknown; "
+		      "libtracecmd %lu sched_switch, %lu print\n", file, r.cpus,
+		      (unsigned long)r.events, (unsigned long)r.switches,
+		      (unsigned long)r.unknown, (unsigned long)g->switches,
+		      (unsigned long)g->prints);
+	assert_int_equal(r.cpus, gvcpus[i]);
+	assert_int_equal(r.unknown, 0);
+	assert_true(g->switches > 0);
+	/* the guests trace sched_switch; time sync writes markers (print) */
+	assert_int_equal(g->other, 0);
+	assert_int_equal(g->backwards, 0);
+	assert_int_equal(r.events, g->total);
+	assert_int_equal(r.switches, g->switches);
+
+	/* the GUEST entry of the domain names the guest, with its file's TRACEID */
+	e = gentry_named(ge, nge, name);
+	if (!e)
+		fail_msg("trace.dat has no GUEST entry named %s", name);
+	assert_null(gentry_named(ge, nge, dname));
+	assert_true(e->traceid == g->traceid);
+	assert_true(e->traceid != rec_guest_traceid(gdom[i]));
+	assert_int_equal(e->cpus, gvcpus[i]);
+	for (unsigned int v = 0; v < gvcpus[i]; v++)
+		assert_int_equal(e->pid[v], rec_vcpu_pid(gdom[i], v));
+
+	jg = jguest_named(j, name);
+	assert_string_equal(jg->transport, "vchan");
+	assert_int_equal(jg->cpus, gvcpus[i]);
+	assert_true(jg->traceid == g->traceid);
+	assert_int_equal(jg->events, g->total);
+	assert_true(jg->events > 0);
+	assert_int_equal(jg->lost, 0);
+	assert_non_null(strstr(jg->file, file));
+}
+
+/* the same through libtracecmd's own lookup */
+static void check_cpumap(const char *host, uint64_t traceid, const char *name, int n,
+			 const int *want)
+{
+	struct tracecmd_input *h = tracecmd_open(host, 0);
+	const char *gname;
+	const int *pids;
+	int cnt;
+
+	assert_non_null(h);
+	assert_int_equal(tracecmd_get_guest_cpumap(h, traceid, &gname, &cnt, &pids), 0);
+	assert_string_equal(gname, name);
+	assert_int_equal(cnt, n);
+	for (int v = 0; v < n; v++)
+		assert_int_equal(pids[v], want[v]);
+	tracecmd_close(h);
+}
+
+/* The host's files are there and read. */
+static void check_host_files(void)
+{
+	struct tracecmd_input *h;
+	char cmd[1200];
+
+	h = tracecmd_open(path("trace.dat"), 0);
+	assert_non_null(h);
+	tracecmd_close(h);
+	h = tracecmd_open(path("trace-dom0.dat"), 0);
+	assert_non_null(h);
+	assert_true(tracecmd_get_traceid(h) == rec_guest_traceid(0));
+	tracecmd_close(h);
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i '%s' -i '%s' > /dev/null 2>&1",
+		 path("trace.dat"), path("trace-dom0.dat"));
+	assert_int_equal(system(cmd), 0);
+}
+
+/* ---- the tests ---- */
+
+/* Two guests, one by name, one by domid, for 2 s. */
+static void test_two_guests(void **state)
+{
+	char *err = path("err"), *js = path("sum.json");
+	struct gentry ge[16];
+	struct jsum j;
+	int nge;
+
+	for (int i = 0; i < 2; i++)
+		start_xen_agent(gdom[i]);
+	if (tcx_run(err, "record", "--xen", "-A", "guest1", "-A", "2", "-e",
+		    "sched:sched_switch", "--duration", "2", "-o", path("trace.dat"),
+		    "--summary-json", js, NULL))
+		fail_msg("record failed:\n%s", slurp(err));
+	for (int i = 0; i < 2; i++)	/* nothing more for the simulator to count */
+		put(gdom[i], "tracing_on", "0\n");
+	assert_true(file_has(err, "guest guest1 (domain 1): "));
+	assert_true(file_has(err, "guest guest2 (domain 2): "));
+	check_host_files();
+	json_load(js, &j);
+	assert_string_equal(j.error, "");
+	assert_int_equal(j.ng, 2);
+	nge = dump_guests(path("trace.dat"), ge, 16);
+	assert_non_null(gentry_named(ge, nge, "d0"));
+	stop_agents();
+	assert_int_equal(simhost_stop(&sim), 0);
+
+	for (int i = 0; i < 2; i++) {
+		const struct jguest *jg;
+		struct gtruth t;
+		struct gread g;
+		int pids[MAXCPU];
+		char name[16];
+
+		check_xen_guest(i, ge, nge, &j, &g);
+		snprintf(name, sizeof(name), "guest%u", gdom[i]);
+		jg = jguest_named(&j, name);
+		assert_false(jg->died);
+		assert_string_equal(jg->note, "");
+		for (unsigned int v = 0; v < gvcpus[i]; v++)
+			pids[v] = rec_vcpu_pid(gdom[i], v);
+		check_cpumap(path("trace.dat"), g.traceid, name, (int)gvcpus[i], pids);
+
+		/* the simulator produced at least what the file holds, CPU by CPU */
+		gtruth_load(gdom[i], &t);
+		assert_int_equal(t.vcpus, gvcpus[i]);
+		assert_int_equal(t.dropped, 0);
+		for (unsigned int v = 0; v < gvcpus[i]; v++) {
+			print_message("# %s vCPU %u: file %lu events, simulator %lu\n", name, v,
+				      (unsigned long)g.events[v], (unsigned long)t.events[v]);
+			assert_true(g.events[v] <= t.events[v]);
+			assert_true(g.events[v] > 0);
+		}
+	}
+}
+
+/*
+ * The guests' tracing is turned off while recording (by the recorded
+ * command), so the guest kernels produce nothing after it: the files must
+ * hold every event they produced, CPU by CPU.
+ */
+static void test_every_event(void **state)
+{
+	char *err = path("err"), *js = path("sum.json");
+	char script[1400];
+	struct gentry ge[16];
+	struct jsum j;
+	int nge;
+
+	for (int i = 0; i < 2; i++)
+		start_xen_agent(gdom[i]);
+	snprintf(script, sizeof(script),
+		 "sleep 1.5; echo 0 > %s/dom1/tracing/tracing_on; "
+		 "echo 0 > %s/dom2/tracing/tracing_on; sleep 1", sim.dir, sim.dir);
+	if (tcx_run(err, "record", "--xen", "-q", "-A", "guest1", "-A", "guest2", "-o",
+		    path("trace.dat"), "--summary-json", js, "--", "/bin/sh", "-c", script, NULL))
+		fail_msg("record failed:\n%s", slurp(err));
+	json_load(js, &j);
+	assert_int_equal(j.ng, 2);
+	nge = dump_guests(path("trace.dat"), ge, 16);
+	stop_agents();
+	assert_int_equal(simhost_stop(&sim), 0);
+	for (int i = 0; i < 2; i++) {
+		struct gtruth t;
+		struct gread g;
+
+		check_xen_guest(i, ge, nge, &j, &g);
+		gtruth_load(gdom[i], &t);
+		assert_int_equal(t.dropped, 0);
+		for (unsigned int v = 0; v < gvcpus[i]; v++) {
+			print_message("# guest%u vCPU %u: file %lu events, simulator %lu\n",
+				      gdom[i], v, (unsigned long)g.events[v],
+				      (unsigned long)t.events[v]);
+			assert_int_equal(g.events[v], t.events[v]);
+		}
+	}
+}
+
+/*
+ * guest2's agent is SIGKILLed 1 s into a 3.5 s recording (by the recorded
+ * command, so it is inside the capture whatever the load): record still
+ * succeeds, guest2's file is valid and ends there, the summary says it
+ * died; guest1's file has every event (its tracing is turned off before
+ * the stop).
+ */
+static void test_agent_killed(void **state)
+{
+	char *err = path("err"), *js = path("sum.json");
+	char script[1400];
+	const struct jguest *jg;
+	struct gtruth t;
+	struct gread g;
+	struct report r;
+	struct gentry ge[16];
+	struct jsum j;
+	pid_t victim;
+	int nge;
+
+	start_xen_agent(1);
+	victim = start_xen_agent(2);
+	snprintf(script, sizeof(script),
+		 "sleep 1; kill -KILL %d; sleep 1.5; echo 0 > %s/dom1/tracing/tracing_on; "
+		 "sleep 1", (int)victim, sim.dir);
+	if (tcx_run(err, "record", "--xen", "-A", "guest1", "-A", "guest2", "-o",
+		    path("trace.dat"), "--summary-json", js, "--", "/bin/sh", "-c", script, NULL))
+		fail_msg("record failed:\n%s", slurp(err));
+	assert_true(file_has(err, "went away"));
+	json_load(js, &j);
+	assert_string_equal(j.error, "");
+	assert_int_equal(j.ng, 2);
+	check_host_files();
+	nge = dump_guests(path("trace.dat"), ge, 16);
+	stop_agents();
+	assert_int_equal(simhost_stop(&sim), 0);
+
+	/* the survivor: complete */
+	check_xen_guest(0, ge, nge, &j, &g);
+	jg = jguest_named(&j, "guest1");
+	assert_false(jg->died);
+	gtruth_load(1, &t);
+	for (unsigned int v = 0; v < gvcpus[0]; v++)
+		assert_int_equal(g.events[v], t.events[v]);
+
+	/* the dead one: valid, ends early, said so */
+	jg = jguest_named(&j, "guest2");
+	print_message("# guest2 died: \"%s\"\n", jg->note);
+	assert_true(jg->died);
+	assert_true(strlen(jg->note) > 0);
+	report(path("trace-guest2.dat"), &r);
+	assert_int_equal(r.cpus, 1);
+	assert_int_equal(r.unknown, 0);
+	gread_file(path("trace-guest2.dat"), 1, &g);
+	assert_int_equal(g.backwards, 0);
+	assert_int_equal(g.other, 0);
+	assert_int_equal(g.total, r.events);
+	assert_int_equal(g.total, jg->events);
+	assert_true(g.total > 0);
+	gtruth_load(2, &t);
+	print_message("# guest2: file %lu events, simulator %lu\n", (unsigned long)g.total,
+		      (unsigned long)t.events[0]);
+	assert_true(g.total < t.events[0]);
+	/* still named in trace.dat, with its file's TRACEID */
+	{
+		const struct gentry *e = gentry_named(ge, nge, "guest2");
+
+		assert_non_null(e);
+		assert_true(e->traceid == g.traceid);
+		assert_int_equal(e->pid[0], rec_vcpu_pid(2, 0));
+	}
+}
+
+/* One failing record: @rc, @msg in its stderr, nothing on disk. */
+static void expect_fail(int rc, const char *msg, ...)
+{
+	char *argv[40], *err = path("../err");
+	va_list ap;
+	int n = 0, got;
+
+	argv[n++] = (char *)tcx();
+	argv[n++] = "record";
+	argv[n++] = "--xen";
+	argv[n++] = "-q";
+	argv[n++] = "--duration";
+	argv[n++] = "1";
+	argv[n++] = "-o";
+	argv[n++] = path("trace.dat");
+	va_start(ap, msg);
+	while (n < 39 && (argv[n] = va_arg(ap, char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	got = wait_rc(start_child(argv, err, NULL));
+	if (got != rc)
+		fail_msg("record ... %s: status %d, not %d:\n%s", argv[8], got, rc, slurp(err));
+	assert_true(file_has(err, msg));
+	if (rc == 2)
+		assert_true(file_has(err, "usage: trace-cmd-xen record"));
+	assert_outdir_empty();
+}
+
+/* guest1 runs an agent, guest2 does not. */
+static void test_errors(void **state)
+{
+	start_xen_agent(1);
+	expect_fail(1, "-A nosuch: no running domain is named \"nosuch\"", "-A", "nosuch", NULL);
+	expect_fail(1, "-A 9: no domain 9 is running", "-A", "9", NULL);
+	expect_fail(1, "guest guest2 (domain 2) runs no agent", "-A", "2", NULL);
+	expect_fail(1, "guest2", "-A", "guest2", NULL);
+	/* the same guest twice, however named */
+	expect_fail(1, "-A guest1: the same guest as -A guest1", "-A", "guest1", "-A", "guest1",
+		    NULL);
+	expect_fail(1, "-A 1: the same guest as -A guest1", "-A", "guest1", "-A", "1", NULL);
+	/* the first guest opened, the second fails: no guest1 file either */
+	expect_fail(1, "no running domain is named \"nosuch\"", "-A", "guest1", "-A", "nosuch",
+		    NULL);
+	/* usage */
+	expect_fail(2, "--tsync bogus", "-A", "guest1", "--tsync", "bogus", NULL);
+	expect_fail(2, "--tsync xen,bogus", "-A", "guest1", "--tsync", "xen,bogus", NULL);
+	expect_fail(2, "--tsync-interval 0", "-A", "guest1", "--tsync-interval", "0", NULL);
+	expect_fail(2, "--tsync-interval abc", "-A", "guest1", "--tsync-interval", "abc",
+		    NULL);
+	expect_fail(2, "--secret-file", "-A", "guest1", "--secret-file", path("../nosecret"),
+		    NULL);
+
+	/* none of the failures above left guest1's agent busy */
+	if (tcx_run(path("../err"), "record", "--xen", "-q", "-A", "guest1", "--duration", "1",
+		    "-o", path("trace.dat"), NULL))
+		fail_msg("record -A guest1 after the failures:\n%s", slurp(path("../err")));
+	assert_true(exists(path("trace-guest1.dat")));
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	assert_true(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static void write_file(const char *file, const char *text)
+{
+	FILE *f = fopen(file, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * Our agent over TCP (`agent -N 127.0.0.1 -p PORT --secret-file F`) on
+ * guest1's simulated kernel: a wrong or missing secret is refused, the
+ * right one records trace-127.0.0.1.dat, whose GUEST entry maps every vCPU
+ * to -1 (the host cannot know which task runs them), as trace-cmd writes.
+ */
+static void test_tcp(void **state)
+{
+	char port[16], spec[48], tdir[400], log[460], *sec = path("../secret");
+	char *wrong = path("../wrong"), *err = path("../err"), *js = path("../sum.json");
+	char *argv[] = { (char *)tcx(), "agent", "-N", "127.0.0.1", "-p", port, "--secret-file",
+			 sec, "--tracing-dir", tdir, NULL };
+	const struct gentry *e;
+	const struct jguest *jg;
+	struct gentry ge[16];
+	struct report r;
+	struct gread g;
+	struct jsum j;
+	int nge, pids[2] = { -1, -1 };
+
+	write_file(sec, "the right one\n");
+	write_file(wrong, "the wrong one\n");
+	boot_guest(1);
+	snprintf(port, sizeof(port), "%d", free_port());
+	snprintf(spec, sizeof(spec), "127.0.0.1:%s", port);
+	snprintf(tdir, sizeof(tdir), "%s/dom1/tracing", sim.dir);
+	snprintf(log, sizeof(log), "%s/agent-tcp.log", sim.tmp);
+	agents[nagents++] = start_child(argv, log, NULL);
+	for (int t = 0; ; t++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(atoi(port)) };
+		bool up;
+
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		up = !connect(fd, (struct sockaddr *)&a, sizeof(a));
+		close(fd);	/* a silent connection: the agent drops it */
+		if (up)
+			break;
+		if (t > 500)
+			fail_msg("the agent does not listen on %s (see %s)", port, log);
+		usleep(10 * 1000);
+	}
+
+	expect_fail(1, "wrong secret", "-A", spec, "--secret-file", wrong, NULL);
+	expect_fail(1, "requires a secret", "-A", spec, NULL);
+	if (tcx_run(err, "record", "--xen", "-A", spec, "--secret-file", sec, "--duration", "1.5",
+		    "-o", path("trace.dat"), "--summary-json", js, NULL))
+		fail_msg("record -A %s failed:\n%s", spec, slurp(err));
+	assert_true(file_has(err, "guest 127.0.0.1"));
+	check_host_files();
+	report(path("trace-127.0.0.1.dat"), &r);
+	assert_int_equal(r.cpus, 2);
+	assert_int_equal(r.unknown, 0);
+	assert_true(r.switches > 0);
+	gread_file(path("trace-127.0.0.1.dat"), 2, &g);
+	assert_int_equal(g.total, r.events);
+	assert_int_equal(g.switches, r.switches);
+	assert_int_equal(g.backwards, 0);
+
+	nge = dump_guests(path("trace.dat"), ge, 16);
+	e = gentry_named(ge, nge, "127.0.0.1");
+	if (!e)
+		fail_msg("trace.dat has no GUEST entry named 127.0.0.1");
+	assert_true(e->traceid == g.traceid);
+	assert_int_equal(e->cpus, 2);
+	assert_int_equal(e->pid[0], -1);
+	assert_int_equal(e->pid[1], -1);
+	check_cpumap(path("trace.dat"), g.traceid, "127.0.0.1", 2, pids);
+	/* the domain itself keeps its own entry: nothing says it is that guest */
+	e = gentry_named(ge, nge, "d1");
+	assert_non_null(e);
+	assert_true(e->traceid == rec_guest_traceid(1));
+
+	json_load(js, &j);
+	assert_int_equal(j.ng, 1);
+	jg = jguest_named(&j, "127.0.0.1");
+	assert_string_equal(jg->transport, "tcp");
+	assert_false(jg->died);
+	assert_int_equal(jg->cpus, 2);
+	assert_true(jg->traceid == g.traceid);
+	assert_int_equal(jg->events, g.total);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_two_guests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_event, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_killed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tcp, setup, teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	tracecmd_set_loglevel(TEP_LOG_NONE);
+	return cmocka_run_group_tests_name("record-guests", tests, NULL, NULL);
+}
