@@ -1033,6 +1033,183 @@ static void test_rec_guest(void **state)
 	simhost_cleanup(&sim);
 }
 
+/* ---- the record command end to end: record --xen -A 1 -A 3 ----------------- */
+
+/* @key's number in the JSON text after @from (first occurrence), or -1 */
+static int64_t json_num(const char *from, const char *key)
+{
+	const char *p = strstr(from, key);
+
+	if (!p)
+		return -1;
+	p += strlen(key);
+	while (*p == '"' || *p == ':' || *p == ' ')
+		p++;
+	return strncmp(p, "null", 4) ? strtoll(p, NULL, 10) : -1;
+}
+
+/*
+ * One line of `trace-cmd report -t` for file @base: its timestamp in ns.
+ * Returns false for the other files' lines and for headers.
+ */
+static bool report_ts(const char *line, const char *base, uint64_t *ns)
+{
+	const char *p = line, *b, *dot;
+	char *end;
+	uint64_t sec, frac;
+	int digits;
+
+	while (*p == ' ')
+		p++;
+	if (strncmp(p, base, strlen(base)) || p[strlen(base)] != ':')
+		return false;
+	b = strchr(p, ']');
+	if (!b)
+		return false;
+	sec = strtoull(b + 1, &end, 10);
+	if (*end != '.')
+		return false;
+	dot = end + 1;
+	frac = strtoull(dot, &end, 10);
+	digits = (int)(end - dot);
+	if (*end != ':' || digits < 1 || digits > 9)
+		return false;
+	while (digits++ < 9)
+		frac *= 10;
+	*ns = sec * 1000000000ull + frac;
+	return true;
+}
+
+/*
+ * The whole path through the record command on xensim: our agents in a
+ * PVH guest far from the host's TSC and in an HVM guest scaled to 1 GHz,
+ * `trace-cmd-xen record --xen -A 1 -A 3` with samples every 0.5 s, then
+ * for each guest the stock `trace-cmd report -t -i trace.dat -i
+ * trace-<guest>.dat`: every guest event it prints, on the host's time
+ * line, falls inside a run of the guest's vCPU in the truth (the guest
+ * kernel stamps only while it runs), or within the bound the summary
+ * gives; the summary says protocol xen with its rounds and bound.
+ */
+static void test_record_cmd(void **state)
+{
+	const char *bin = getenv("TCX_BIN");
+	static const unsigned int gdom[2] = { 1, 3 };
+	static const char *const gname[2] = { "pvh", "scaled" };
+	static char text[1 << 16], json[1 << 14];
+	char out[400], js[400], log[400], gfile[420];
+	struct truth tr;
+	pid_t rec, agent[2];
+	int64_t mult, shift;
+	int st;
+
+	(void)state;
+	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync-rec.conf")), 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	for (int i = 0; i < 2; i++)
+		agent[i] = spawn_agent(gdom[i]);
+	for (int i = 0; i < 2; i++) {
+		struct tmsg_xs_agent a = { 0 };
+
+		for (int t = 0; t < 300 && !a.ready; t++) {
+			if (tmsg_xs_lookup(gdom[i], &a))
+				a.ready = false;
+			usleep(10 * 1000);
+		}
+		assert_true(a.ready);
+	}
+	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
+	snprintf(js, sizeof(js), "%s/summary.json", sim.tmp);
+	snprintf(log, sizeof(log), "%s/record.log", sim.tmp);
+	rec = agent_pid = fork();
+	if (!rec) {
+		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
+			_exit(126);
+		/* -e: the events the simulated guest kernels emit (their formats) */
+		execl(bin, bin, "record", "--xen", "--no-dom0", "-e", "sched", "-A", "1", "-A", "3",
+		      "--tsync-interval", "0.5", "--duration", "2", "-o", out,
+		      "--summary-json", js, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(rec, &st, 0);
+	agent_pid = 0;
+	for (int i = 0; i < 2; i++) {
+		kill(agent[i], SIGTERM);
+		waitpid(agent[i], NULL, 0);
+	}
+	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(shell(text, sizeof(text), "cat '%s'", log), 0);
+	fprintf(stderr, "%s", text);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* the human summary has each guest's tsync line */
+	assert_non_null(strstr(text, "tsync xen: "));
+	assert_int_equal(shell(json, sizeof(json), "cat '%s'", js), 0);
+	mult = json_num(json, "\"tsc2nsec_mult\"");
+	shift = json_num(json, "\"tsc2nsec_shift\"");
+	assert_true(mult > 0 && shift >= 0 && shift <= 32);
+	assert_int_equal(truth_load(sim.dir, &tr), 0);
+
+	for (int i = 0; i < 2; i++) {
+		struct tsync_clock c = { .mult = (uint32_t)mult, .shift = (uint32_t)shift };
+		const char *gj;
+		char base[64], pat[80];
+		int64_t bound;
+		size_t n = 0, out_n = 0, far = 0;
+		FILE *rep;
+		uint64_t worst = 0;
+
+		/* the summary: protocol xen, TIME_SHIFT written, rounds, bound */
+		snprintf(pat, sizeof(pat), "\"name\": \"%s\"", gname[i]);
+		gj = strstr(json, pat);
+		assert_non_null(gj);
+		assert_non_null(strstr(gj, "\"tsync\": {\"protocol\": \"xen\", \"time_shift\": true"));
+		assert_true(json_num(gj, "\"rounds\"") >= 20);
+		bound = json_num(gj, "\"bound_ns\"");
+		assert_true(bound >= 0 && bound <= 1000000);
+
+		snprintf(base, sizeof(base), "trace-%s.dat", gname[i]);
+		snprintf(gfile, sizeof(gfile), "%s/report-%s.txt", sim.tmp, gname[i]);
+		st = shell(text, sizeof(text), "cd '%s' && trace-cmd report -t -i trace.dat "
+			   "-i '%s' >'%s' 2>&1", sim.tmp, base, gfile);
+		assert_int_equal(st, 0);
+		rep = fopen(gfile, "r");
+		assert_non_null(rep);
+		while (fgets(text, sizeof(text), rep)) {
+			uint64_t ns, best = UINT64_MAX;
+
+			if (!report_ts(text, base, &ns))
+				continue;
+			for (size_t k = 0; k < tr.nrun; k++) {
+				const struct truth_run *r = &tr.run[k];
+				uint64_t s, e, d;
+
+				if (r->dom != gdom[i] || r->vcpu)
+					continue;
+				s = tsync_clock_ns(&c, r->start);
+				e = r->end ? tsync_clock_ns(&c, r->end) : UINT64_MAX;
+				d = ns < s ? s - ns : ns > e ? ns - e : 0;
+				if (d < best)
+					best = d;
+			}
+			n++;
+			out_n += best > 0;
+			far += best > (uint64_t)bound + 1;
+			if (best > worst)
+				worst = best;
+		}
+		fclose(rep);
+		fprintf(stderr, "# %s (dom%u): bound %lld ns; %zu guest events in the merged "
+			"report, %zu outside a run of their vCPU, %zu by more than the bound; "
+			"worst %llu ns\n", gname[i], gdom[i], (long long)bound, n, out_n, far,
+			(unsigned long long)worst);
+		/* every event of the guest file is in the merged report */
+		assert_true(n > 0);
+		assert_int_equal(n, (size_t)json_num(gj, "\"events\""));
+		assert_int_equal(far, 0);
+	}
+	truth_free(&tr);
+	simhost_cleanup(&sim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1040,6 +1217,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_agent_xen, teardown),
 		cmocka_unit_test_teardown(test_host_session, teardown),
 		cmocka_unit_test_teardown(test_rec_guest, teardown),
+		cmocka_unit_test_teardown(test_record_cmd, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
