@@ -587,9 +587,12 @@ static void check_host_files(void)
 /* Two guests, one by name, one by domid, for 2 s. */
 static void test_two_guests(void **state)
 {
-	char *err = path("err"), *js = path("sum.json");
+	char *err = path("err"), *js = path("sum.json"), cmd[2400];
+	unsigned long m[2] = { 0 }, unknown = 99, nonmono = 99;
+	uint64_t total[2] = { 0 };
 	struct gentry ge[16];
 	struct jsum j;
+	FILE *f;
 	int nge;
 
 	for (int i = 0; i < 2; i++)
@@ -637,7 +640,30 @@ static void test_two_guests(void **state)
 			assert_true(g.events[v] <= t.events[v]);
 			assert_true(g.events[v] > 0);
 		}
+		total[i] = g.total;
 	}
+
+	/* trace-cmd merges the four files into one ordered time line */
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i '%s' -i '%s' -i '%s' -i '%s' "
+		 "2>/dev/null | awk '/^trace-guest1.dat:/ {a++} /^trace-guest2.dat:/ {b++} "
+		 "/UNKNOWN EVENT/ {u++} "
+		 "{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+[.][0-9]+:$/) "
+		 "{t = $i + 0; if (t < p) bad++; p = t; break}} "
+		 "END {print a + 0, b + 0, u + 0, bad + 0}' > '%s'", path("trace.dat"),
+		 path("trace-dom0.dat"), path("trace-guest1.dat"), path("trace-guest2.dat"),
+		 path("merged"));
+	assert_int_equal(system(cmd), 0);
+	f = fopen(path("merged"), "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%lu %lu %lu %lu", &m[0], &m[1], &unknown, &nonmono), 4);
+	fclose(f);
+	print_message("# merged report: guest1 %lu lines, guest2 %lu, %lu unknown, %lu out of "
+		      "order\n", m[0], m[1], unknown, nonmono);
+	/* every event, and the "cpus=" line */
+	assert_int_equal(m[0], total[0] + 1);
+	assert_int_equal(m[1], total[1] + 1);
+	assert_int_equal(unknown, 0);
+	assert_int_equal(nonmono, 0);
 }
 
 /*
@@ -753,6 +779,48 @@ static void test_agent_killed(void **state)
 		assert_true(e->traceid == g.traceid);
 		assert_int_equal(e->pid[0], rec_vcpu_pid(2, 0));
 	}
+}
+
+/*
+ * Ctrl-C stops the guests as --duration does; -o run.dat names the guest
+ * file run-guest1.dat, as trace-cmd would.
+ */
+static void test_sigint(void **state)
+{
+	char *err = path("../err"), *js = path("sum.json"), *gf = path("run-guest1.dat");
+	char *argv[] = { (char *)tcx(), "record", "--xen", "-A", "guest1", "-o", path("run.dat"),
+			 "--summary-json", js, NULL };
+	const struct jguest *jg;
+	struct report r;
+	struct gread g;
+	struct jsum j;
+	pid_t pid;
+
+	start_xen_agent(1);
+	pid = start_child(argv, err, NULL);
+	/* the guest file exists once its metadata arrived: the capture runs */
+	for (int t = 0; t < 3000 && !exists(gf); t++)
+		usleep(10 * 1000);
+	assert_true(exists(gf));
+	sleep(1);
+	kill(pid, SIGINT);
+	assert_int_equal(wait_rc(pid), 0);
+	assert_true(file_has(err, "stopped by signal 2"));
+	assert_true(exists(path("run.dat")));
+	assert_true(exists(path("run-dom0.dat")));
+	report(gf, &r);
+	assert_int_equal(r.cpus, 2);
+	assert_int_equal(r.unknown, 0);
+	gread_file(gf, 2, &g);
+	assert_true(g.switches > 0);
+	assert_int_equal(g.total, r.events);
+	assert_int_equal(g.backwards, 0);
+	json_load(js, &j);
+	assert_int_equal(j.ng, 1);
+	jg = jguest_named(&j, "guest1");
+	assert_false(jg->died);
+	assert_int_equal(jg->events, g.total);
+	assert_non_null(strstr(jg->file, "run-guest1.dat"));
 }
 
 /* One failing record: @rc, @msg in its stderr, nothing on disk. */
@@ -928,6 +996,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_guests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_event, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_killed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigint, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tcp, setup, teardown),
 	};
