@@ -41,6 +41,12 @@
 #include "tmsg.h"
 
 static const char *tcx_bin;
+/*
+ * ptp's offset between two ends on one TSC: its error, the asymmetry of
+ * the fastest probe (µs here; tens of k ticks with the stock agent's
+ * marker stamps); 20 ms at 2.5 GHz is a failure whatever the load
+ */
+#define PTP_MAX_OFF	50000000ll
 static char dir[64];
 static const char *const tick_ev[] = { "tcx:tick" };
 
@@ -104,6 +110,40 @@ static void check_traceid(const char *file, uint64_t id)
 	snprintf(want, sizeof(want), "0x%llX", (unsigned long long)id);
 	if (!strstr(out, "TRACEID") || !strstr(out, want))
 		fail_msg("%s: no TRACEID %s:\n%.2000s", file, want, out);
+}
+
+/*
+ * `trace-cmd dump --options` of @file: with @want, a TIME_SHIFT for the
+ * host trace id @peer whose samples (one TSC on both ends here: the truth
+ * is 0) all lie within @max_off ticks, and returns their number; without,
+ * none at all.
+ */
+static int check_time_shift(const char *file, bool want, uint64_t peer, int64_t max_off)
+{
+	static char out[1 << 16];
+	char id[64];
+	int n = 0;
+
+	assert_int_equal(run(out, sizeof(out), "trace-cmd dump --options -i '%s' 2>&1", file), 0);
+	if (!want) {
+		if (strstr(out, "TimeShift"))
+			fail_msg("%s: a TIME_SHIFT without time sync:\n%.2000s", file, out);
+		return 0;
+	}
+	snprintf(id, sizeof(id), "0x%llx [peer", (unsigned long long)peer);
+	if (!strstr(out, "Option TimeShift") || !strcasestr(out, id))
+		fail_msg("%s: no TIME_SHIFT for %s:\n%.2000s", file, id, out);
+	for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+		long long off;
+
+		if (!strstr(l, "[offset * scaling"))
+			continue;
+		off = strtoll(l, NULL, 10);
+		n++;
+		if (llabs(off) > max_off)
+			fail_msg("%s: TIME_SHIFT offset %lld ticks on one TSC", file, off);
+	}
+	return n;
 }
 
 /* A small host trace.dat with a GUEST entry for @g, checked through libtracecmd. */
@@ -356,6 +396,18 @@ static void test_tcp_session(void **state)
 
 	check_report(gfile, SIMK_CPUS, SIMK_CPUS * SIMK_PER_CPU);
 	check_traceid(gfile, sum.traceid);
+	/*
+	 * time sync: over TCP only ptp is offered; our agent answers it,
+	 * sampled before the metadata and before CLOSE, one TSC both ends
+	 */
+	assert_string_equal(sum.tsync_proto, "ptp");
+	assert_true(sum.tsync_shift);
+	assert_int_equal(sum.tsync_samples, 2);
+	assert_int_equal(sum.tsync_rounds, 2);
+	assert_int_equal(sum.tsync_bound_ns, -1);
+	assert_non_null(strstr(sum.tsync_note, "tsync ptp: 2 samples per vCPU"));
+	fprintf(stderr, "# %d TIME_SHIFT samples\n",
+		check_time_shift(gfile, true, 0x1234, PTP_MAX_OFF));
 	{
 		static char rep[1 << 16];
 
@@ -764,6 +816,50 @@ static void test_stock_agent(void **state)
 			     "grep -c ' sched_switch: '", sum.path), 0);
 	assert_int_equal(atoi(rep), (int)sum.events);
 	check_traceid(sum.path, sum.traceid);
+	/* trace-cmd's own ptp: its first round before the metadata, as it wants */
+	assert_string_equal(sum.tsync_proto, "ptp");
+	assert_true(sum.tsync_samples >= 1);
+	assert_true(sum.tsync_shift);
+	assert_true(check_time_shift(sum.path, true, 0x1234, PTP_MAX_OFF) >= 2);
+}
+
+/* --tsync: none, a protocol the guest cannot have, a wrong name */
+static void test_tsync_choice(void **state)
+{
+	struct agent_proc a = { 0 };
+	struct rec_guest_summary sum;
+	struct rec_guest_opts o;
+	struct rec_guest *g;
+	char spec[64], out[128], err[512];
+	static const char *const none[] = { "none", "xen" };
+
+	start_agent(&a, "tsync");
+	snprintf(spec, sizeof(spec), "127.0.0.1:%d", a.port);
+	for (int i = 0; i < 2; i++) {
+		snprintf(out, sizeof(out), "%s/tsync-%s.dat", dir, none[i]);
+		o = opts(spec, out);
+		o.tsync = none[i];
+		if (rec_guest_open(&g, &o, err, sizeof(err)))
+			fail_msg("%s", err);
+		wait_pages(g, SIMK_CPUS);
+		assert_int_equal(rec_guest_close(g, &sum), 0);
+		rec_guest_summary_print(&sum, stderr);
+		assert_false(sum.died);
+		/* nothing offered: nothing chosen, no TIME_SHIFT, and why */
+		assert_string_equal(sum.tsync_proto, "");
+		assert_false(sum.tsync_shift);
+		assert_int_equal(sum.tsync_samples, 0);
+		assert_non_null(strstr(sum.tsync_note, i ? "protocol xen needs a Xen guest" :
+					"none asked"));
+		check_report(sum.path, SIMK_CPUS, SIMK_CPUS * SIMK_PER_CPU);
+		check_time_shift(sum.path, false, 0, 0);
+	}
+	o = opts(spec, out);
+	o.tsync = "ptp,kvm";
+	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -EINVAL);
+	assert_null(g);
+	assert_non_null(strstr(err, "\"kvm\" is not a time sync protocol"));
+	stop_agent(&a, SIGTERM);
 }
 
 /* ---- vchan, our agent in Xen mode on the stand-in ------------------------------ */
@@ -835,6 +931,14 @@ static void test_vchan_session(void **state)
 	assert_false(sum.died);
 	assert_int_equal(sum.domid, MOCK_DOMID);
 	check_report(sum.path, SIMK_CPUS, SIMK_CPUS * SIMK_PER_CPU);
+	/*
+	 * no libxenctrl on the stand-in: xen is not offered (and why), the
+	 * agent in Xen mode takes ptp, over its tsync vchan
+	 */
+	assert_string_equal(sum.tsync_proto, "ptp");
+	assert_true(sum.tsync_shift);
+	assert_non_null(strstr(sum.tsync_note, "xen not offered: "));
+	check_time_shift(sum.path, true, 0x1234, PTP_MAX_OFF);
 	pthread_join(r.th, NULL);
 	assert_int_equal(r.ret, 0);
 	fclose(lf);
@@ -904,6 +1008,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_secret),
 		cmocka_unit_test(test_stock_agent),
+		cmocka_unit_test(test_tsync_choice),
 		cmocka_unit_test(test_vchan_session),
 	};
 
