@@ -206,13 +206,23 @@ static char *slurp(const char *file)
 	return buf;
 }
 
+/* @file's lines as TAP comments; returns @file */
+static const char *show(const char *file)
+{
+	char *s = slurp(file), *save, *l;
+
+	for (l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		print_message("#   %s\n", l);
+	return file;
+}
+
 static bool file_has(const char *file, const char *needle)
 {
-	char *s = slurp(file);
+	bool has = strstr(slurp(file), needle) != NULL;
 
-	if (!strstr(s, needle))
-		print_message("# %s lacks \"%s\":\n%s\n", file, needle, s);
-	return strstr(s, needle) != NULL;
+	if (!has)
+		print_message("# %s lacks \"%s\":\n", show(file), needle);
+	return has;
 }
 
 static bool exists(const char *file)
@@ -451,7 +461,7 @@ static void json_load(const char *file, struct jsum *j)
 		 " g[\"note\"] or \"-\")\n"
 		 "' '%s' > '%s'", file, txt);
 	if (system(cmd))
-		fail_msg("%s does not parse as the summary JSON:\n%s", file, slurp(file));
+		fail_msg("%s does not parse as the summary JSON", show(file));
 	f = fopen(txt, "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
@@ -600,7 +610,7 @@ static void test_two_guests(void **state)
 	if (tcx_run(err, "record", "--xen", "-A", "guest1", "-A", "2", "-e",
 		    "sched:sched_switch", "--duration", "2", "-o", path("trace.dat"),
 		    "--summary-json", js, NULL))
-		fail_msg("record failed:\n%s", slurp(err));
+		fail_msg("record failed, see %s", show(err));
 	for (int i = 0; i < 2; i++)	/* nothing more for the simulator to count */
 		put(gdom[i], "tracing_on", "0\n");
 	assert_true(file_has(err, "guest guest1 (domain 1): "));
@@ -686,7 +696,7 @@ static void test_every_event(void **state)
 		 "echo 0 > %s/dom2/tracing/tracing_on; sleep 1", sim.dir, sim.dir);
 	if (tcx_run(err, "record", "--xen", "-q", "-A", "guest1", "-A", "guest2", "-o",
 		    path("trace.dat"), "--summary-json", js, "--", "/bin/sh", "-c", script, NULL))
-		fail_msg("record failed:\n%s", slurp(err));
+		fail_msg("record failed, see %s", show(err));
 	json_load(js, &j);
 	assert_int_equal(j.ng, 2);
 	nge = dump_guests(path("trace.dat"), ge, 16);
@@ -735,7 +745,7 @@ static void test_agent_killed(void **state)
 		 "sleep 1", (int)victim, sim.dir);
 	if (tcx_run(err, "record", "--xen", "-A", "guest1", "-A", "guest2", "-o",
 		    path("trace.dat"), "--summary-json", js, "--", "/bin/sh", "-c", script, NULL))
-		fail_msg("record failed:\n%s", slurp(err));
+		fail_msg("record failed, see %s", show(err));
 	assert_true(file_has(err, "went away"));
 	json_load(js, &j);
 	assert_string_equal(j.error, "");
@@ -845,7 +855,7 @@ static void expect_fail(int rc, const char *msg, ...)
 	argv[n] = NULL;
 	got = wait_rc(start_child(argv, err, NULL));
 	if (got != rc)
-		fail_msg("record ... %s: status %d, not %d:\n%s", argv[8], got, rc, slurp(err));
+		fail_msg("record ... %s: status %d, not %d (%s)", argv[8], got, rc, show(err));
 	assert_true(file_has(err, msg));
 	if (rc == 2)
 		assert_true(file_has(err, "usage: trace-cmd-xen record"));
@@ -879,7 +889,7 @@ static void test_errors(void **state)
 	/* none of the failures above left guest1's agent busy */
 	if (tcx_run(path("../err"), "record", "--xen", "-q", "-A", "guest1", "--duration", "1",
 		    "-o", path("trace.dat"), NULL))
-		fail_msg("record -A guest1 after the failures:\n%s", slurp(path("../err")));
+		fail_msg("record -A guest1 after the failures (%s)", show(path("../err")));
 	assert_true(exists(path("trace-guest1.dat")));
 }
 
@@ -954,7 +964,7 @@ static void test_tcp(void **state)
 	expect_fail(1, "requires a secret", "-A", spec, NULL);
 	if (tcx_run(err, "record", "--xen", "-A", spec, "--secret-file", sec, "--duration", "1.5",
 		    "-o", path("trace.dat"), "--summary-json", js, NULL))
-		fail_msg("record -A %s failed:\n%s", spec, slurp(err));
+		fail_msg("record -A %s failed (%s)", spec, show(err));
 	assert_true(file_has(err, "guest 127.0.0.1"));
 	check_host_files();
 	report(path("trace-127.0.0.1.dat"), &r);
