@@ -862,7 +862,7 @@ static void expect_fail(int rc, const char *msg, ...)
 	assert_outdir_empty();
 }
 
-/* guest1 runs an agent, guest2 does not. */
+/* guest1 runs an agent, guest2 does not (then one that was killed). */
 static void test_errors(void **state)
 {
 	start_xen_agent(1);
@@ -885,6 +885,19 @@ static void test_errors(void **state)
 		    NULL);
 	expect_fail(2, "--secret-file", "-A", "guest1", "--secret-file", path("../nosecret"),
 		    NULL);
+
+	/* an agent killed before the record: its advertisement stays, nobody answers */
+	{
+		pid_t a2 = start_xen_agent(2);
+
+		kill(a2, SIGKILL);
+		waitpid(a2, NULL, 0);
+		for (int i = 0; i < nagents; i++)	/* reaped: never killed again */
+			if (agents[i] == a2)
+				agents[i] = 0;
+		expect_fail(1, "guest guest2 (domain 2): the agent advertised in xenstore does "
+			    "not answer", "-A", "guest2", NULL);
+	}
 
 	/* none of the failures above left guest1's agent busy */
 	if (tcx_run(path("../err"), "record", "--xen", "-q", "-A", "guest1", "--duration", "1",
