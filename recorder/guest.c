@@ -1079,13 +1079,13 @@ out:
 /* The agent's time sync stream: vchan tsync_port, or its TCP/vsock port. */
 static struct tmsg_transport *tsync_connect(struct rec_guest *g, uint32_t port, int timeout_ms)
 {
+	struct tmsg_transport *t;
 	char name[80];
 	int fd;
 
 	if (g->sp.kind == REC_GUEST_XEN) {
 		char path[TMSG_VCHAN_PATH_MAX + 1];
 		uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
-		struct tmsg_transport *t;
 
 		if (tmsg_vchan_path(path, sizeof(path), g->sp.domid, port))
 			return NULL;
@@ -1103,7 +1103,12 @@ static struct tmsg_transport *tsync_connect(struct rec_guest *g, uint32_t port, 
 		fd = tmsg_tcp_connect(g->sp.host, pstr, timeout_ms);
 		snprintf(name, sizeof(name), "tcp %.40s:%u tsync", g->sp.host, port);
 	}
-	return fd < 0 ? NULL : tmsg_fd_transport(fd, name);
+	if (fd < 0)
+		return NULL;
+	t = tmsg_fd_transport(fd, name);
+	if (!t)
+		close(fd);
+	return t;
 }
 
 static void tsync_sample(struct rec_guest *g, const char *when)
@@ -1132,6 +1137,7 @@ static void tsync_sample(struct rec_guest *g, const char *when)
 static void tsync_start(struct rec_guest *g, const struct tmsg_trace_resp *r, int timeout_ms)
 {
 	const char *proto = r->tsync_proto;
+	int ret;
 
 	if (!proto[0]) {
 		if (g->noffer)
@@ -1153,10 +1159,11 @@ static void tsync_start(struct rec_guest *g, const struct tmsg_trace_resp *r, in
 	}
 	if (strcmp(proto, TSYNC_PTP_NAME))
 		return;		/* xen: once the metadata is in (print id) */
-	if (tsync_host_new(&g->tsh, &(struct tsync_host_opts){
-			.proto = TSYNC_PTP_NAME, .t = g->tst, .nvcpu = (uint32_t)g->cpus })) {
+	ret = tsync_host_new(&g->tsh, &(struct tsync_host_opts){
+			.proto = TSYNC_PTP_NAME, .t = g->tst, .nvcpu = (uint32_t)g->cpus });
+	if (ret) {
 		g->tsh = NULL;
-		tnote(g, "out of memory");
+		tnote(g, "tsync_host_new: %s", strerror(-ret));
 		return;
 	}
 	tsync_sample(g, "first");
@@ -1170,6 +1177,7 @@ static void tsync_xen_setup(struct rec_guest *g)
 		.nvcpu = (uint32_t)g->cpus, .scale = g->scale, .pv = g->pv, .vtsc = g->vtsc,
 		.print_id = g->print_id, .long_size = g->long_size,
 	};
+	int ret;
 
 	if (!g->tst || g->tsh || strcmp(g->sum.tsync_proto, TSYNC_XEN_NAME))
 		return;
@@ -1178,9 +1186,10 @@ static void tsync_xen_setup(struct rec_guest *g)
 		      "cannot be read");
 		return;
 	}
-	if (tsync_host_new(&g->tsh, &ho)) {
+	ret = tsync_host_new(&g->tsh, &ho);
+	if (ret) {
 		g->tsh = NULL;
-		tnote(g, "out of memory");
+		tnote(g, "tsync_host_new: %s", strerror(-ret));
 		return;
 	}
 	g->xen_ok = true;
