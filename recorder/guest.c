@@ -1783,7 +1783,7 @@ void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool k
 {
 	struct tsync_hvrec t;
 
-	if (!g->tsh || !g->xen_ok)
+	if (!g || !g->tsh || !g->xen_ok)
 		return;
 	/* another domain's record: the matcher would skip it, after its lock */
 	if (known && dom != g->sp.domid && (r->event & 0x0fffffff) != TSYNC_TRC_LOST)

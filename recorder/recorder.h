@@ -1103,6 +1103,8 @@ int rec_guest_add_host_entry(const struct rec_guest *g, struct tdat_writer *host
  * time sync ("xen") finds its markers in them. From one thread at a time,
  * from rec_guest_open() until rec_guest_close(), including the records
  * drained after rec_guest_stop(): the last sample's traps are among them.
+ * Cheap for a guest without protocol xen, and for other domains' records;
+ * @g NULL is ignored.
  */
 void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
 			 uint32_t dom, uint32_t vcpu);
