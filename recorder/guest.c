@@ -101,6 +101,7 @@ struct rec_guest {
 	bool xen_ok;			/* @tsh runs protocol xen: records wanted */
 	struct tsync_scale scale;
 	bool pv, vtsc;
+	uint32_t incarnation;		/* Xen counts the domain's restores */
 	uint32_t cpu_khz;
 	uint32_t mult, shift;		/* TSC2NSEC: the bound in ns */
 	uint16_t print_id;
@@ -1059,6 +1060,7 @@ static int xen_clock(struct rec_guest *g, uint32_t cpu_khz, char *why, size_t le
 	}
 	hvm = di.flags & XEN_DOMINF_hvm_guest;
 	g->cpu_khz = cpu_khz;
+	g->incarnation = inc;
 	g->pv = !hvm;
 	/* always_emulate, or a rate the host cannot scale to: RDTSC exits */
 	g->vtsc = mode == TSC_MODE_ALWAYS_EMULATE;
@@ -1074,6 +1076,26 @@ static int xen_clock(struct rec_guest *g, uint32_t cpu_khz, char *why, size_t le
 out:
 	xc_interface_close(xch);
 	return ret;
+}
+
+/*
+ * Whether the domain was restored or migrated since xen_clock(): its
+ * offset may have jumped (the solve's epochs show where), say so.
+ */
+static void xen_incarnation(struct rec_guest *g, char *buf, size_t len)
+{
+	xc_interface *xch = xc_interface_open(&quiet_log, &quiet_log, 0);
+	uint32_t mode, gkhz, inc;
+	uint64_t elapsed;
+
+	buf[0] = 0;
+	if (!xch)
+		return;
+	if (!xc_domain_get_tsc_info(xch, g->sp.domid, &mode, &elapsed, &gkhz, &inc) &&
+	    inc != g->incarnation)
+		snprintf(buf, len, "; the domain was restored or migrated during the "
+			 "capture (incarnation %u -> %u)", g->incarnation, inc);
+	xc_interface_close(xch);
 }
 
 /* The agent's time sync stream: vchan tsync_port, or its TCP/vsock port. */
@@ -1252,7 +1274,7 @@ static void tsync_finish(struct rec_guest *g, bool file_ok)
 	struct tsync_solution sol;
 	struct tsync_clock c = { .mult = g->mult, .shift = g->shift }, *cp = &c;
 	bool xen = !strcmp(g->sum.tsync_proto, TSYNC_XEN_NAME);
-	char line[200] = "";
+	char line[200] = "", moved[96] = "";
 	int ret;
 
 	g->sum.tsync_bound_ns = -1;
@@ -1269,6 +1291,8 @@ static void tsync_finish(struct rec_guest *g, bool file_ok)
 	}
 	if (!c.mult && (!g->cpu_khz || tsync_clock_init(&c, g->cpu_khz, NULL, 0)))
 		cp = NULL;	/* the bound in ticks */
+	if (xen)
+		xen_incarnation(g, moved, sizeof(moved));
 	memset(&sol, 0, sizeof(sol));
 	ret = tsync_host_finish(g->tsh, &sol, line, sizeof(line), cp);
 	if (ret) {
@@ -1291,8 +1315,8 @@ static void tsync_finish(struct rec_guest *g, bool file_ok)
 			 "(%s)", ret == -EOPNOTSUPP ? "a version 6 file takes no option "
 			 "after its data" : strerror(-ret), line);
 	else
-		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "%s%s%s", line,
-			 g->tnote[0] ? "; " : "", g->tnote);
+		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "%s%s%s%s", line,
+			 moved, g->tnote[0] ? "; " : "", g->tnote);
 	g->sum.tsync_shift = !ret;
 	tsync_solution_free(&sol);
 }
