@@ -823,7 +823,7 @@ static void test_stock_agent(void **state)
 	assert_true(check_time_shift(sum.path, true, 0x1234, PTP_MAX_OFF) >= 2);
 }
 
-/* --tsync: none, a protocol the guest cannot have, a wrong name */
+/* --tsync: none, a protocol the guest cannot have, a version 6 file, a wrong name */
 static void test_tsync_choice(void **state)
 {
 	struct agent_proc a = { 0 };
@@ -854,6 +854,22 @@ static void test_tsync_choice(void **state)
 		check_report(sum.path, SIMK_CPUS, SIMK_CPUS * SIMK_PER_CPU);
 		check_time_shift(sum.path, false, 0, 0);
 	}
+	/* a version 6 file takes no option after its data: synced, not written */
+	snprintf(out, sizeof(out), "%s/tsync-v6.dat", dir);
+	o = opts(spec, out);
+	o.file_version = 6;
+	if (rec_guest_open(&g, &o, err, sizeof(err)))
+		fail_msg("%s", err);
+	wait_pages(g, SIMK_CPUS);
+	assert_int_equal(rec_guest_close(g, &sum), 0);
+	rec_guest_summary_print(&sum, stderr);
+	assert_string_equal(sum.tsync_proto, "ptp");
+	assert_int_equal(sum.tsync_samples, 2);
+	assert_false(sum.tsync_shift);
+	assert_non_null(strstr(sum.tsync_note, "no TIME_SHIFT: a version 6 file"));
+	check_report(sum.path, SIMK_CPUS, SIMK_CPUS * SIMK_PER_CPU);
+	check_time_shift(sum.path, false, 0, 0);
+
 	o = opts(spec, out);
 	o.tsync = "ptp,kvm";
 	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -EINVAL);
