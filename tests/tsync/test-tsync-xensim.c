@@ -35,6 +35,8 @@
 
 #define NDOM	3
 #define ROUNDS	20
+/* the largest bound accepted from rec_guest on a loaded machine (5 ms) */
+#define BOUND_MAX_NS	5000000
 
 static struct simhost sim;
 static pid_t agent_pid;
@@ -969,9 +971,12 @@ static void test_rec_guest(void **state)
 		/*
 		 * 50 ns when xensim stamps the rounds back to back; wider when
 		 * this machine is loaded (the simulator then stamps late, and
-		 * says so through the bound), never beyond 1 ms
+		 * says so through the bound: up to 0.6 ms seen), never beyond
+		 * BOUND_MAX_NS: the offsets are 15 s (PVH) and 0.12 s (scaled)
+		 * from the host's, the PV guest's bound is 0, so "within the
+		 * bound" below still catches a wrong offset or scale
 		 */
-		assert_true(sum[i].tsync_bound_ns >= 0 && sum[i].tsync_bound_ns <= 1000000);
+		assert_true(sum[i].tsync_bound_ns >= 0 && sum[i].tsync_bound_ns <= BOUND_MAX_NS);
 		assert_non_null(strstr(sum[i].tsync_note, "tsync xen: "));
 		if (gdom[i] == 2)
 			assert_non_null(strstr(sum[i].tsync_note, "PV: offset 0 confirmed"));
@@ -1164,7 +1169,7 @@ static void test_record_cmd(void **state)
 		assert_non_null(strstr(gj, "\"tsync\": {\"protocol\": \"xen\", \"time_shift\": true"));
 		assert_true(json_num(gj, "\"rounds\"") >= 20);
 		bound = json_num(gj, "\"bound_ns\"");
-		assert_true(bound >= 0 && bound <= 1000000);
+		assert_true(bound >= 0 && bound <= BOUND_MAX_NS);
 
 		snprintf(base, sizeof(base), "trace-%s.dat", gname[i]);
 		snprintf(gfile, sizeof(gfile), "%s/report-%s.txt", sim.tmp, gname[i]);
