@@ -1036,11 +1036,12 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 	}
 
 	if (o->nr_guests && ho.evt_mask) {
-		/* vCPU runs place guest events; HVM exits and GUEST records carry time sync */
+		/* vCPU runs (sched) place guest events */
 		uint32_t need = 0x0002f000u;
 
+		/* HVM exits, PV hypercalls and GUEST records carry the markers */
 		if (!o->tsync || strcmp(o->tsync, "none"))
-			need |= 0x0808f000u;
+			need |= 0x0828f000u;
 		if ((ho.evt_mask & need) != need) {
 			note(ss, "-M %#x: adding %#x for the guests (vCPU runs%s)", ho.evt_mask,
 			     need & ~ho.evt_mask, need > 0x0002f000u ? " and time sync" : "");
