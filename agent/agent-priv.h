@@ -60,7 +60,11 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 int agent_meta_length(const uint8_t *buf, size_t len, int version,
 		      size_t *meta_len);
 
-/* One CPU's page stream. */
+/*
+ * One CPU's page stream (stream.c): over a socket, full pages are spliced
+ * from trace_pipe_raw to it through a pipe; partial pages, a vchan, and a
+ * source that cannot splice are read().
+ */
 struct agent_stream {
 	int cpu;
 	int lfd;			/* TCP: listening socket */
@@ -71,10 +75,12 @@ struct agent_stream {
 	uint32_t page_size;
 	atomic_int *stop;		/* drain and finish */
 	FILE *log;
+	bool no_splice;			/* tests: read() even over a socket */
 	pthread_t th;
 	bool started;
 	int err;
-	uint64_t pages;
+	uint64_t pages;			/* pages sent */
+	uint64_t spliced_pages;		/* of which spliced (TCP, vsock) */
 };
 
 int agent_stream_start(struct agent_stream *s);

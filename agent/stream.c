@@ -3,12 +3,21 @@
  * One CPU's page stream: accept the host's data connection (only from the
  * session's peer), then copy whole ring-buffer pages from the instance's
  * trace_pipe_raw to it, unframed, as trace-cmd's agent does. On stop it
- * drains what is left; every write is a whole page, so the stream is a page
+ * drains what is left; every page goes out whole, so the stream is a page
  * multiple without extra padding.
+ *
+ * Over a socket (TCP, vsock) full pages move as trace-cmd's recorder moves
+ * them: splice(2) from trace_pipe_raw into a pipe and from the pipe into the
+ * socket, many pages per call, never copied through user space. The kernel
+ * splices whole full pages only; a partial page (a quiet CPU, or what is
+ * left at stop) comes by read(), as on every other path. Over a vchan (no
+ * descriptor to splice into), or when the source cannot splice, pages are
+ * read() and sent in batches.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,7 +26,8 @@
 
 #define ACCEPT_WAIT_MS	30000	/* the host connects right after TRACE_RESP */
 #define POLL_MS		100
-#define BATCH_PAGES	16	/* pages per send on a busy CPU */
+#define BATCH_PAGES	16	/* read path: pages per send on a busy CPU */
+#define SPLICE_BYTES	(256 << 10)	/* splice path: the pipe, pages per call */
 
 static int accept_peer(struct agent_stream *s)
 {
@@ -78,12 +88,16 @@ static int wait_vchan_client(struct agent_stream *s)
 	return -ETIMEDOUT;
 }
 
-/* The data connection of this CPU, once the host is there. */
-static struct tmsg_transport *connect_host(struct agent_stream *s)
+/*
+ * The data connection of this CPU, once the host is there. *@sock is its
+ * socket for splice (owned by the transport), or -1 for a vchan.
+ */
+static struct tmsg_transport *connect_host(struct agent_stream *s, int *sock)
 {
 	char name[32];
 	int fd;
 
+	*sock = -1;
 	if (s->vchan) {
 		struct tmsg_transport *t = s->vchan;
 
@@ -99,6 +113,7 @@ static struct tmsg_transport *connect_host(struct agent_stream *s)
 		return NULL;
 	}
 	snprintf(name, sizeof(name), "cpu%d data", s->cpu);
+	*sock = fd;
 	return tmsg_fd_transport(fd, name);
 }
 
@@ -114,34 +129,209 @@ static int flush(struct agent_stream *s, struct tmsg_transport *out,
 	return ret;
 }
 
-/*
- * Copy pages until stopped. Full pages are batched (a read of
- * trace_pipe_raw gives one page) so that a busy CPU costs one send per
- * BATCH_PAGES; a partial page means the buffer is empty for now, so the
- * batch goes out and the stream waits for more rather than sending a page
- * per event.
- */
-static int copy_pages(struct agent_stream *s, int raw,
-		      struct tmsg_transport *out, uint8_t *buf)
-{
-	const size_t cap = (size_t)BATCH_PAGES * s->page_size;
-	size_t used = 0;
+/* The splice path's pipe and the data socket; pipe[0] < 0: not splicing. */
+struct splicer {
+	int pipe[2];
+	int sock;
+	size_t len;		/* bytes asked of one splice: whole pages */
+	bool out_ok;		/* the socket takes splice (else write) */
+};
 
-	for (;;) {
-		struct pollfd pfd = { .fd = raw, .events = POLLIN };
-		ssize_t n = read(raw, buf + used, s->page_size);
-		bool partial;
+static void splicer_close(struct splicer *sp)
+{
+	if (sp->pipe[0] >= 0) {
+		close(sp->pipe[0]);
+		close(sp->pipe[1]);
+	}
+	sp->pipe[0] = sp->pipe[1] = -1;
+}
+
+static void splicer_open(struct agent_stream *s, struct splicer *sp, int sock)
+{
+	int size;
+
+	sp->pipe[0] = sp->pipe[1] = -1;
+	sp->sock = sock;
+	sp->out_ok = true;
+	if (sock < 0 || s->no_splice || pipe2(sp->pipe, O_CLOEXEC))
+		return;
+	/* as large as allowed up to SPLICE_BYTES; the default is 16 pages */
+	fcntl(sp->pipe[1], F_SETPIPE_SZ, SPLICE_BYTES);
+	size = fcntl(sp->pipe[1], F_GETPIPE_SZ);
+	if (size < (int)s->page_size) {
+		splicer_close(sp);
+		return;
+	}
+	sp->len = (size_t)size / s->page_size * s->page_size;
+}
+
+/* Wait until the socket takes more; 0, or -ETIMEDOUT / -errno (logged). */
+static int wait_sock(struct agent_stream *s, struct tmsg_transport *out,
+		     int sock)
+{
+	struct pollfd pfd = { .fd = sock, .events = POLLOUT };
+	int ret;
+
+	do
+		ret = poll(&pfd, 1, out->io_timeout_ms);
+	while (ret < 0 && errno == EINTR);
+	if (ret > 0)
+		return 0;
+	ret = ret ? -errno : -ETIMEDOUT;
+	fprintf(s->log, "agent: cpu%d: data connection: %s\n", s->cpu,
+		ret == -ETIMEDOUT ? "the host stopped reading" : strerror(-ret));
+	return ret;
+}
+
+/*
+ * Empty @len bytes of the pipe into the socket: splice, or read and
+ * write when the socket will not take splice. A tail shorter than a page
+ * (only a simulated kernel's FIFO or file gives one) becomes one page,
+ * zero-padded, as a short read() does. 0 or -errno (logged).
+ */
+static int pipe_out(struct agent_stream *s, struct splicer *sp,
+		    struct tmsg_transport *out, uint8_t *buf, size_t len)
+{
+	size_t full = len / s->page_size * s->page_size;
+
+	while (full && sp->out_ok) {
+		ssize_t n = splice(sp->pipe[0], NULL, sp->sock, NULL, full,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 
 		if (n > 0) {
-			if ((size_t)n < s->page_size)
-				memset(buf + used + n, 0, s->page_size - n);
-			partial = page_fill(buf + used, s->page_size) < 3;
-			used += s->page_size;
-			s->pages++;
+			full -= (size_t)n;
+			len -= (size_t)n;
+		} else if (n < 0 && errno == EAGAIN) {
+			int ret = wait_sock(s, out, sp->sock);
+
+			if (ret)
+				return ret;
+		} else if (n < 0 && (errno == EINVAL || errno == ENOSYS ||
+				     errno == EOPNOTSUPP)) {
+			sp->out_ok = false;	/* write what is in the pipe */
+		} else if (n < 0 && errno != EINTR) {
+			int ret = -errno;
+
+			fprintf(s->log, "agent: cpu%d: data connection: %s\n",
+				s->cpu, strerror(errno));
+			return ret;
+		}
+	}
+	while (len) {
+		size_t chunk = len < (size_t)BATCH_PAGES * s->page_size ?
+			       len : (size_t)BATCH_PAGES * s->page_size;
+		size_t used = 0;
+
+		while (used < chunk) {
+			ssize_t n = read(sp->pipe[0], buf + used, chunk - used);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {	/* cannot be: the bytes are there */
+				fprintf(s->log, "agent: cpu%d: pipe: %s\n", s->cpu,
+					n ? strerror(errno) : "short");
+				return n ? -errno : -EIO;
+			}
+			used += (size_t)n;
+		}
+		len -= chunk;
+		if (used % s->page_size) {
+			size_t pad = s->page_size - used % s->page_size;
+
+			memset(buf + used, 0, pad);
+			used += pad;
+			s->pages++;	/* the padded page */
+		}
+		if (flush(s, out, buf, &used))
+			return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * One splice from trace_pipe_raw into the pipe, then out to the socket.
+ * Returns >0 when pages went out, -EAGAIN when there is no full page now
+ * (or 0 at the end of a simulated kernel's file), another -errno when the
+ * stream must end. A source that cannot splice turns splicing off (and
+ * -EAGAIN: nothing was taken from it, read() goes on from there).
+ */
+static int splice_pages(struct agent_stream *s, struct splicer *sp, int raw,
+			struct tmsg_transport *out, uint8_t *buf)
+{
+	ssize_t n = splice(raw, NULL, sp->pipe[1], NULL, sp->len,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	int ret;
+
+	if (n == 0)
+		return 0;
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return -EAGAIN;
+		if (errno != EINVAL && errno != ENOSYS)
+			fprintf(s->log, "agent: cpu%d: splice: %s; reading instead\n",
+				s->cpu, strerror(errno));
+		splicer_close(sp);
+		return -EAGAIN;
+	}
+	s->pages += (uint64_t)n / s->page_size;
+	s->spliced_pages += (uint64_t)n / s->page_size;
+	ret = pipe_out(s, sp, out, buf, (size_t)n);
+	return ret ? ret : 1;
+}
+
+/*
+ * Copy pages until stopped. Over a socket, full pages are spliced. Read
+ * pages are batched (a read of a kernel's trace_pipe_raw gives one page; a
+ * simulated kernel's FIFO or file may give more) so that a busy CPU costs
+ * one send per BATCH_PAGES; a partial page means the buffer is empty for
+ * now, so the batch goes out and the stream waits for more rather than
+ * sending a page per event. Read pages go out before the next splice, so
+ * the order is the source's.
+ */
+static int copy_pages(struct agent_stream *s, int raw,
+		      struct tmsg_transport *out, int sock, uint8_t *buf)
+{
+	const size_t cap = (size_t)BATCH_PAGES * s->page_size;
+	struct splicer sp;
+	size_t used = 0;
+	int ret = 0;
+
+	splicer_open(s, &sp, sock);
+	for (;;) {
+		struct pollfd pfd = { .fd = raw, .events = POLLIN };
+		bool partial;
+		ssize_t n;
+
+		if (sp.pipe[0] >= 0) {
+			if (flush(s, out, buf, &used)) {
+				ret = -EIO;
+				break;
+			}
+			ret = splice_pages(s, &sp, raw, out, buf);
+			if (ret > 0)
+				continue;
+			if (ret && ret != -EAGAIN)
+				break;
+			ret = 0;
+			/* no full page: a partial one, if any, by read() */
+		}
+		n = read(raw, buf + used, cap - used);
+		if (n > 0) {
+			size_t got = ((size_t)n + s->page_size - 1) /
+				     s->page_size * s->page_size;
+
+			/* a short read of a FIFO or file: pad its last page */
+			memset(buf + used + n, 0, got - (size_t)n);
+			partial = page_fill(buf + used + got - s->page_size,
+					    s->page_size) < 3;
+			used += got;
+			s->pages += got / s->page_size;
 			if (used < cap && !partial)
 				continue;
-			if (flush(s, out, buf, &used))
-				return -EIO;
+			if (flush(s, out, buf, &used)) {
+				ret = -EIO;
+				break;
+			}
 			if (partial && !*s->stop)
 				nap(s);
 			continue;
@@ -149,19 +339,24 @@ static int copy_pages(struct agent_stream *s, int raw,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno != EAGAIN) {
+			ret = -errno;
 			fprintf(s->log, "agent: cpu%d: read: %s\n", s->cpu,
 				strerror(errno));
-			return -errno;
+			break;
 		}
-		if (flush(s, out, buf, &used))
-			return -EIO;
+		if (flush(s, out, buf, &used)) {
+			ret = -EIO;
+			break;
+		}
 		if (*s->stop)
-			return 0;	/* tracing is off and the buffer empty */
+			break;		/* tracing is off and the buffer empty */
 		if (n == 0)
 			nap(s);		/* a file or FIFO at its end for now */
 		else
 			poll(&pfd, 1, POLL_MS);
 	}
+	splicer_close(&sp);
+	return ret;
 }
 
 static void *stream_main(void *arg)
@@ -169,13 +364,20 @@ static void *stream_main(void *arg)
 	struct agent_stream *s = arg;
 	struct tmsg_transport *out = NULL;
 	uint8_t *buf = malloc((size_t)BATCH_PAGES * s->page_size);
-	int raw = -1;
+	int raw = -1, sock;
+	sigset_t pipe_sig;
 
+	/* splice() into a socket the host closed raises SIGPIPE (it cannot
+	 * say MSG_NOSIGNAL); the agent ignores it, and here it stays pending
+	 * on this thread, whatever the process does: EPIPE is the error */
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
 	if (!buf) {
 		s->err = -ENOMEM;
 		return NULL;
 	}
-	out = connect_host(s);
+	out = connect_host(s, &sock);
 	if (!out) {
 		if (!*s->stop)
 			fprintf(s->log, "agent: cpu%d: no data connection\n", s->cpu);
@@ -188,7 +390,7 @@ static void *stream_main(void *arg)
 			strerror(errno));
 		goto out;
 	}
-	s->err = copy_pages(s, raw, out, buf);
+	s->err = copy_pages(s, raw, out, sock, buf);
 out:
 	if (raw >= 0)
 		close(raw);
