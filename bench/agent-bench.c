@@ -7,7 +7,10 @@
  * them into trace-<guest>.dat. The reference, in the same run: a plain
  * socket copy of the same bytes (a child reads the same files in 64 KiB
  * chunks and sends them on one TCP connection per CPU; this process polls
- * them and writes what comes to a file). Best of 3 each, alternated.
+ * them and writes what comes to a file). Best of ROUNDS (5) each, alternated.
+ * The agent splices the files' full pages into its data sockets, 64 pages
+ * per call (agent/stream.c), as it does a kernel's trace_pipe_raw; the
+ * plain sender reads and writes.
  *
  * Second pair, transport + write only: a synthetic agent (a child that
  * speaks the protocol, sends v6 metadata and then the same pages from
