@@ -243,6 +243,7 @@ static int ours(unsigned int port, const char *out, uint64_t total, struct resul
 	struct rec_guest_opts o = {
 		.spec = spec, .output = out, .events = ev, .nr_events = 1,
 		.host_traceid = 1,
+		.tsync = "none",	/* the page path alone: no ptp rounds timed */
 	};
 	struct rec_guest_summary s;
 	struct rec_guest *g;
