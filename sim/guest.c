@@ -5,7 +5,11 @@
  * FIFOs fed with kernel ring-buffer pages stamped in the guest's TSC (the
  * x86-tsc clock), only while that vCPU runs on some pCPU. trace_marker and
  * trace_marker_raw are FIFOs the daemon reads; a marker is stamped by the
- * next pCPU thread that runs one of the guest's vCPUs.
+ * next pCPU thread that runs one of the guest's vCPUs. A FIFO knows no
+ * writer, so each vCPU also has its own pair, per_cpu/cpuN/trace_marker and
+ * per_cpu/cpuN/trace_marker_raw (not in a real tracefs): a marker written
+ * there is stamped when vCPU N runs, into its buffer, as the kernel does
+ * for a writer running on CPU N.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +33,7 @@ enum { ID_PRINT = 5, ID_RAW = 19, ID_SWITCH = 316, ID_WAKEUP = 318 };
 struct gcpu {
 	pthread_mutex_t lock;
 	int fd;				/* trace_pipe_raw, O_RDWR|O_NONBLOCK */
+	int mfd[2];			/* its trace_marker, trace_marker_raw */
 	uint8_t page[PAGE];
 	unsigned int len;		/* event bytes after the header */
 	bool open, missed;
@@ -172,9 +177,11 @@ static int open_fifo(const char *dir, const char *name)
 	/* O_RDWR: opening never blocks and a reader never sees EOF */
 	fd = mkfifo(p, 0666) ? -1 :
 	     open(p, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	free(p);
 	if (fd >= 0)
 		fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+	else
+		unlink(p);	/* no FIFO nobody reads */
+	free(p);
 	return fd;
 }
 
@@ -245,6 +252,11 @@ static int make_tree(struct xsim_guest *g)
 		g->cpu[c].fd = open_fifo(g->dir, name);
 		if (g->cpu[c].fd < 0)
 			return -1;
+		/* optional: without them, writers use the shared pair */
+		snprintf(name, sizeof(name), "per_cpu/cpu%u/trace_marker", c);
+		g->cpu[c].mfd[0] = open_fifo(g->dir, name);
+		snprintf(name, sizeof(name), "per_cpu/cpu%u/trace_marker_raw", c);
+		g->cpu[c].mfd[1] = open_fifo(g->dir, name);
 	}
 	g->marker_fd = open_fifo(g->dir, "trace_marker");
 	g->raw_fd = open_fifo(g->dir, "trace_marker_raw");
@@ -268,7 +280,7 @@ struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom,
 	g->marker_fd = g->raw_fd = -1;
 	pthread_mutex_init(&g->qlock, NULL);
 	for (unsigned int c = 0; c < XSIM_MAX_VCPUS; c++) {
-		g->cpu[c].fd = -1;
+		g->cpu[c].fd = g->cpu[c].mfd[0] = g->cpu[c].mfd[1] = -1;
 		pthread_mutex_init(&g->cpu[c].lock, NULL);
 	}
 	if (!tracefs)
@@ -427,18 +439,33 @@ void xsim_guest_activity(struct xsim_guest *g, unsigned int c, uint64_t host)
 	pthread_mutex_unlock(&gc->lock);
 }
 
-bool xsim_guest_pop(struct xsim_guest *g, struct xsim_action *a,
-		    uint64_t *now)
+bool xsim_guest_pop(struct xsim_guest *g, unsigned int c,
+		    struct xsim_action *a, uint64_t *now)
 {
+	unsigned int i;
+
 	pthread_mutex_lock(&g->qlock);
-	if (!g->qlen) {
+	/* the oldest for @c or any vCPU; those for other vCPUs wait for them */
+	for (i = 0; i < g->qlen; i++) {
+		const struct xsim_action *q = &g->q[(g->qhead + i) % 64];
+
+		if (q->vcpu < 0 || (unsigned int)q->vcpu == c)
+			break;
+	}
+	if (i == g->qlen) {
 		pthread_mutex_unlock(&g->qlock);
 		return false;
 	}
 	/* time taken under the lock: actions keep their order across pCPUs */
 	*now = xsim_rdtsc();
-	*a = g->q[g->qhead];
-	g->qhead = (g->qhead + 1) % 64;
+	*a = g->q[(g->qhead + i) % 64];
+	if (!i) {
+		g->qhead = (g->qhead + 1) % 64;
+	} else {
+		/* close the gap: the others keep their order */
+		for (; i + 1 < g->qlen; i++)
+			g->q[(g->qhead + i) % 64] = g->q[(g->qhead + i + 1) % 64];
+	}
 	__atomic_sub_fetch(&g->qlen, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&g->qlock);
 	return true;
@@ -500,9 +527,9 @@ bool xsim_guest_pending(struct xsim_guest *g)
  * (the kernel ends each with one); raw markers written back to back may
  * merge (docs/xensim.md).
  */
-static void read_markers(struct xsim_guest *g, int fd, bool raw)
+static void read_markers(struct xsim_guest *g, int fd, bool raw, int vcpu)
 {
-	struct xsim_action a = { .kind = raw ? XA_RAW : XA_TEXT };
+	struct xsim_action a = { .kind = raw ? XA_RAW : XA_TEXT, .vcpu = vcpu };
 	uint8_t buf[4096];
 	ssize_t n;
 
@@ -529,16 +556,31 @@ static void read_markers(struct xsim_guest *g, int fd, bool raw)
 	}
 }
 
-int xsim_guest_fds(struct xsim_guest *g, int fds[2])
+int xsim_guest_fds(struct xsim_guest *g, int *fds)
 {
-	fds[0] = g->marker_fd;
-	fds[1] = g->raw_fd;
-	return 2;
+	int n = 0;
+
+	if (g->marker_fd >= 0)
+		fds[n++] = g->marker_fd;
+	if (g->raw_fd >= 0)
+		fds[n++] = g->raw_fd;
+	for (unsigned int c = 0; c < g->nvcpus; c++)
+		for (int k = 0; k < 2; k++)
+			if (g->cpu[c].mfd[k] >= 0)
+				fds[n++] = g->cpu[c].mfd[k];
+	return n;
 }
 
 void xsim_guest_input(struct xsim_guest *g, int fd)
 {
-	read_markers(g, fd, fd == g->raw_fd);
+	if (fd == g->marker_fd || fd == g->raw_fd) {
+		read_markers(g, fd, fd == g->raw_fd, -1);
+		return;
+	}
+	for (unsigned int c = 0; c < g->nvcpus; c++)
+		for (int k = 0; k < 2; k++)
+			if (fd == g->cpu[c].mfd[k])
+				read_markers(g, fd, k == 1, (int)c);
 }
 
 /* Re-read what libtracefs may have written. */
@@ -626,6 +668,9 @@ void xsim_guest_free(struct xsim_guest *g)
 	for (unsigned int c = 0; c < XSIM_MAX_VCPUS; c++) {
 		if (g->cpu[c].fd >= 0)
 			close(g->cpu[c].fd);
+		for (int k = 0; k < 2; k++)
+			if (g->cpu[c].mfd[k] >= 0)
+				close(g->cpu[c].mfd[k]);
 		pthread_mutex_destroy(&g->cpu[c].lock);
 	}
 	if (g->marker_fd >= 0)

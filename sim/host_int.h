@@ -19,9 +19,16 @@
 
 struct xsim_guest;
 
-/* What a guest process asks of a running vCPU, in the order it asked. */
+/* Marker FIFOs of a guest: the shared pair, and a pair per vCPU. */
+#define XSIM_GUEST_FDS	(2 + 2 * XSIM_MAX_VCPUS)
+
+/*
+ * What a guest process asks of a running vCPU, in the order it asked: of
+ * vCPU @vcpu (the writer was pinned to it), or of whichever runs next (-1).
+ */
 struct xsim_action {
 	enum { XA_TEXT, XA_RAW, XA_XENTRACE } kind;
+	int16_t vcpu;			/* -1: any vCPU of the guest */
 	uint16_t len;			/* bytes in data */
 	uint16_t event;			/* XA_XENTRACE: 12-bit event */
 	int client;			/* XA_XENTRACE: who waits for the reply */
@@ -60,6 +67,9 @@ struct xsim_pcpu {
 	/* the last guest action done here: its vCPU and p->clk after it */
 	const struct xsim_vcpu *act_vcpu;
 	uint64_t act_end;
+	/* it was an HVMOP_xentrace of a pinned caller: its next action is
+	 * awaited before anything else runs here */
+	bool hold;
 	unsigned int nv;	/* v[]: its vCPUs, under slock */
 	struct xsim_vcpu *v[XSIM_MAX_DOMAINS * XSIM_MAX_VCPUS];
 };
@@ -112,17 +122,19 @@ void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
 		       bool to_task);
 /* pCPU thread: guest kernel activity while running */
 void xsim_guest_activity(struct xsim_guest *g, unsigned int c, uint64_t host);
-/* pCPU thread: the oldest queued action, if any, and the TSC it is done at */
-bool xsim_guest_pop(struct xsim_guest *g, struct xsim_action *a,
-		    uint64_t *now);
+/* pCPU thread running vCPU @c: the oldest queued action for @c or for any
+ * vCPU, if there is one, and the TSC it is done at */
+bool xsim_guest_pop(struct xsim_guest *g, unsigned int c,
+		    struct xsim_action *a, uint64_t *now);
 /* pCPU thread running vCPU @c: stamp a marker action at @host */
 void xsim_guest_mark(struct xsim_guest *g, unsigned int c, uint64_t host,
 		     const struct xsim_action *a);
 bool xsim_guest_pending(struct xsim_guest *g);
 /* serve loop: queue a hypercall; false if the queue is full */
 bool xsim_guest_push(struct xsim_guest *g, const struct xsim_action *a);
-/* serve loop: the marker FIFOs to poll, and reading them */
-int xsim_guest_fds(struct xsim_guest *g, int fds[2]);
+/* serve loop: the marker FIFOs to poll (at most XSIM_GUEST_FDS; returns
+ * how many), and reading them */
+int xsim_guest_fds(struct xsim_guest *g, int *fds);
 void xsim_guest_input(struct xsim_guest *g, int fd);
 /* serve loop, now and then: control files, partial pages */
 void xsim_guest_tick(struct xsim_guest *g, bool final);

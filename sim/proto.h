@@ -29,7 +29,8 @@ enum xsim_op {
 	XSIM_OP_BIND_VIRQ,	/* a0 virq -> ret port */
 	XSIM_OP_UNMASK,		/* a0 port */
 	XSIM_OP_UNBIND,		/* a0 port */
-	XSIM_OP_HVM_XENTRACE,	/* data xen_hvm_xentrace */
+	XSIM_OP_HVM_XENTRACE,	/* a0 1 + the caller's CPU if its thread is
+				 * pinned to one, else 0; data xen_hvm_xentrace */
 	XSIM_OP_XS,		/* a0 XS_* type, data path NUL [argument] */
 	XSIM_OP_EVT_UNBOUND,	/* a0 remote domid -> port */
 	XSIM_OP_EVT_INTERDOMAIN, /* a0 remote domid, a1 remote port -> port */

@@ -600,13 +600,14 @@ static uint64_t action_time(struct xsim_pcpu *p, uint64_t now)
 	return now;
 }
 
-static void guest_action(struct xsim_pcpu *p, struct xsim_guest *g)
+/* The guest's oldest action for the running vCPU (or any), if one waits. */
+static bool guest_action(struct xsim_pcpu *p, struct xsim_guest *g)
 {
 	struct xsim_action a;
 	uint64_t now;
 
-	if (!xsim_guest_pop(g, &a, &now))
-		return;
+	if (!xsim_guest_pop(g, p->cur->id, &a, &now))
+		return false;
 	now = action_time(p, now);
 	if (a.kind == XA_XENTRACE) {
 		xentrace_hypercall(p, &a, now);
@@ -616,6 +617,37 @@ static void guest_action(struct xsim_pcpu *p, struct xsim_guest *g)
 	}
 	p->act_vcpu = p->cur;
 	p->act_end = p->clk;
+	p->hold = a.kind == XA_XENTRACE && a.vcpu >= 0;
+	return true;
+}
+
+/*
+ * After an HVMOP_xentrace made for a caller pinned to the running vCPU,
+ * Xen returns to that caller, which goes on at once (a marker b within a
+ * µs on hardware). Its next action reaches the simulator later; until it
+ * does, within the stamps' allowed lag, nothing else runs on this pCPU,
+ * so the action follows ACT_GAP ticks after the VMENTRY and what fell due
+ * meanwhile comes after it. Return: true while still waiting.
+ */
+static bool hold_for_caller(struct xsim_pcpu *p)
+{
+	static const struct timespec poll_gap = { 0, 10 * 1000 };
+	struct xsim_guest *g = p->cur ? p->h->guest[p->cur->dom] : NULL;
+	uint64_t now;
+
+	if (!g) {
+		p->hold = false;
+		return false;
+	}
+	if (xsim_guest_pending(g) && guest_action(p, g))
+		return true;
+	now = xsim_rdtsc();
+	if (now <= p->act_end || now - p->act_end <= p->h->max_lag) {
+		nanosleep(&poll_gap, NULL);
+		return true;
+	}
+	p->hold = false;
+	return false;
 }
 
 static void *pcpu_main(void *arg)
@@ -627,13 +659,20 @@ static void *pcpu_main(void *arg)
 	while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE)) {
 		unsigned int n = 0;
 
+		if (p->hold && hold_for_caller(p))
+			continue;
+
 		/* "now" is read per event, so stamps follow real time */
 		while (step(p, xsim_rdtsc()) && ++n < 100000)
 			;
-		/* what the guest asked meanwhile, done now on the running vCPU */
+		/*
+		 * what the guest asked meanwhile, done now on the running vCPU:
+		 * what a process pinned to it asked, or what any vCPU may do
+		 */
 		while (p->cur && h->guest[p->cur->dom] &&
-		       xsim_guest_pending(h->guest[p->cur->dom]))
-			guest_action(p, h->guest[p->cur->dom]);
+		       xsim_guest_pending(h->guest[p->cur->dom]) &&
+		       guest_action(p, h->guest[p->cur->dom]))
+			;
 		if (n < 100000)
 			nanosleep(&tick, NULL);
 	}

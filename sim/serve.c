@@ -643,17 +643,21 @@ static int op_hvm_xentrace(struct server *s, int i, struct xsim_msg *m,
 	a.len = bytes;
 	memcpy(a.data, data + 4, bytes);
 	/*
+	 * The caller's vCPU (a0 = 1 + the CPU its thread is pinned to): the
+	 * call traps on that vCPU when it next runs. Not pinned, or pinned to
+	 * a CPU the guest does not have: whichever vCPU runs next.
+	 */
+	a.vcpu = m->a[0] && m->a[0] <= d->vcpus ? (int16_t)(m->a[0] - 1) : -1;
+	/*
 	 * A marker written before the call may not have been flagged by the
 	 * poll that saw the call (its FIFO was scanned first): read them now,
 	 * so they are queued before it.
 	 */
 	{
-		int fds[2];
+		int fds[XSIM_GUEST_FDS], nf = xsim_guest_fds(g, fds);
 
-		xsim_guest_fds(g, fds);
-		for (int k = 0; k < 2; k++)
-			if (fds[k] >= 0)
-				xsim_guest_input(g, fds[k]);
+		for (int k = 0; k < nf; k++)
+			xsim_guest_input(g, fds[k]);
 	}
 	return xsim_guest_push(g, &a) ? 1 : -EBUSY;
 }
@@ -661,8 +665,8 @@ static int op_hvm_xentrace(struct server *s, int i, struct xsim_msg *m,
 int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 {
 	struct server *s = calloc(1, sizeof(*s));
-	struct pollfd pf[MAX_CLIENTS + 3 + 2 * XSIM_MAX_DOMAINS];
-	int idx[MAX_CLIENTS + 3 + 2 * XSIM_MAX_DOMAINS];
+	struct pollfd pf[MAX_CLIENTS + 3 + XSIM_GUEST_FDS * XSIM_MAX_DOMAINS];
+	int idx[MAX_CLIENTS + 3 + XSIM_GUEST_FDS * XSIM_MAX_DOMAINS];
 	uint64_t next_tick = 0;
 	int ret = 0;
 
@@ -692,12 +696,12 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 		/* markers before requests: a marker written before a hypercall
 		 * is queued before it */
 		for (unsigned int g = 0; g < h->conf.ndoms; g++) {
-			int fds[2];
+			int fds[XSIM_GUEST_FDS], nf;
 
 			if (!h->guest[g])
 				continue;
-			xsim_guest_fds(h->guest[g], fds);
-			for (int k = 0; k < 2; k++) {
+			nf = xsim_guest_fds(h->guest[g], fds);
+			for (int k = 0; k < nf; k++) {
 				pf[n] = (struct pollfd){ .fd = fds[k],
 							 .events = POLLIN };
 				idx[n++] = -3 - (int)g;

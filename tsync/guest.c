@@ -5,6 +5,11 @@
  * traps in every HVM/PVH guest and needs no privilege; HVMOP_xentrace needs
  * root and a privcmd that lets domU hypercalls through, which current
  * kernels refuse by default (xen_privcmd.unrestricted=1 enables it).
+ *
+ * A kernel stamps a marker in the buffer of the CPU its writer runs on. A
+ * simulated kernel (xensim) cannot tell who wrote to its trace_marker FIFO,
+ * so it also offers per_cpu/cpuN/trace_marker FIFOs, which no real tracefs
+ * has: when they are there, the rounds pinned to CPU N write to that one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <xencall.h>
@@ -24,6 +30,8 @@
 
 struct tsync_guest {
 	int			fd;
+	int			cpu_fd;		/* the pinned CPU's marker, or fd */
+	char			*sim_dir;	/* has per_cpu/cpuN/trace_marker */
 	FILE			*log;
 	xencall_handle		*xc;
 	xen_hvm_xentrace_t	*buf;
@@ -69,6 +77,50 @@ void tsync_cpuid_marker(uint32_t seq)
 #endif
 }
 
+/*
+ * The tracing directory of @marker_path (".../trace_marker") if it is a
+ * simulated kernel's, whose per_cpu/cpu0/trace_marker is a FIFO; else NULL.
+ */
+static char *sim_markers(const char *marker_path)
+{
+	const char *slash = strrchr(marker_path, '/');
+	char *dir, *p;
+	struct stat st;
+	bool fifo;
+
+	if (!slash || strcmp(slash + 1, "trace_marker"))
+		return NULL;
+	dir = strndup(marker_path, (size_t)(slash - marker_path));
+	if (!dir || asprintf(&p, "%s/per_cpu/cpu0/trace_marker", dir) < 0) {
+		free(dir);
+		return NULL;
+	}
+	fifo = !stat(p, &st) && S_ISFIFO(st.st_mode);
+	free(p);
+	if (!fifo) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+/* A simulated kernel: the marker of @cpu, else the shared one. */
+static int cpu_marker(const struct tsync_guest *g, int cpu)
+{
+	char *p;
+	int fd;
+
+	if (!g->sim_dir || asprintf(&p, "%s/per_cpu/cpu%d/trace_marker", g->sim_dir, cpu) < 0)
+		return g->fd;
+	/* O_NONBLOCK: a FIFO without its reader fails rather than blocks */
+	fd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	free(p);
+	if (fd < 0)
+		return g->fd;
+	fcntl(fd, F_SETFL, 0);
+	return fd;
+}
+
 int tsync_guest_open(struct tsync_guest **out, const struct tsync_guest_opts *o)
 {
 	struct tsync_guest *g;
@@ -87,6 +139,8 @@ int tsync_guest_open(struct tsync_guest **out, const struct tsync_guest_opts *o)
 		free(g);
 		return err;
 	}
+	g->cpu_fd = g->fd;
+	g->sim_dir = sim_markers(o->marker_path);
 	if (o->hvmop) {
 		g->xc = xencall_open(NULL, XENCALL_OPENFLAG_NON_REENTRANT);
 		if (g->xc)
@@ -106,7 +160,7 @@ static void mark(struct tsync_guest *g, uint32_t seq, bool before)
 	int n = tsync_marker_text(buf, sizeof(buf), seq, before);
 
 	/* a lost marker only loses its round */
-	if (write(g->fd, buf, (size_t)n) < 0)
+	if (write(g->cpu_fd, buf, (size_t)n) < 0)
 		return;
 }
 
@@ -147,6 +201,7 @@ int tsync_guest_rounds(struct tsync_guest *g, int ncpu, int rounds)
 		/* markers and trap must share one vCPU: skip a CPU we cannot pin */
 		if (sched_setaffinity(0, sizeof(one), &one))
 			continue;
+		g->cpu_fd = cpu_marker(g, c);
 		/* one extra round first: the warm-up the recorder discards */
 		for (int r = 0; r <= rounds; r++) {
 			uint32_t seq = g->seq++;
@@ -158,6 +213,9 @@ int tsync_guest_rounds(struct tsync_guest *g, int ncpu, int rounds)
 				hvmop_round(g, g->seq++);
 			done++;
 		}
+		if (g->cpu_fd != g->fd)
+			close(g->cpu_fd);
+		g->cpu_fd = g->fd;
 	}
 	if (pinned)
 		sched_setaffinity(0, sizeof(old), &old);
@@ -184,5 +242,6 @@ void tsync_guest_close(struct tsync_guest *g)
 		xencall_close(g->xc);
 	if (g->fd >= 0)
 		close(g->fd);
+	free(g->sim_dir);
 	free(g);
 }

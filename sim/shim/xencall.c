@@ -5,6 +5,7 @@
  * unknown hypercall does on Xen.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -90,15 +91,34 @@ void xencall_free_buffer(xencall_handle *xcall, void *p)
 }
 
 /*
+ * The CPU the calling thread is pinned to, plus one; 0 if it may run on
+ * several. A guest's CPU k is this machine's CPU k: on Xen the hypercall
+ * traps on the vCPU the thread runs on, and a pinned thread runs there.
+ */
+static uint64_t pinned_cpu(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) != 1)
+		return 0;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			return (uint64_t)c + 1;
+	return 0;
+}
+
+/*
  * The one hypercall modelled: HVMOP_xentrace, which puts a GUEST record in
  * the hypervisor trace between the VMCALL exit and the VMENTRY. It returns
- * once a vCPU of this domain has made it.
+ * once the caller's vCPU (the one its thread is pinned to), or any vCPU of
+ * this domain if it is not pinned, has made it.
  */
 static long hypercall(xencall_handle *xcall, unsigned int op, uint64_t a1,
 		      uint64_t a2)
 {
 	struct xsim_msg m = { .op = XSIM_OP_HVM_XENTRACE };
 
+	m.a[0] = pinned_cpu();
 	if (op != __HYPERVISOR_hvm_op || a1 != HVMOP_xentrace) {
 		errno = ENOSYS;
 		return -1;

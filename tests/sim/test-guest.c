@@ -4,10 +4,12 @@
  * the agent will: formats parse, control files take effect, trace_pipe_raw
  * gives ring-buffer pages that kbuffer decodes, every event's guest TSC maps
  * back into a ground-truth run interval of that vCPU, and markers arrive
- * once each, stamped while a vCPU of the guest runs.
+ * once each, stamped while a vCPU of the guest runs; those of a process
+ * pinned to CPU N (per_cpu/cpuN/trace_marker, HVMOP_xentrace) on vCPU N.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -339,6 +341,177 @@ static void test_marker_hypercall_order(void **state)
 	simhost_cleanup(&sim);
 }
 
+/* Every event of @pg through @fn(ctx, id, payload). */
+static void each_event(struct pages *pg, void (*fn)(void *, uint16_t, const uint8_t *),
+		       void *ctx)
+{
+	struct kbuffer *kb = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
+
+	assert_non_null(kb);
+	for (unsigned int i = 0; i < pg->n; i++) {
+		unsigned long long ts;
+
+		assert_int_equal(kbuffer_load_subbuffer(kb, pg->buf + (size_t)i * 4096), 0);
+		for (void *rec = kbuffer_read_event(kb, &ts); rec;
+		     rec = kbuffer_next_event(kb, &ts)) {
+			uint16_t id;
+
+			memcpy(&id, rec, 2);
+			fn(ctx, id, rec);
+		}
+	}
+	kbuffer_free(kb);
+}
+
+struct pinned_count {
+	unsigned int text, raw;
+};
+
+static void count_pinned(void *ctx, uint16_t id, const uint8_t *rec)
+{
+	struct pinned_count *pc = ctx;
+
+	if (id == 5 && !memcmp(rec + 16, "pin ", 4))
+		pc->text++;
+	else if (id == 19 && !memcmp(rec + 12, "pinned!!", 8))
+		pc->raw++;
+}
+
+/*
+ * A process pinned to CPU 1 of a 2-vCPU guest, as the agent pins itself
+ * for its time-sync rounds: what it writes to per_cpu/cpu1/trace_marker
+ * and trace_marker_raw lands in vCPU 1's buffer, and its HVMOP_xentrace
+ * traps on vCPU 1; the truth says vcpu 1 for each, in the order written.
+ * Pinned to a CPU its guest does not have (dom2 has one vCPU), a call
+ * goes to whichever vCPU runs, as when it is not pinned.
+ */
+static void test_marker_pinned_vcpu(void **state)
+{
+	struct tracefs_cpu *tc[NCPU];
+	struct pages pg[NCPU] = { 0 };
+	struct pinned_count pc[NCPU] = { 0 };
+	char dir[512], path[600], line[256];
+	cpu_set_t one, old;
+	xencall_handle *xc, *xc2;
+	xen_hvm_xentrace_t *tr, *tr2;
+	int text, raw;
+	FILE *f;
+	struct { uint64_t t; char k; } ev[3 * NMARK + 8];
+	unsigned int n = 0, wrong = 0, d2 = 0;
+
+	assert_int_equal(sched_getaffinity(0, sizeof(old), &old), 0);
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		skip();		/* a 1-CPU machine cannot pin to CPU 1 */
+	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	snprintf(dir, sizeof(dir), "%s/dom1/tracing", sim.dir);
+	assert_int_equal(tracefs_set_tracing_dir(dir), 0);
+	for (int c = 0; c < NCPU; c++) {
+		tc[c] = tracefs_cpu_open(NULL, c, true);
+		assert_non_null(tc[c]);
+		pg[c].buf = malloc((size_t)MAXPAGES * 4096);
+		assert_non_null(pg[c].buf);
+	}
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu1/trace_marker", dir);
+	text = open(path, O_WRONLY);
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu1/trace_marker_raw", dir);
+	raw = open(path, O_WRONLY);
+	assert_true(text >= 0 && raw >= 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	setenv("XENSIM_DOMID", "1", 1);
+	xc = xencall_open(NULL, 0);
+	setenv("XENSIM_DOMID", "2", 1);
+	xc2 = xencall_open(NULL, 0);
+	assert_true(xc && xc2);
+	tr = xencall_alloc_buffer(xc, sizeof(*tr));
+	tr2 = xencall_alloc_buffer(xc2, sizeof(*tr2));
+	assert_true(tr && tr2);
+	for (uint32_t i = 1; i <= NMARK; i++) {
+		uint8_t m[12];
+		char s[32];
+
+		snprintf(s, sizeof(s), "pin %u\n", i);
+		assert_int_equal(write(text, s, strlen(s)), (ssize_t)strlen(s));
+		tr->event = 0x78;
+		tr->extra_bytes = 4;
+		memcpy(tr->extra, &i, 4);
+		assert_int_equal(xencall2(xc, __HYPERVISOR_hvm_op,
+					  HVMOP_xentrace, (uintptr_t)tr), 0);
+		memcpy(m, &i, 4);
+		memcpy(m + 4, "pinned!!", 8);
+		assert_int_equal(write(raw, m, sizeof(m)), sizeof(m));
+		usleep(5 * 1000);
+		for (int c = 0; c < NCPU; c++)
+			drain(tc[c], &pg[c]);
+	}
+	tr2->event = 0x79;
+	assert_int_equal(xencall2(xc2, __HYPERVISOR_hvm_op, HVMOP_xentrace,
+				  (uintptr_t)tr2), 0);
+	xencall_free_buffer(xc, tr);
+	xencall_free_buffer(xc2, tr2);
+	xencall_close(xc);
+	xencall_close(xc2);
+	close(text);
+	close(raw);
+	assert_int_equal(sched_setaffinity(0, sizeof(old), &old), 0);
+	usleep(100 * 1000);
+	assert_int_equal(simhost_stop(&sim), 0);	/* flushes partial pages */
+	for (int c = 0; c < NCPU; c++) {
+		drain(tc[c], &pg[c]);
+		tracefs_cpu_close(tc[c]);
+		each_event(&pg[c], count_pinned, &pc[c]);
+		free(pg[c].buf);
+		print_message("# d1v%d: %u pinned text markers, %u raw\n", c,
+			      pc[c].text, pc[c].raw);
+	}
+	/* every marker in vCPU 1's buffer, none in vCPU 0's */
+	assert_int_equal(pc[1].text, NMARK);
+	assert_int_equal(pc[1].raw, NMARK);
+	assert_int_equal(pc[0].text, 0);
+	assert_int_equal(pc[0].raw, 0);
+
+	snprintf(path, sizeof(path), "%s/truth", sim.dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long t;
+		unsigned int d, v, p, e;
+
+		if (sscanf(line, "marker %u %u %lu", &d, &v, &t) == 3 && d == 1) {
+			wrong += v != 1;
+			if (n < sizeof(ev) / sizeof(ev[0]))
+				ev[n++] = (typeof(ev[0])){ t, 'M' };
+		} else if (sscanf(line, "xentrace %u %u %u %lu %x", &d, &v, &p, &t, &e) == 5) {
+			if (d == 2) {
+				d2++;
+				assert_int_equal(v, 0);
+				assert_int_equal(e, 0x79);
+				continue;
+			}
+			wrong += v != 1 || e != 0x78;
+			if (n < sizeof(ev) / sizeof(ev[0]))
+				ev[n++] = (typeof(ev[0])){ t, 'X' };
+		}
+	}
+	fclose(f);
+	assert_int_equal(wrong, 0);
+	assert_int_equal(d2, 1);
+	assert_int_equal(n, 3 * NMARK);
+	/* in time order, each call between two markers: M X M, NMARK times */
+	for (unsigned int i = 0; i < n; i++)
+		for (unsigned int j = i + 1; j < n; j++)
+			if (ev[j].t < ev[i].t) {
+				typeof(ev[0]) tmp = ev[i];
+
+				ev[i] = ev[j];
+				ev[j] = tmp;
+			}
+	for (unsigned int i = 0; i < n; i++)
+		assert_int_equal(ev[i].k, i % 3 == 1 ? 'X' : 'M');
+	simhost_cleanup(&sim);
+}
+
 /*
  * A scaled guest TSC: guest = ((host * ratio) >> 32) + offset[vcpu] with
  * ratio = floor((gtsc_khz << 32) / cpu_khz) on AMD. Every event maps back
@@ -422,6 +595,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_guest_tracefs, cleanup),
 		cmocka_unit_test_teardown(test_guest_tracing_off, cleanup),
 		cmocka_unit_test_teardown(test_marker_hypercall_order, cleanup),
+		cmocka_unit_test_teardown(test_marker_pinned_vcpu, cleanup),
 		cmocka_unit_test_teardown(test_guest_scaled_tsc, cleanup),
 	};
 

@@ -108,6 +108,28 @@ static void truth_clock(unsigned int dom, uint64_t *ratio, int64_t *off)
 	fclose(f);
 }
 
+/* vCPU @vcpu's TSC offset in the truth. */
+static int64_t truth_offset(unsigned int dom, unsigned int vcpu)
+{
+	char path[400], line[512], v[48];
+	int64_t off = INT64_MIN;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/truth", sim.dir);
+	snprintf(v, sizeof(v), "vcpu domid=%u vcpu=%u ", dom, vcpu);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const char *p;
+
+		if (!strncmp(line, v, strlen(v)) && (p = strstr(line, " offset=")))
+			off = strtoll(p + 8, NULL, 10);
+	}
+	fclose(f);
+	assert_true(off != INT64_MIN);
+	return off;
+}
+
 /* One guest's agent: rounds on its (only) vCPU, markers and HVMOP. */
 static pid_t guest_rounds(unsigned int dom, uint32_t first)
 {
@@ -205,21 +227,21 @@ static int cmp_run(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-static void check_runs(const struct truth *t, unsigned int dom, const struct gside *g,
-		       const struct tsync_solution *sol, uint64_t slack, size_t *out,
-		       size_t *far)
+static void check_runs_vcpu(const struct truth *t, unsigned int dom, unsigned int vcpu,
+			    const struct gside *g, const struct tsync_solution *sol,
+			    uint64_t slack, size_t *out, size_t *far)
 {
 	struct truth_run *r = calloc(t->nrun + 1, sizeof(*r));
 	size_t n = 0;
 
 	assert_non_null(r);
 	for (size_t k = 0; k < t->nrun; k++)
-		if (t->run[k].dom == dom && t->run[k].vcpu == 0)
+		if (t->run[k].dom == dom && t->run[k].vcpu == vcpu)
 			r[n++] = t->run[k];
 	qsort(r, n, sizeof(*r), cmp_run);
 	*out = *far = 0;
 	for (size_t i = 0; i < g->nev; i++) {
-		uint64_t h = tsync_apply(sol, 0, g->ev[i]), best = UINT64_MAX;
+		uint64_t h = tsync_apply(sol, vcpu, g->ev[i]), best = UINT64_MAX;
 		size_t lo = 0, hi = n;
 
 		/* the last run starting at or before h, and the next one */
@@ -242,6 +264,13 @@ static void check_runs(const struct truth *t, unsigned int dom, const struct gsi
 		*far += best > slack;
 	}
 	free(r);
+}
+
+static void check_runs(const struct truth *t, unsigned int dom, const struct gside *g,
+		       const struct tsync_solution *sol, uint64_t slack, size_t *out,
+		       size_t *far)
+{
+	check_runs_vcpu(t, dom, 0, g, sol, slack, out, far);
 }
 
 static void drain(struct gside *gs, int ms)
@@ -471,6 +500,238 @@ static void test_xen_protocol(void **state)
 		tsync_gcollect_free(gs[i].c);
 		free(gs[i].ev);
 	}
+	tsync_match_free(h.m);
+	rec_vcpus_free(h.v);
+	simhost_cleanup(&sim);
+}
+
+/* ---- a guest of two vCPUs: each round on the vCPU the agent pinned to ------ */
+
+#define SMP_CPUS	2
+
+/* Every event's guest time, by the CPU of its buffer. */
+static void on_event_cpu(void *ctx, uint32_t cpu, uint64_t ts, uint16_t id)
+{
+	struct gside *g = ctx;
+
+	if (cpu < SMP_CPUS)
+		on_event(&g[cpu], cpu, ts, id);
+}
+
+/* vCPU @c's pages into one collector, for @ms at most. */
+static void drain_cpus(struct gside *gs, struct tsync_gcollect *c, int ms)
+{
+	struct pollfd p[SMP_CPUS];
+	struct timespec t0, now;
+
+	for (int i = 0; i < SMP_CPUS; i++)
+		p[i] = (struct pollfd){ .fd = gs[i].fd, .events = POLLIN };
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		long left;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = ms - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || poll(p, SMP_CPUS, (int)left) <= 0)
+			break;
+		for (int i = 0; i < SMP_CPUS; i++) {
+			ssize_t n;
+
+			if (!(p[i].revents & POLLIN))
+				continue;
+			n = read(gs[i].fd, gs[i].page + gs[i].have, 4096 - gs[i].have);
+			if (n <= 0)
+				continue;
+			gs[i].have += (size_t)n;
+			if (gs[i].have == 4096) {
+				assert_true(tsync_gcollect_page(c, gs[i].page, 4096, 8,
+								(uint32_t)i, 5) >= 0);
+				gs[i].have = 0;
+			}
+		}
+	}
+}
+
+/* The agent's side in a child: rounds pinned to each vCPU in turn. */
+static pid_t smp_rounds(uint32_t first)
+{
+	char marker[460];
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	setenv("XENSIM_DOMID", "1", 1);
+	/* the shared marker: tsync/guest.c finds the per-CPU ones beside it */
+	snprintf(marker, sizeof(marker), "%s/dom1/tracing/trace_marker", sim.dir);
+	{
+		struct tsync_guest_opts o = { .marker_path = marker, .hvmop = true, .log = stderr,
+					       .first_seq = first };
+		struct tsync_guest *g;
+
+		if (tsync_guest_open(&g, &o))
+			_exit(2);
+		/* both CPUs, or the test is void */
+		if (tsync_guest_rounds(g, SMP_CPUS, ROUNDS) != SMP_CPUS * (ROUNDS + 1))
+			_exit(4);
+		_exit(tsync_guest_hvmop_ok(g) ? 0 : 3);
+	}
+}
+
+/*
+ * Protocol xen with a PVH guest of two vCPUs, each with its own TSC offset
+ * (tsync-smp.conf): the agent pins itself to CPU 0 then CPU 1; every
+ * HVMOP round must match on the vCPU it was pinned to and both vCPUs must
+ * meet the 100 ns target against the truth. Before xensim stamped a
+ * guest's actions on the vCPU of the caller, most rounds did not match.
+ */
+static void test_xen_protocol_smp(void **state)
+{
+	const char *bin = getenv("TCX_BIN");
+	char out[400], raw[400], path[460];
+	struct gside gs[SMP_CPUS];
+	struct tsync_gcollect *col = tsync_gcollect_new();
+	struct hv h;
+	pid_t rec, pid;
+	int fd, st;
+
+	(void)state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < SMP_CPUS)
+		skip();		/* the agent cannot pin itself to CPU 1 */
+	assert_non_null(col);
+	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync-smp.conf")), 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	put(1, "trace_clock", "x86-tsc\n");
+	put(1, "events/sched/enable", "1\n");
+	put(1, "tracing_on", "1\n");
+	for (int c = 0; c < SMP_CPUS; c++) {
+		snprintf(path, sizeof(path), "%s/dom1/tracing/per_cpu/cpu%d/trace_pipe_raw",
+			 sim.dir, c);
+		gs[c] = (struct gside){ .fd = open(path, O_RDONLY | O_NONBLOCK) };
+		assert_true(gs[c].fd >= 0);
+	}
+	tsync_gcollect_set_hook(col, on_event_cpu, gs);
+	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
+	snprintf(raw, sizeof(raw), "%s/raw.bin", sim.tmp);
+	rec = agent_pid = fork();
+	if (!rec) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execl(bin, bin, "record", "--xen", "--no-dom0", "-q", "-o", out, "--raw", raw,
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int t = 0; t < 500 && !truth_has("tbuf enable"); t++)
+		usleep(10 * 1000);
+	assert_true(truth_has("tbuf enable"));
+	usleep(200 * 1000);
+	for (int k = 0; k < 2; k++) {
+		pid = smp_rounds(1 + (uint32_t)k * 1000);
+		st = 0;
+		while (waitpid(pid, &st, WNOHANG) == 0)
+			drain_cpus(gs, col, 20);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);	/* both CPUs, HVMOP worked */
+		drain_cpus(gs, col, k ? 300 : 1000);
+	}
+	kill(rec, SIGINT);
+	while (waitpid(rec, &st, WNOHANG) == 0)
+		drain_cpus(gs, col, 20);
+	agent_pid = 0;
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	put(1, "tracing_on", "0\n");
+	drain_cpus(gs, col, 300);
+	assert_int_equal(simhost_stop(&sim), 0);
+
+	h.v = rec_vcpus_new(3, false);
+	h.m = tsync_match_new(1);
+	assert_true(h.v && h.m);
+	{
+		struct rec_stream *s = rec_stream_new(NULL, hv_emit, &h);
+		struct rec_read_result rr;
+
+		fd = open(raw, O_RDONLY);
+		assert_true(fd >= 0 && s);
+		assert_int_equal(rec_read_xentrace(fd, s, &rr, NULL, NULL), 0);
+		assert_int_equal(rec_stream_finish(s), 0);
+		rec_stream_free(s);
+		close(fd);
+	}
+	{
+		const struct tsync_hmark *hm;
+		const struct tsync_gmark *g;
+		struct tsync_solve_opts o = { .nvcpu = SMP_CPUS,
+					      .scale = { .ratio = 1ull << 48, .frac = 48 } };
+		struct tsync_solution sol;
+		struct tsync_clock clk;
+		size_t nh = tsync_match_marks(h.m, &hm), ng;
+		uint64_t gmin, gmax;
+		int64_t truth[SMP_CPUS];
+		char line[256];
+		struct truth tr;
+
+		ng = tsync_gcollect_marks(col, &g, &gmin, &gmax);
+		o.g_start = gmin;
+		o.g_end = gmax;
+		assert_int_equal(tsync_clock_init(&clk, 2600000, NULL, 0), 0);
+		assert_int_equal(tsync_solve(&o, g, ng, hm, nh, &sol), 0);
+		tsync_summary_line(&sol, "xen", &clk, line, sizeof(line));
+		fprintf(stderr, "# smp: %s (%zu guest rounds, %zu traps)\n", line, ng, nh);
+		assert_int_equal(truth_load(sim.dir, &tr), 0);
+		/* one epoch per vCPU, each from its own rounds */
+		assert_int_equal(sol.nepochs, SMP_CPUS);
+		/*
+		 * every HVMOP call of the two samples was traced, and each trap
+		 * matches the guest's round on the same vCPU (the unmatched are
+		 * the cpuid rounds, which do not trap on xensim)
+		 */
+		assert_int_equal(nh, 2 * SMP_CPUS * (ROUNDS + 1));
+		assert_int_equal(sol.rounds_used + sol.rounds_discarded, nh);
+		for (unsigned int v = 0; v < SMP_CPUS; v++) {
+			const struct tsync_epoch *e = &sol.epochs[v];
+			struct tsync_gmark *mine = calloc(ng + 1, sizeof(*mine));
+			size_t nm = 0, out_n, far_n;
+			int64_t err;
+			uint64_t half;
+
+			assert_non_null(mine);
+			truth[v] = truth_offset(1, v);
+			assert_int_equal(e->vcpu, v);
+			for (size_t k = 0; k < ng; k++)
+				if (g[k].vcpu == v)
+					mine[nm++] = g[k];
+			err = e->off - truth[v];
+			half = (uint64_t)(e->hi - e->lo) / 2;
+			fprintf(stderr, "# smp vCPU %u: %u rounds, [%lld, %lld], truth %lld, error "
+				"%lld ticks, half-width %llu ticks (%llu ns)\n", v, e->rounds,
+				(long long)e->lo, (long long)e->hi, (long long)truth[v],
+				(long long)err, (unsigned long long)half,
+				(unsigned long long)err_ns(&clk, &o.scale, (int64_t)half));
+			/* its HVMOP rounds of both samples, less its warm-up */
+			assert_int_equal(e->rounds, 2 * (ROUNDS + 1) - 1);
+			assert_int_equal(model_breaks(mine, nm, hm, nh, &o.scale, truth[v]), 0);
+			assert_true(e->lo <= truth[v] && truth[v] <= e->hi);
+			assert_true((uint64_t)llabs(err) <= sol.bound);
+			assert_true(err_ns(&clk, &o.scale, err) <= 100);
+			assert_true(err_ns(&clk, &o.scale, (int64_t)half) <= 100);
+			check_runs_vcpu(&tr, 1, v, &gs[v], &sol, tsync_bound_host(&sol) + 1,
+					&out_n, &far_n);
+			fprintf(stderr, "# smp vCPU %u: %zu guest events, %zu outside a run "
+				"interval, %zu by more than the bound\n", v, gs[v].nev, out_n, far_n);
+			assert_true(gs[v].nev > 0);
+			assert_int_equal(far_n, 0);
+			free(mine);
+		}
+		assert_true(tsync_clock_ticks_to_ns(&clk, tsync_bound_host(&sol)) <= 100);
+		/* the offsets differ: a round on the wrong vCPU could not fit both */
+		assert_true(truth[0] != truth[1]);
+		truth_free(&tr);
+		tsync_solution_free(&sol);
+	}
+	for (int c = 0; c < SMP_CPUS; c++) {
+		close(gs[c].fd);
+		free(gs[c].ev);
+	}
+	tsync_gcollect_free(col);
 	tsync_match_free(h.m);
 	rec_vcpus_free(h.v);
 	simhost_cleanup(&sim);
@@ -1219,6 +1480,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_xen_protocol, teardown),
+		cmocka_unit_test_teardown(test_xen_protocol_smp, teardown),
 		cmocka_unit_test_teardown(test_agent_xen, teardown),
 		cmocka_unit_test_teardown(test_host_session, teardown),
 		cmocka_unit_test_teardown(test_rec_guest, teardown),
