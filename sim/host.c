@@ -172,6 +172,16 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 	if (!h->tb || h->notify_fd < 0 || h->done_fd < 0 || h->listen_fd < 0 ||
 	    !tp)
 		goto fail;
+	/*
+	 * The guests' directories before the truth file: scripts take the
+	 * truth's appearance as the sign that they exist.
+	 */
+	for (unsigned int i = 0; i < c->ndoms; i++) {
+		/* dom0 traces this machine's real ftrace: no tracefs of its own */
+		h->guest[i] = xsim_guest_new(h, i, c->dom[i].domid != 0);
+		if (!h->guest[i])
+			goto fail;
+	}
 	h->truth = fopen(tp, "we");
 	free(tp);
 	tp = NULL;
@@ -179,12 +189,6 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 		goto fail;
 	h->t0 = xsim_rdtsc();
 	default_offsets(h);
-	for (unsigned int i = 0; i < c->ndoms; i++) {
-		/* dom0 traces this machine's real ftrace: no tracefs of its own */
-		h->guest[i] = xsim_guest_new(h, i, c->dom[i].domid != 0);
-		if (!h->guest[i])
-			goto fail;
-	}
 	h->xs = xsim_xs_new(&h->conf);
 	if (!h->xs || xsim_sched_start(h))
 		goto fail;

@@ -504,7 +504,9 @@ struct tsync_guest;
 
 /**
  * struct tsync_guest_opts - the agent's marker rounds
- * @marker_path: trace_marker of the agent's instance
+ * @marker_path: trace_marker of the agent's instance (a simulated kernel
+ *		whose per_cpu/cpu0/trace_marker beside it is a FIFO: the rounds
+ *		pinned to CPU N write to per_cpu/cpuN/trace_marker instead)
  * @hvmop:	also try HVMOP_xentrace through libxencall
  * @log:	notes (HVMOP blocked and how to enable it)
  * @first_seq:	the first round's number (0: 1); numbers must not repeat
