@@ -63,7 +63,8 @@ static int parse_u32(const char *v, uint32_t *out)
 	return 0;
 }
 
-static int parse_offsets(char *v, struct xsim_dom_conf *d)
+/* Comma-separated signed values into @out; one value stands for all. */
+static int parse_list(char *v, int64_t out[XSIM_MAX_VCPUS])
 {
 	unsigned int n = 0;
 	char *save = NULL;
@@ -74,16 +75,69 @@ static int parse_offsets(char *v, struct xsim_dom_conf *d)
 		if (n >= XSIM_MAX_VCPUS)
 			return -1;
 		errno = 0;
-		d->tsc_offset[n++] = strtoll(trim(t), &end, 0);
+		out[n++] = strtoll(trim(t), &end, 0);
 		if (errno || *trim(end))
 			return -1;
 	}
 	if (!n)
 		return -1;
-	/* One value stands for every vCPU. */
 	for (unsigned int i = n; i < XSIM_MAX_VCPUS; i++)
-		d->tsc_offset[i] = d->tsc_offset[n - 1];
+		out[i] = out[n - 1];
+	return 0;
+}
+
+static int parse_offsets(char *v, struct xsim_dom_conf *d)
+{
+	if (parse_list(v, d->tsc_offset))
+		return -1;
 	d->offset_set = true;
+	return 0;
+}
+
+/* SECONDS (up to 6 decimals) in microseconds. */
+static int parse_us(const char *v, uint64_t *us)
+{
+	uint64_t whole = 0, frac = 0;
+	unsigned int digits = 0;
+	const char *p = v;
+
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (whole > 1000000000ull)
+			return -1;
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		for (p++; isdigit((unsigned char)*p); p++) {
+			if (++digits > 6)
+				return -1;
+			frac = frac * 10 + (uint64_t)(*p - '0');
+		}
+	}
+	if (*p)
+		return -1;
+	while (digits++ < 6)
+		frac *= 10;
+	*us = whole * 1000000ull + frac;
+	return 0;
+}
+
+/* offset_change = SECONDS:OFFSET[,OFFSET...], later than the previous one */
+static int parse_change(char *v, struct xsim_dom_conf *d)
+{
+	struct xsim_tsc_change *c;
+	char *colon = strchr(v, ':');
+
+	if (!colon || d->nchanges >= XSIM_MAX_TSC_CHANGES)
+		return -1;
+	*colon = '\0';
+	c = &d->change[d->nchanges];
+	if (parse_us(trim(v), &c->at_us) || parse_list(colon + 1, c->offset))
+		return -1;
+	if (d->nchanges && c->at_us <= d->change[d->nchanges - 1].at_us)
+		return -1;
+	d->nchanges++;
 	return 0;
 }
 
@@ -141,6 +195,8 @@ static int host_key(struct xsim_conf *c, const char *k, char *v)
 		c->slice_us = x ? x : 1;
 	} else if (!strcmp(k, "tick_us")) {
 		c->tick_us = x ? x : 1;
+	} else if (!strcmp(k, "act_lag_us")) {
+		c->act_lag_us = x;
 	} else if (!strcmp(k, "xwake_pct")) {
 		c->xwake_pct = x > 100 ? 100 : x;
 	} else {
@@ -177,6 +233,19 @@ static int dom_key(struct xsim_dom_conf *d, const char *k, char *v)
 	}
 	if (!strcmp(k, "tsc_offset"))
 		return parse_offsets(v, d);
+	if (!strcmp(k, "offset_change"))
+		return parse_change(v, d);
+	if (!strcmp(k, "drift_ppm")) {
+		char *end;
+		long ppm;
+
+		errno = 0;
+		ppm = strtol(v, &end, 0);
+		if (errno || end == v || *trim(end) || ppm < -100000 || ppm > 100000)
+			return -1;
+		d->drift_ppm = (int32_t)ppm;
+		return 0;
+	}
 	if (parse_u32(v, &x))
 		return -1;
 	if (!strcmp(k, "domid")) {
@@ -247,6 +316,14 @@ static int check(struct xsim_conf *c, char *err, size_t errlen,
 					c->dom[i].name);
 				return -1;
 			}
+	for (unsigned int i = 0; i < c->ndoms; i++)
+		if (c->dom[i].type == XSIM_PV &&
+		    (c->dom[i].nchanges || c->dom[i].drift_ppm)) {
+			set_err(err, errlen, line,
+				"domain %s: a PV domain reads the host TSC (no offset_change, no drift_ppm)",
+				c->dom[i].name);
+			return -1;
+		}
 	if (c->dom[0].type == XSIM_HVM) {
 		set_err(err, errlen, line, "dom0 cannot be HVM");
 		return -1;

@@ -309,9 +309,7 @@ fail:
 /* Guest TSC of vCPU @c at host TSC @t. */
 static uint64_t gtsc(const struct xsim_guest *g, unsigned int c, uint64_t t)
 {
-	const struct xsim_dom_conf *d = &g->h->conf.dom[g->dom];
-
-	return xsim_guest_tsc(t, g->ratio, g->frac, d->tsc_offset[c]);
+	return xsim_host_gtsc(g->h, g->dom, c, t);
 }
 
 /* Hand the page to readers; a full FIFO loses it, as an overrun would. */

@@ -99,10 +99,10 @@ static void truth_header(struct xsim_host *h)
 		const struct xsim_dom_conf *d = &c->dom[i];
 		static const char *const types[] = { "pv", "pvh", "hvm" };
 
-		xsim_truth(h, "domain domid=%u name=%s type=%s vcpus=%u tsc_mode=%u gtsc_khz=%u ratio=%lu\n",
+		xsim_truth(h, "domain domid=%u name=%s type=%s vcpus=%u tsc_mode=%u gtsc_khz=%u ratio=%lu drift_ppm=%d\n",
 			   d->domid, d->name, types[d->type], d->vcpus,
 			   d->tsc_mode, d->gtsc_khz ? d->gtsc_khz : c->cpu_khz,
-			   (unsigned long)xsim_tsc_ratio(c, d));
+			   (unsigned long)xsim_tsc_ratio(c, d), (int)d->drift_ppm);
 	}
 	for (unsigned int i = 0; i < h->nvcpus; i++) {
 		const struct xsim_vcpu *v = &h->vcpu[i];
@@ -112,6 +112,14 @@ static void truth_header(struct xsim_host *h)
 			   v->domid, v->id, v->pcpu,
 			   (long)(d->type == XSIM_PV ? 0 : d->tsc_offset[v->id]));
 	}
+	/* the restores/migrations to come: new offsets, incarnation + 1 */
+	for (unsigned int i = 0; i < c->ndoms; i++)
+		for (unsigned int k = 0; k < c->dom[i].nchanges; k++)
+			for (unsigned int v = 0; v < c->dom[i].vcpus; v++)
+				xsim_truth(h, "offset_change domid=%u vcpu=%u at=%lu offset=%ld incarnation=%u\n",
+					   c->dom[i].domid, v,
+					   (unsigned long)h->dclk[i].change_tsc[k],
+					   (long)c->dom[i].change[k].offset[v], k + 1);
 	fflush(h->truth);
 }
 
@@ -134,6 +142,53 @@ static void default_offsets(struct xsim_host *h)
 		for (unsigned int v = 0; v < XSIM_MAX_VCPUS; v++)
 			d->tsc_offset[v] = -(int64_t)g0;
 	}
+}
+
+/* Each domain's ratio, where its drift starts, when its offsets change. */
+static void domain_clocks(struct xsim_host *h)
+{
+	const struct xsim_conf *c = &h->conf;
+	unsigned int frac = xsim_frac_bits(c->vendor);
+
+	for (unsigned int i = 0; i < c->ndoms; i++) {
+		const struct xsim_dom_conf *d = &c->dom[i];
+
+		h->dclk[i].ratio = xsim_tsc_ratio(c, d);
+		h->dclk[i].s0 = xsim_guest_tsc(h->t0, h->dclk[i].ratio, frac, 0);
+		for (unsigned int k = 0; k < d->nchanges; k++)
+			h->dclk[i].change_tsc[k] = h->t0 +
+				d->change[k].at_us * c->cpu_khz / 1000;
+	}
+}
+
+uint64_t xsim_host_gtsc(const struct xsim_host *h, unsigned int dom,
+			unsigned int vcpu, uint64_t host)
+{
+	const struct xsim_dom_conf *d = &h->conf.dom[dom];
+	uint64_t s = xsim_guest_tsc(host, h->dclk[dom].ratio,
+				    xsim_frac_bits(h->conf.vendor), 0);
+	int64_t off = d->tsc_offset[vcpu];
+
+	for (unsigned int k = 0; k < d->nchanges; k++)
+		if (host >= h->dclk[dom].change_tsc[k])
+			off = d->change[k].offset[vcpu];
+	if (d->drift_ppm) {
+		/* guest ticks since t0 times ppm / 10^6, truncated toward 0 */
+		__int128 el = (int64_t)(s - h->dclk[dom].s0);
+
+		off += (int64_t)(el * d->drift_ppm / 1000000);
+	}
+	return s + (uint64_t)off;
+}
+
+uint32_t xsim_host_incarnation(const struct xsim_host *h, unsigned int dom,
+			       uint64_t host)
+{
+	uint32_t n = 0;
+
+	for (unsigned int k = 0; k < h->conf.dom[dom].nchanges; k++)
+		n += host >= h->dclk[dom].change_tsc[k];
+	return n;
 }
 
 struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
@@ -189,6 +244,7 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 		goto fail;
 	h->t0 = xsim_rdtsc();
 	default_offsets(h);
+	domain_clocks(h);
 	h->xs = xsim_xs_new(&h->conf);
 	if (!h->xs || xsim_sched_start(h))
 		goto fail;

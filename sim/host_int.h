@@ -51,6 +51,7 @@ struct xsim_vcpu {
 	uint64_t run_end;	/* running: end of the current burst */
 	uint64_t next_exit;
 	uint64_t rng;
+	uint64_t rdtsc_n;	/* emulated RDTSC exits (tsc_mode 1) */
 };
 
 struct xsim_pcpu {
@@ -85,6 +86,7 @@ struct xsim_host {
 	int listen_fd;
 	uint64_t t0;
 	uint64_t max_lag;	/* how far stamps may trail real time */
+	uint64_t act_lag;	/* how late a back-to-back guest action may come */
 	volatile int stop;
 	pthread_mutex_t slock;	/* vCPU states */
 	FILE *truth;
@@ -98,9 +100,24 @@ struct xsim_host {
 	int done_fd;
 	unsigned int ndone;
 	struct { int client; uint32_t gen; } done[64];
+	/* each domain's clock (xsim_host_gtsc), set at start */
+	struct {
+		uint64_t ratio;
+		uint64_t s0;	/* the scaled host TSC at t0: drift starts there */
+		uint64_t change_tsc[XSIM_MAX_TSC_CHANGES];
+	} dclk[XSIM_MAX_DOMAINS];
 	struct xsim_pcpu pcpu[XSIM_MAX_PCPUS];
 };
 
+/*
+ * host.c: vCPU @vcpu of domain @dom's TSC at host TSC @host: ((host · ratio)
+ * >> frac) + the offset in force at @host + the drift since t0
+ */
+uint64_t xsim_host_gtsc(const struct xsim_host *h, unsigned int dom,
+			unsigned int vcpu, uint64_t host);
+/* host.c: domain @dom's incarnation at host TSC @host (changes made) */
+uint32_t xsim_host_incarnation(const struct xsim_host *h, unsigned int dom,
+			       uint64_t host);
 /* host.c: a pCPU thread finished a hypercall for @client */
 void xsim_host_done(struct xsim_host *h, int client, uint32_t gen);
 

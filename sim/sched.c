@@ -27,9 +27,9 @@
 #define ACT_GAP		128	/* ticks between a guest's back-to-back actions */
 
 /* VMX and SVM exit codes for the reasons simulated. */
-enum exit_kind { EX_INTR, EX_CPUID, EX_IO, EX_MSR, EX_HLT, EX_NKINDS };
-static const uint32_t vmx_reason[EX_NKINDS] = { 1, 10, 30, 31, 12 };
-static const uint32_t svm_reason[EX_NKINDS] = { 0x60, 0x72, 0x7b, 0x7c, 0x78 };
+enum exit_kind { EX_INTR, EX_CPUID, EX_IO, EX_MSR, EX_HLT, EX_RDTSC, EX_NKINDS };
+static const uint32_t vmx_reason[EX_NKINDS] = { 1, 10, 30, 31, 12, 16 };
+static const uint32_t svm_reason[EX_NKINDS] = { 0x60, 0x72, 0x7b, 0x7c, 0x78, 0x6e };
 
 void xsim_truth(struct xsim_host *h, const char *fmt, ...)
 {
@@ -177,6 +177,34 @@ static void vmentry(struct xsim_pcpu *p, uint64_t t)
 	emit(p, TRC_HVM_VMENTRY, true, stamp(p, t), 0, NULL);
 }
 
+/* A domain whose TSC Xen emulates (tsc_mode 1, always_emulate): HVM/PVH. */
+static bool vtsc(const struct xsim_host *h, const struct xsim_vcpu *v)
+{
+	return is_hvm(h, v) && dconf(h, v)->tsc_mode == 1;
+}
+
+/*
+ * An emulated RDTSC, as hvm_rdtsc_intercept() traces it: VMEXIT(RDTSC)
+ * [T], RDTSC(eax, edx: the value returned, no TSC), VMENTRY [T]. The exit
+ * lasts 2..65 STEPs and Xen reads the guest's TSC anywhere inside it.
+ */
+static void rdtsc_exit(struct xsim_pcpu *p, uint64_t t)
+{
+	struct xsim_vcpu *v = p->cur;
+	uint64_t len = STEP * (2 + rnd(&p->rng) % 64), at, g;
+	uint32_t d[2];
+
+	vmexit(p, EX_RDTSC, t);
+	t = p->clk;		/* the exit's stamp */
+	at = t + rnd(&p->rng) % (len + 1);
+	g = xsim_host_gtsc(p->h, v->dom, v->id, at);
+	d[0] = (uint32_t)g;
+	d[1] = (uint32_t)(g >> 32);
+	emit(p, TRC_HVM_RDTSC, false, 0, 2, d);
+	vmentry(p, t + len);
+	v->rdtsc_n++;
+}
+
 static void hypercall(struct xsim_pcpu *p, unsigned int op, uint64_t t)
 {
 	uint32_t d[3], n = 1;
@@ -216,7 +244,10 @@ static void guest_event(struct xsim_pcpu *p, uint64_t t)
 	/* what the guest kernel was doing when it trapped */
 	if (g)
 		xsim_guest_activity(g, v->id, stamp(p, t));
-	if (is_hvm(p->h, v)) {
+	if (vtsc(p->h, v) && rnd(&v->rng) % 2) {
+		/* half the exits of an emulated-TSC guest are its rdtsc */
+		rdtsc_exit(p, t);
+	} else if (is_hvm(p->h, v)) {
 		vmexit(p, rnd(&p->rng) % EX_HLT, t);
 		vmentry(p, p->clk + STEP);
 	} else {
@@ -588,14 +619,15 @@ static void xentrace_hypercall(struct xsim_pcpu *p, const struct xsim_action *a,
  * simulator delivering it (FIFO, socket, a pCPU wake-up). So when nothing
  * else happened on this pCPU since that previous action (no record, no
  * guest event, the same vCPU: p->clk untouched) and not longer ago than
- * stamps may trail real time, it follows ACT_GAP ticks after it: a marker
+ * the host's act_lag_us (default: as far as stamps may trail real time),
+ * it follows ACT_GAP ticks after it: a marker
  * then the trap it precedes, the VMENTRY then the marker after it. Else
  * it is done now.
  */
 static uint64_t action_time(struct xsim_pcpu *p, uint64_t now)
 {
 	if (p->act_vcpu == p->cur && p->act_end == p->clk &&
-	    (now <= p->clk || now - p->clk <= p->h->max_lag))
+	    (now <= p->clk || now - p->clk <= p->h->act_lag))
 		return p->clk + ACT_GAP;
 	return now;
 }
@@ -687,6 +719,7 @@ int xsim_sched_start(struct xsim_host *h)
 	h->nvcpus = 0;
 	/* stamps trail real time by at most two wake-ups (or 200 us) */
 	h->max_lag = us2tsc(h, c->tick_us * 2 > 200 ? c->tick_us * 2 : 200);
+	h->act_lag = c->act_lag_us ? us2tsc(h, c->act_lag_us) : h->max_lag;
 	for (unsigned int i = 0; i < c->pcpus; i++) {
 		struct xsim_pcpu *p = &h->pcpu[i];
 
@@ -740,4 +773,10 @@ void xsim_sched_stop(struct xsim_host *h)
 			   p->cur ? p->cur->id : p->id, p->id,
 			   (unsigned long)p->run_start, p->run_logged);
 	}
+	/* emulated RDTSC exits done, per vCPU of a tsc_mode 1 domain */
+	for (unsigned int i = 0; i < h->nvcpus; i++)
+		if (vtsc(h, &h->vcpu[i]))
+			xsim_truth(h, "vtsc domid=%u vcpu=%u rdtsc=%lu\n",
+				   h->vcpu[i].domid, h->vcpu[i].id,
+				   (unsigned long)h->vcpu[i].rdtsc_n);
 }

@@ -281,7 +281,8 @@ static int op_tscinfo(struct server *s, struct client *c, struct xsim_msg *m)
 		return -ESRCH;
 	m->a[0] = d->tsc_mode;
 	m->a[1] = d->gtsc_khz ? d->gtsc_khz : s->h->conf.cpu_khz;
-	m->a[2] = 0;
+	m->a[2] = xsim_host_incarnation(s->h, (unsigned int)(d - s->h->conf.dom),
+					xsim_rdtsc());
 	return 0;
 }
 

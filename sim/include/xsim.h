@@ -175,6 +175,15 @@ enum xsim_profile {
 	XSIM_BUSY,	/* never blocks: preempted at slice ends */
 };
 
+/* Offset changes (restores, migrations) per domain. */
+#define XSIM_MAX_TSC_CHANGES	8
+
+/** A change of a domain's TSC offsets at a time into the run. */
+struct xsim_tsc_change {
+	uint64_t at_us;			/* microseconds after the host started */
+	int64_t offset[XSIM_MAX_VCPUS];	/* the new offset of each vCPU */
+};
+
 /** One domain of the simulated host. */
 struct xsim_dom_conf {
 	char name[64];
@@ -185,6 +194,9 @@ struct xsim_dom_conf {
 	uint32_t gtsc_khz;		/* 0: cpu_khz */
 	int64_t tsc_offset[XSIM_MAX_VCPUS]; /* guest TSC offset per vCPU */
 	bool offset_set;		/* else: guest TSC 0 at host start */
+	int32_t drift_ppm;		/* guest TSC this many ppm fast */
+	unsigned int nchanges;		/* offset changes, in time order */
+	struct xsim_tsc_change change[XSIM_MAX_TSC_CHANGES];
 	enum xsim_profile profile;
 	uint32_t rate;			/* exits/hypercalls per s of run time */
 	uint32_t run_us, block_us;	/* mean burst and block lengths */
@@ -199,6 +211,8 @@ struct xsim_conf {
 	uint32_t tick_us;		/* producer wake-up period */
 	uint32_t xwake_pct;		/* % of blocks that wake a remote vCPU */
 	bool migrate;			/* a woken vCPU may move to an idle pCPU */
+	uint32_t act_lag_us;		/* back-to-back guest actions: how late
+					 * (0: the stamps' allowed lag) */
 	uint64_t seed;
 	unsigned int ndoms;
 	struct xsim_dom_conf dom[XSIM_MAX_DOMAINS];

@@ -118,6 +118,38 @@ static void test_errors(void **state)
 	assert_int_equal(xsim_conf_parse("[domain a]\n", &c, err, sizeof(err)), 0);
 }
 
+/* offset_change and drift_ppm: parsed, in time order, HVM/PVH only */
+static void test_clock_keys(void **state)
+{
+	struct xsim_conf c;
+	char err[160];
+
+	(void)state;
+	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = pvh\nvcpus = 2\n"
+					 "offset_change = 1.5:-7,9\noffset_change = 2.000001:42\n"
+					 "drift_ppm = -12\n", &c, err, sizeof(err)), 0);
+	assert_int_equal(c.dom[1].nchanges, 2);
+	assert_int_equal(c.dom[1].change[0].at_us, 1500000);
+	assert_int_equal(c.dom[1].change[0].offset[0], -7);
+	assert_int_equal(c.dom[1].change[0].offset[1], 9);
+	assert_int_equal(c.dom[1].change[1].at_us, 2000001);
+	assert_int_equal(c.dom[1].change[1].offset[1], 42);	/* one for all */
+	assert_int_equal(c.dom[1].drift_ppm, -12);
+	/* out of order, no colon, too many decimals, a PV domain, out of range */
+	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = hvm\n"
+					 "offset_change = 2:1\noffset_change = 1:2\n",
+					 &c, err, sizeof(err)), -1);
+	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = hvm\n"
+					 "offset_change = 5\n", &c, err, sizeof(err)), -1);
+	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = hvm\n"
+					 "offset_change = 0.0000001:5\n", &c, err, sizeof(err)), -1);
+	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = pv\n"
+					 "drift_ppm = 3\n", &c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "PV"));
+	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = hvm\n"
+					 "drift_ppm = 100001\n", &c, err, sizeof(err)), -1);
+}
+
 static void test_guest_tsc(void **state)
 {
 	/* Intel identity: host + offset */
@@ -134,6 +166,7 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_vendor_auto),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_clock_keys),
 		cmocka_unit_test(test_guest_tsc),
 	};
 
