@@ -281,7 +281,45 @@ static bool drifted(const struct tsync_epoch *prev, const struct tsync_epoch *e)
 
 	if (d < 0)
 		d = -d;
-	return d <= (s128)prev->widest + e->widest || d * 1000 <= dt;
+	/* the intersections, not the widest round: a round that straddles a
+	 * jump (marker a before it, b after) spans both offsets */
+	return d <= (s128)(prev->hi - prev->lo) + (e->hi - e->lo) || d * 1000 <= dt;
+}
+
+#define WIDE_MIN_ROUNDS	8	/* rounds of a vCPU before outliers are dropped */
+#define WIDE_FACTOR	8	/* an outlier: wider than this times the median */
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * The widest bracket kept among the @n rounds of one vCPU whose offset
+ * drifts: WIDE_FACTOR times their median width (UINT64_MAX for fewer than
+ * WIDE_MIN_ROUNDS). A round far wider than the vCPU's usual had a marker
+ * stamped late (the guest's process descheduled inside it) or straddles
+ * an offset change; with a drifting offset its width would be the bound.
+ */
+static int wide_cut(const struct round *r, size_t n, uint64_t *cut)
+{
+	uint64_t *w, med;
+
+	*cut = UINT64_MAX;
+	if (n < WIDE_MIN_ROUNDS)
+		return 0;
+	w = malloc(n * sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		w[i] = (uint64_t)(r[i].hi - r[i].lo);
+	qsort(w, n, sizeof(*w), cmp_u64);
+	med = w[n / 2] ? w[n / 2] : 1;
+	*cut = med > UINT64_MAX / WIDE_FACTOR ? UINT64_MAX : med * WIDE_FACTOR;
+	free(w);
+	return 0;
 }
 
 /*
@@ -412,6 +450,62 @@ static int sources(const struct tsync_solve_opts *o, const struct tsync_solution
 	return 0;
 }
 
+/*
+ * The epochs of one vCPU from its rounds @r[0..@n) in time order, leaving
+ * out those wider than @cut: intersect while the brackets meet, a new
+ * epoch when they do not (a drift or a jump).
+ */
+static int vcpu_epochs(const struct round *r, size_t n, uint64_t cut,
+		       struct tsync_solution *out, uint32_t *maxe)
+{
+	struct tsync_epoch e;
+	size_t j = 0;
+	int ret = 0;
+
+	/* the median is kept, so some round is */
+	while (j + 1 < n && (uint64_t)(r[j].hi - r[j].lo) > cut) {
+		out->rounds_wide++;
+		j++;
+	}
+	e = (struct tsync_epoch){ .vcpu = r[j].vcpu, .lo = r[j].lo, .hi = r[j].hi,
+				  .g_first = r[j].a, .g_last = r[j].a, .rounds = 1,
+				  .widest = (uint64_t)(r[j].hi - r[j].lo) };
+	for (j++; j < n && !ret; j++) {
+		int64_t lo = r[j].lo > e.lo ? r[j].lo : e.lo;
+		int64_t hi = r[j].hi < e.hi ? r[j].hi : e.hi;
+		uint64_t w = (uint64_t)(r[j].hi - r[j].lo);
+
+		if (w > cut) {
+			out->rounds_wide++;
+			continue;
+		}
+		if (lo <= hi) {
+			e.lo = lo;
+			e.hi = hi;
+			e.g_last = r[j].a;
+			e.rounds++;
+			if (w > e.widest)
+				e.widest = w;
+			continue;
+		}
+		e.off = e.lo + (e.hi - e.lo) / 2;
+		out->rounds_used += e.rounds;
+		ret = add_epoch(out, maxe, &e);
+		e = (struct tsync_epoch){ .vcpu = r[j].vcpu, .lo = r[j].lo, .hi = r[j].hi,
+					  .g_first = r[j].a, .g_last = r[j].a,
+					  .rounds = 1, .widest = w };
+		e.off = e.lo + (e.hi - e.lo) / 2;
+		if (!ret)
+			e.drift = drifted(&out->epochs[out->nepochs - 1], &e);
+	}
+	if (!ret) {
+		e.off = e.lo + (e.hi - e.lo) / 2;
+		out->rounds_used += e.rounds;
+		ret = add_epoch(out, maxe, &e);
+	}
+	return ret;
+}
+
 int tsync_solve(const struct tsync_solve_opts *o, const struct tsync_gmark *g, size_t ng,
 		const struct tsync_hmark *h, size_t nh, struct tsync_solution *out)
 {
@@ -454,9 +548,10 @@ int tsync_solve(const struct tsync_solve_opts *o, const struct tsync_gmark *g, s
 	}
 	qsort(r, nr, sizeof(*r), cmp_round);
 	for (size_t i = 0; i < nr && !ret; ) {
-		uint32_t v = r[i].vcpu;
+		uint32_t v = r[i].vcpu, first = out->nepochs, used = out->rounds_used;
 		size_t j = i, end = i;
-		struct tsync_epoch e;
+		bool drift = false;
+		uint64_t cut;
 
 		while (end < nr && r[end].vcpu == v)
 			end++;
@@ -465,37 +560,20 @@ int tsync_solve(const struct tsync_solve_opts *o, const struct tsync_gmark *g, s
 			out->rounds_discarded++;
 			j++;
 		}
-		e = (struct tsync_epoch){ .vcpu = v, .lo = r[j].lo, .hi = r[j].hi,
-					  .g_first = r[j].a, .g_last = r[j].a, .rounds = 1,
-					  .widest = (uint64_t)(r[j].hi - r[j].lo) };
-		for (j++; j < end && !ret; j++) {
-			int64_t lo = r[j].lo > e.lo ? r[j].lo : e.lo;
-			int64_t hi = r[j].hi < e.hi ? r[j].hi : e.hi;
-			uint64_t w = (uint64_t)(r[j].hi - r[j].lo);
-
-			if (lo <= hi) {
-				e.lo = lo;
-				e.hi = hi;
-				e.g_last = r[j].a;
-				e.rounds++;
-				if (w > e.widest)
-					e.widest = w;
-				continue;
-			}
-			e.off = e.lo + (e.hi - e.lo) / 2;
-			out->rounds_used += e.rounds;
-			ret = add_epoch(out, &maxe, &e);
-			e = (struct tsync_epoch){ .vcpu = v, .lo = r[j].lo, .hi = r[j].hi,
-						  .g_first = r[j].a, .g_last = r[j].a,
-						  .rounds = 1, .widest = w };
-			e.off = e.lo + (e.hi - e.lo) / 2;
-			if (!ret)
-				e.drift = drifted(&out->epochs[out->nepochs - 1], &e);
-		}
-		if (!ret) {
-			e.off = e.lo + (e.hi - e.lo) / 2;
-			out->rounds_used += e.rounds;
-			ret = add_epoch(out, &maxe, &e);
+		ret = vcpu_epochs(r + j, end - j, UINT64_MAX, out, &maxe);
+		for (uint32_t k = first; !ret && k < out->nepochs; k++)
+			drift |= out->epochs[k].drift;
+		/*
+		 * A drifting offset cannot be intersected across rounds: its
+		 * bound is the widest round, so the outliers go (a constant one
+		 * keeps them all: they can only narrow its intersection).
+		 */
+		if (drift)
+			ret = wide_cut(r + j, end - j, &cut);
+		if (drift && !ret && cut != UINT64_MAX) {
+			out->nepochs = first;
+			out->rounds_used = used;
+			ret = vcpu_epochs(r + j, end - j, cut, out, &maxe);
 		}
 		i = end;
 	}
@@ -676,9 +754,13 @@ void tsync_summary_line(const struct tsync_solution *s, const char *proto,
 	uint64_t ns = c ? tsync_clock_ticks_to_ns(c, tsync_bound_host(s)) :
 		      tsync_bound_host(s);
 
-	snprintf(buf, len, "tsync %s: %u rounds used (%u unmatched, %u warm-up), %u epoch%s, "
+	char wide[40] = "";
+
+	if (s->rounds_wide)
+		snprintf(wide, sizeof(wide), ", %u too wide", s->rounds_wide);
+	snprintf(buf, len, "tsync %s: %u rounds used (%u unmatched, %u warm-up%s), %u epoch%s, "
 		 "bound %" PRIu64 " %s%s", proto, s->rounds_used, s->rounds_unmatched,
-		 s->rounds_discarded, s->nepochs, s->nepochs == 1 ? "" : "s", ns,
+		 s->rounds_discarded, wide, s->nepochs, s->nepochs == 1 ? "" : "s", ns,
 		 c ? "ns" : "ticks", s->pv_confirmed ? " (PV: offset 0 confirmed)" : "");
 }
 

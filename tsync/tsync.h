@@ -330,6 +330,10 @@ struct tsync_solve_opts {
  * @rounds_used, @rounds_unmatched, @rounds_discarded: rounds intersected;
  *		guest rounds without a hypervisor match (or on another vCPU);
  *		warm-ups dropped
+ * @rounds_wide: rounds dropped as outliers, from a vCPU whose offset
+ *		drifts and that has at least 8 rounds: wider than 8 times its
+ *		median round (a marker stamped late, or a round across an
+ *		offset change); a drifting epoch's bound is its widest round
  * @bound:	the largest half-width of an epoch's bracket, guest ticks:
  *		every offset used is within this of the truth
  * @pv_confirmed: @pv and 0 lies in every vCPU's intersection
@@ -343,6 +347,7 @@ struct tsync_solution {
 	struct tsync_epoch	*epochs;
 	uint32_t		nepochs;
 	uint32_t		rounds_used, rounds_unmatched, rounds_discarded;
+	uint32_t		rounds_wide;
 	uint64_t		bound;
 	bool			pv_confirmed;
 	uint32_t		ncpu, count;
@@ -358,7 +363,9 @@ struct tsync_solution {
  * Round seq is matched to the hypervisor's trap of the same seq on the same
  * vCPU; off in [a - scale(h_exit), b - scale(h_entry)]. Per vCPU, in time
  * order, brackets are intersected; an empty intersection starts a new
- * epoch (the offset moved: a restore, a TSC write). A vCPU without rounds
+ * epoch (the offset moved: a restore, a TSC write). A vCPU whose offset
+ * drifts is solved again without the rounds far wider than its usual
+ * (@rounds_wide). A vCPU without rounds
  * takes the domain's first epoch (Xen copies vCPU0's offset to the APs).
  * Returns -ENODATA if no vCPU has a usable round.
  */

@@ -407,6 +407,62 @@ static void test_solve_drift(void **state)
 	tsync_solution_free(&s);
 }
 
+/*
+ * Outliers: a round whose marker b came 5 ms late, and one that straddles
+ * the offset change (a before it, b after). The straddler joins the old
+ * epoch; it used to make the jump look like drift (the epochs were
+ * compared by their widest rounds) and its width (the jump) the bound. A
+ * drifting offset's bound is its widest round: one late round was the
+ * bound until the outliers were dropped.
+ */
+static void test_solve_outliers(void **state)
+{
+	struct truth t = { .off = { -5000000000ll, 55000000000ll }, .change = 15000000000ull };
+	struct truth d = { .off = { -777777777, -777777777 }, .change = UINT64_MAX,
+			   .drift_div = 100000 };
+	struct tsync_gmark g[200];
+	struct tsync_hmark h[200];
+	struct tsync_solution s;
+	struct tsync_solve_opts o = { .nvcpu = 1 };
+	size_t n, k;
+
+	(void)state;
+	assert_int_equal(tsync_xen_ratio(2600000, 0, TSYNC_INTEL, true, &t.s), 0);
+	d.s = o.scale = t.s;
+	/* a round every 0.1 s for 4 s; the change after 2 s */
+	n = make_rounds(&t, 1, 10000000000ull, 260000000ull, 40, g, h);
+	for (k = 0; k < n && h[k].h_exit < t.change; k++)
+		;
+	/* round k - 1 began before the change; its b comes after it */
+	k--;
+	g[k].b = tsync_guest_of(&t.s, t.off[1], t.change + 1000);
+	g[k / 2].b += 13000000;
+	o.g_start = tsync_guest_of(&t.s, t.off[0], 9000000000ull);
+	o.g_end = tsync_guest_of(&t.s, t.off[1], 21000000000ull);
+	assert_int_equal(tsync_solve(&o, g, n, h, n, &s), 0);
+	/* a constant offset keeps every round: they only narrow it */
+	assert_int_equal(s.rounds_wide, 0);
+	assert_int_equal(s.nepochs, 2);
+	assert_false(s.epochs[1].drift);
+	assert_true(s.bound < 1000);
+	assert_true((uint64_t)llabs(s.epochs[0].off - t.off[0]) <= s.bound);
+	assert_true((uint64_t)llabs(s.epochs[1].off - t.off[1]) <= s.bound);
+	check_map(&t, &s, 1, 10000000000ull, 20000000000ull);
+	tsync_solution_free(&s);
+
+	/* drift: 60 rounds, 5 of them with b 5 ms late */
+	n = make_rounds(&d, 1, 10000000000ull, 2600000000ull, 61, g, h);
+	for (k = 5; k < n; k += 12)
+		g[k].b += 13000000;
+	o.g_start = tsync_guest_of(&d.s, off_at(&d, 9000000000ull), 9000000000ull);
+	o.g_end = tsync_guest_of(&d.s, off_at(&d, 170000000000ull), 170000000000ull);
+	assert_int_equal(tsync_solve(&o, g, n, h, n, &s), 0);
+	assert_int_equal(s.rounds_wide, 5);
+	assert_true(s.bound < 3000);
+	check_map(&d, &s, 1, 13000000000ull, 165000000000ull);
+	tsync_solution_free(&s);
+}
+
 static void test_solve_scaled(void **state)
 {
 	/* Intel host at 2.596 GHz, guest restored from a 1 GHz host */
@@ -1007,6 +1063,7 @@ int main(void)
 		cmocka_unit_test(test_solve_identity),
 		cmocka_unit_test(test_solve_change),
 		cmocka_unit_test(test_solve_drift),
+		cmocka_unit_test(test_solve_outliers),
 		cmocka_unit_test(test_solve_scaled),
 		cmocka_unit_test(test_solve_pv),
 		cmocka_unit_test(test_solve_vtsc),
