@@ -48,9 +48,12 @@ int agent_sim_setup(struct agent_trace *tr, const char *dir,
 /* trace_pipe_raw of @cpu (malloc'ed). */
 char *agent_trace_raw_path(struct agent_trace *tr, int cpu);
 void agent_trace_teardown(struct agent_trace *tr);
+/* the instance of session @seq made ahead (tracefs only), and dropped */
+void agent_trace_prepare(unsigned int seq, const char *tracing_dir);
+void agent_trace_unprepare(void);
 int agent_trace_on(struct agent_trace *tr, bool on);
-/* Read /proc/kallsyms now, so that sessions take it from the cache (it is
- * read again only when the loaded modules change). */
+/* Read /proc/kallsyms and printk_formats now, so that sessions take them
+ * from the cache (read again only when the loaded modules change). */
 void agent_kallsyms_prime(void);
 /* The trace.dat metadata (*out malloc'ed, its first *out_len bytes). */
 int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,

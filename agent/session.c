@@ -366,26 +366,24 @@ static uint64_t stop_streams(struct session *s)
 	return pages;
 }
 
-static int send_metadata(struct session *s)
+/* The metadata made before TRACE_RESP (see run_session), sent after it. */
+static int send_metadata(struct session *s, const uint8_t *meta, size_t len)
 {
-	uint8_t *meta = NULL;
-	size_t len = 0;
-	char why[256];
-	int ret;
+	int ret = tmsg_send_data(s->ctl, meta, len);
 
-	ret = agent_trace_metadata(&s->tr, s->trace_id, &meta, &len, why,
-				   sizeof(why));
-	if (ret) {
-		fprintf(s->log, "agent: metadata: %s\n", why);
-		return ret;
-	}
-	ret = tmsg_send_data(s->ctl, meta, len);
 	if (!ret)
 		ret = tmsg_send_cmd(s->ctl, TMSG_FIN_DATA);
-	free(meta);
 	if (ret)
 		fprintf(s->log, "agent: %s\n", tmsg_error());
 	return ret;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Until CLOSE, the peer's disappearance, or a signal. */
@@ -426,12 +424,16 @@ static int run_session(struct session *s)
 {
 	struct agent_record_opts o;
 	char why[256];
+	uint8_t *meta = NULL;
+	size_t meta_len = 0;
 	uint64_t pages;
+	double t0, t1, t2;
 	int ret;
 
 	ret = read_request(s, &o);
 	if (ret)
 		return ret;
+	t0 = mono_s();
 	ret = agent_trace_setup(&s->tr, &o, s->seq, s->cfg->tracing_dir, why,
 				sizeof(why));
 	if (ret) {
@@ -439,6 +441,25 @@ static int run_session(struct session *s)
 		return ret;
 	}
 	s->trace_id = new_trace_id();
+	t1 = mono_s();
+	/*
+	 * The metadata is made before TRACE_RESP: a host (trace-cmd's, ours)
+	 * waits 5 s for the first SEND_DATA after TRACE_RESP, but longer for
+	 * TRACE_RESP itself, and reading formats, cmdlines and the symbols into
+	 * a trace.dat can take longer than 5 s in a busy guest (real Xen under
+	 * TCG on a loaded host). It is in tracing's state once set up, and
+	 * tracing starts only after it is sent.
+	 */
+	ret = agent_trace_metadata(&s->tr, s->trace_id, &meta, &meta_len, why,
+				   sizeof(why));
+	if (ret) {
+		fprintf(s->log, "agent: metadata: %s\n", why);
+		refuse(s, "cannot make the metadata");
+		return ret;
+	}
+	t2 = mono_s();
+	fprintf(s->log, "agent: session %u: instance set up in %.1f s, metadata "
+		"(%zu bytes) made in %.1f s\n", s->seq, t1 - t0, meta_len, t2 - t1);
 	ret = respond(s);
 	/* trace-cmd's host runs its first ptp round before it reads the
 	 * metadata: the time sync stream must be served from now on */
@@ -447,7 +468,9 @@ static int run_session(struct session *s)
 	if (!ret)
 		ret = start_streams(s);
 	if (!ret)
-		ret = send_metadata(s);
+		ret = send_metadata(s, meta, meta_len);
+	free(meta);
+	meta = NULL;
 	if (!ret)
 		ret = agent_trace_on(&s->tr, true) ? -EIO : 0;
 	if (!ret) {
@@ -561,7 +584,10 @@ int agent_serve_tcp(const struct agent_config *cfg)
 		struct sockaddr_storage peer;
 		struct tmsg_transport *ctl;
 		char who[80], name[96];
-		int fd = tmsg_accept(lfd, CLOSE_POLL_MS, &peer, NULL);
+		int fd;
+
+		agent_trace_prepare((unsigned int)served + 1, cfg->tracing_dir);
+		fd = tmsg_accept(lfd, CLOSE_POLL_MS, &peer, NULL);
 
 		if (fd == -ETIMEDOUT)
 			continue;
@@ -588,6 +614,7 @@ int agent_serve_tcp(const struct agent_config *cfg)
 		fflush(log);
 	}
 	close(lfd);
+	agent_trace_unprepare();
 	return 0;
 }
 
@@ -628,6 +655,8 @@ int agent_serve_xen(const struct agent_config *cfg)
 			ret = -EIO;
 			break;
 		}
+		/* before state=ready the first time: a session then starts at once */
+		agent_trace_prepare((unsigned int)served + 1, cfg->tracing_dir);
 		if (!advertised) {
 			ret = tmsg_xs_advertise(domid, XEN_CAPS, 0);
 			if (ret) {
@@ -659,5 +688,6 @@ int agent_serve_xen(const struct agent_config *cfg)
 	}
 	if (advertised)
 		tmsg_xs_withdraw(domid);
+	agent_trace_unprepare();
 	return ret;
 }

@@ -63,6 +63,43 @@ bool agent_is_tracefs(const char *dir)
 	return !statfs(dir, &st) && st.f_type == TRACEFS_MAGIC;
 }
 
+/*
+ * The next session's instance, made while the agent waits for it: creating
+ * an instance makes the kernel build a directory per event (Linux before
+ * 6.6), which took a guest 9-24 s under QEMU TCG on a loaded host, while
+ * the host waits 30 s for TRACE_RESP. Made with tracing off and nothing
+ * enabled; agent_trace_setup() takes it, session @seq, as it would have
+ * made it.
+ */
+static struct tracefs_instance *spare;
+static unsigned int spare_seq;
+
+void agent_trace_prepare(unsigned int seq, const char *tracing_dir)
+{
+	char name[64];
+
+	if (spare || (tracing_dir && !agent_is_tracefs(tracing_dir)))
+		return;
+	snprintf(name, sizeof(name), INSTANCE_PREFIX "%d-%u", (int)getpid(), seq);
+	spare = tracefs_instance_create(name);
+	if (!spare)
+		return;		/* the session tries again, and says why */
+	tracefs_trace_off(spare);
+	/* the clock our recorder asks for: a clock change resets the buffers
+	 * (an RCU grace period, slow in a starved guest) */
+	tracefs_instance_file_write(spare, "trace_clock", "x86-tsc");
+	spare_seq = seq;
+}
+
+void agent_trace_unprepare(void)
+{
+	if (!spare)
+		return;
+	tracefs_instance_destroy(spare);
+	tracefs_instance_free(spare);
+	spare = NULL;
+}
+
 int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
 		      unsigned int seq, const char *tracing_dir,
 		      char *err, size_t errlen)
@@ -75,18 +112,33 @@ int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
 	if (tracing_dir && !agent_is_tracefs(tracing_dir))
 		return agent_sim_setup(tr, tracing_dir, o, err, errlen);
 
-	snprintf(name, sizeof(name), INSTANCE_PREFIX "%d-%u", (int)getpid(), seq);
-	tr->inst = tracefs_instance_create(name);
-	if (!tr->inst) {
-		snprintf(err, errlen, "cannot create tracefs instance %s: %s",
-			 name, strerror(errno));
-		return -errno ? -errno : -EIO;
+	if (spare && spare_seq != seq)
+		agent_trace_unprepare();
+	if (spare) {
+		tr->inst = spare;
+		spare = NULL;
+	} else {
+		snprintf(name, sizeof(name), INSTANCE_PREFIX "%d-%u", (int)getpid(), seq);
+		tr->inst = tracefs_instance_create(name);
+		if (!tr->inst) {
+			snprintf(err, errlen, "cannot create tracefs instance %s: %s",
+				 name, strerror(errno));
+			return -errno ? -errno : -EIO;
+		}
 	}
 	tracefs_trace_off(tr->inst);
-	if (o->clock[0] &&
-	    tracefs_instance_file_write(tr->inst, "trace_clock", o->clock) < 0) {
-		snprintf(err, errlen, "clock \"%s\" is not available", o->clock);
-		goto fail;
+	{
+		/* the clock asked for, or the kernel's default: the spare
+		 * instance may have another; written only if it differs */
+		const char *want = o->clock[0] ? o->clock : "local";
+		char *cur = tracefs_get_clock(tr->inst);
+		bool same = cur && !strcmp(cur, want);
+
+		free(cur);
+		if (!same && tracefs_instance_file_write(tr->inst, "trace_clock", want) < 0) {
+			snprintf(err, errlen, "clock \"%s\" is not available", want);
+			goto fail;
+		}
 	}
 	if (o->buffer_kb &&
 	    tracefs_instance_set_buffer_size(tr->inst, o->buffer_kb, -1) < 0) {
@@ -214,16 +266,21 @@ fail:
 }
 
 /*
- * /proc/kallsyms, kept between sessions while the loaded modules stay the
- * same. Reading it takes the kernel seconds in a slow guest (2-5 s in a
- * PV or PVH guest under QEMU TCG), and a host waits 5 s for the first
- * metadata message (trace-cmd's MSG_WAIT_MSEC): the agent reads it when it
- * starts (agent_kallsyms_prime) and again only when a module came or went.
+ * /proc/kallsyms and tracefs' printk_formats, kept between sessions while
+ * the loaded modules stay the same (a module brings symbols and
+ * trace_printk formats). Reading them takes the kernel seconds in a slow
+ * guest (kallsyms 2-5 s in a PV or PVH guest under QEMU TCG; printk_formats
+ * was the slowest read of a whole session on a 6.x host, about 0.5 s under
+ * strace), while a host waits 5 s for the first metadata message
+ * (trace-cmd's MSG_WAIT_MSEC) and 30 s for TRACE_RESP: the agent reads them
+ * when it starts (agent_kallsyms_prime) and again only when a module came
+ * or went.
  */
-static struct {
+struct cached {
 	char *text, *mods;
 	size_t len;
-} ksyms;
+};
+static struct cached ksyms, pfmts;
 
 /* Name, size, state and address of every module: what moves symbols
  * (not the use counts, which change as devices are opened). */
@@ -260,27 +317,41 @@ static char *module_key(void)
 	return key;
 }
 
-/* The symbol table, from the cache when the modules are unchanged. */
-static const char *kallsyms(size_t *len)
+/* @path's text, from @c when the modules are unchanged. */
+static const char *cached_read(struct cached *c, const char *path, size_t *len)
 {
 	char *mods = module_key(), *text;
 	size_t n;
 
-	if (mods && ksyms.text && ksyms.mods && !strcmp(mods, ksyms.mods)) {
+	if (mods && c->text && c->mods && !strcmp(mods, c->mods)) {
 		free(mods);
-		*len = ksyms.len;
-		return ksyms.text;
+		*len = c->len;
+		return c->text;
 	}
-	text = read_whole("/proc/kallsyms", &n);
-	free(ksyms.text);
-	free(ksyms.mods);
-	ksyms.text = text;
-	ksyms.mods = text ? mods : NULL;
-	ksyms.len = text ? n : 0;
+	text = read_whole(path, &n);
+	free(c->text);
+	free(c->mods);
+	c->text = text;
+	c->mods = text ? mods : NULL;
+	c->len = text ? n : 0;
 	if (!text)
 		free(mods);
-	*len = ksyms.len;
-	return ksyms.text;
+	*len = c->len;
+	return c->text;
+}
+
+/* The symbol table and the printk formats of the tracefs we trace. */
+static const char *kallsyms(size_t *len)
+{
+	return cached_read(&ksyms, "/proc/kallsyms", len);
+}
+
+static const char *printk_formats(size_t *len)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/printk_formats", tracefs_tracing_dir());
+	return cached_read(&pfmts, path, len);
 }
 
 void agent_kallsyms_prime(void)
@@ -288,6 +359,7 @@ void agent_kallsyms_prime(void)
 	size_t len;
 
 	kallsyms(&len);
+	printk_formats(&len);
 }
 
 /*
@@ -306,9 +378,12 @@ static void add_symbols(struct agent_trace *tr, struct tdat_writer *w)
 		syms = kallsyms(&len);
 		if (syms)
 			tdat_set_kallsyms(w, syms, len);
+		syms = printk_formats(&len);
+		if (syms)
+			tdat_set_printk(w, syms, len);
+		return;
 	}
-	snprintf(path, sizeof(path), "%s/printk_formats",
-		 tr->inst ? tracefs_tracing_dir() : tr->sim_dir);
+	snprintf(path, sizeof(path), "%s/printk_formats", tr->sim_dir);
 	text = read_whole(path, &len);
 	if (text)
 		tdat_set_printk(w, text, len);
