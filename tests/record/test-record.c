@@ -446,10 +446,33 @@ static void test_stress(void **state)
 	struct hvread hr;
 	struct truth t;
 	uint64_t lost = 0;
+	bool dropped = false;
 
-	assert_int_equal(run(argv, err, NULL), 0);
-	assert_int_equal(simhost_stop(&sim), 0);
-	assert_int_equal(truth_load(sim.dir, &t), 0);
+	/*
+	 * The simulator produces in real time: on a machine busy with other
+	 * work it may not reach a rate that overflows 2-page buffers. Try
+	 * again (up to 3 runs) until every pCPU dropped; then check.
+	 */
+	for (int attempt = 0; !dropped; attempt++) {
+		assert_int_equal(run(argv, err, NULL), 0);
+		assert_int_equal(simhost_stop(&sim), 0);
+		assert_int_equal(truth_load(sim.dir, &t), 0);
+		dropped = true;
+		for (unsigned int c = 0; c < t.pcpus; c++)
+			dropped &= t.st[c].dropped > 0;
+		if (dropped || attempt == 2)
+			break;
+		print_message("# run %d: a pCPU dropped nothing (a busy machine): again\n",
+			      attempt + 1);
+		truth_free(&t);
+		simhost_cleanup(&sim);
+		assert_int_equal(simhost_start(&sim, conf_path("stress.conf")), 0);
+		out = path("trace.dat");
+		js = path("sum.json");
+		err = path("err");
+		argv[8] = out;
+		argv[10] = js;
+	}
 	hv_read(out, &hr);
 	for (unsigned int c = 0; c < t.pcpus; c++) {
 		print_message("# pCPU %u: written %lu dropped %lu reported %lu; file: %lu "
