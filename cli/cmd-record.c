@@ -42,7 +42,7 @@ static void usage(FILE *f)
 		"  --tsync PROTOS       time sync offered to guests: xen, ptp, joined by ','\n"
 		"                       (default xen,ptp), or none\n"
 		"  --tsync-interval SEC also sync every SEC seconds (default: start and end)\n"
-		"  --secret-file FILE   shared secret for TCP/vsock agents (first line)\n"
+		"  --secret-file FILE   shared secret for TCP/vsock agents (as the agent's)\n"
 		"  --duration SEC       stop after SEC seconds\n"
 		"  --raw FILE           also keep the capture in xentrace format (xenalyze)\n"
 		"  --summary-json FILE  the closing summary as JSON ('-': stdout)\n"

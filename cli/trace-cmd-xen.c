@@ -17,7 +17,7 @@ struct tcx_cmd {
 
 static const struct tcx_cmd commands[] = {
 	{ "convert", cmd_convert, "turn a xentrace capture into a trace.dat" },
-	{ "record", cmd_record, "record the Xen hypervisor and dom0 (--xen), in dom0" },
+	{ "record", cmd_record, "record the Xen hypervisor, dom0 and guests (--xen, -A), in dom0" },
 	{ "agent", cmd_agent, "serve trace-cmd's agent protocol (--xen over vchan, or -N HOST over TCP)" },
 };
 
