@@ -87,15 +87,24 @@ static int vchan_wait(struct tmsg_transport *t, short events, int timeout_ms)
 		if (timeout_ms >= 0) {
 			int64_t l = end - tmsg_now_ms();
 
-			if (l <= 0)
-				return 0;
-			left = (int)l;
+			left = l > 0 ? (int)l : 0;
 		}
+		/*
+		 * Even with no time left, a pending event is acknowledged:
+		 * until it is, the event channel's fd stays readable, and a
+		 * caller that polls it (the recorder's drain thread, which
+		 * calls wait(POLLIN, 0) for an event without data) spins.
+		 */
 		ret = poll(&pfd, 1, left);
 		if (ret < 0 && errno != EINTR)
 			return -errno;
-		if (ret > 0 && libxenvchan_wait(v) < 0)
-			return -EIO;
+		if (ret > 0) {
+			if (libxenvchan_wait(v) < 0)
+				return -EIO;
+			continue;
+		}
+		if (!left)
+			return vchan_ready(v, events) ? 1 : 0;
 	}
 }
 
