@@ -12,10 +12,13 @@ while [ $i -lt "$ncpu" ]; do
 	fi
 	i=$((i + 1))
 done
-trace-cmd-xen agent --xen &
+# the agent's log (stderr, unbuffered) stamped with the guest's uptime: how
+# long a session's setup takes in the guest
+{ trace-cmd-xen agent --xen 2>&1; echo $? > /tmp/agent-rc; } |
+	while IFS= read -r l; do echo "[up $(cut -d' ' -f1 /proc/uptime)] $l"; done &
 AGENT=$!
-mark "AGENT STARTED pid=$AGENT cpus=$ncpu"
+mark "AGENT STARTED cpus=$ncpu"
 wait $AGENT
-rc=$?
+rc=$(cat /tmp/agent-rc 2>/dev/null || echo 255)
 mark "AGENT EXIT rc=$rc"
 exit $rc
