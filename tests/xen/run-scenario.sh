@@ -67,6 +67,7 @@ GUEST_BINARIES=""	# executable (from BUILDDIR), an absolute path a host one
 XEN_EXTRA=""		# appended to Xen's command line
 HVM=0			# 1: dom0 gets the qemu-xen device model, hvmloader, SeaBIOS
 OPT_IN=""		# VAR: with --tap (meson) run only if $VAR is 1 (costly scenarios)
+OPT_IN_WHY=""		# why it is opt-in, for the skip line
 # shellcheck disable=SC1091
 [ -f "$SCEN/scenario.conf" ] && . "$SCEN/scenario.conf"
 [ -n "$TIMEOUT_ARG" ] && TIMEOUT=$TIMEOUT_ARG
@@ -116,7 +117,7 @@ if ! command -v "$QEMU" >/dev/null 2>&1; then
 	skip "$QEMU not found (apt-get install qemu-system-x86, or scripts/install-deps.sh)"
 fi
 if [ "$TAP" = 1 ] && [ -n "$OPT_IN" ] && [ "${!OPT_IN:-0}" != 1 ]; then
-	skip "opt-in scenario (a long boot): run it with $OPT_IN=1, or run-scenario.sh $NAME"
+	skip "opt-in scenario (${OPT_IN_WHY:-a long boot}): run it with $OPT_IN=1, or run-scenario.sh $NAME"
 fi
 avail=$(awk '/^MemAvailable:/{print int($2 / 1024)}' /proc/meminfo)
 [ "$avail" -ge "$NEED_MEM_MB" ] ||
