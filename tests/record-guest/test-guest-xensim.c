@@ -27,49 +27,12 @@
 #include "recorder.h"
 #include "simhost.h"
 #include "tdat.h"
-#include "tmsg.h"
 
 static struct simhost sim;
 
 static void put(unsigned int domid, const char *file, const char *text)
 {
-	char path[460];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/dom%u/tracing/%s", sim.dir, domid, file);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
-static pid_t spawn_agent(unsigned int domid)
-{
-	char tdir[400], env[32], log[460];
-	const char *bin = getenv("TCX_BIN");
-	pid_t pid;
-
-	snprintf(tdir, sizeof(tdir), "%s/dom%u/tracing", sim.dir, domid);
-	/*
-	 * The agent reads a simulated kernel as it is and writes nothing into
-	 * it, while xensim's guest directories wait for tracefs writes: the
-	 * guest's "boot script" selects the clock (xensim stamps with the
-	 * guest TSC but shows "[local]", as a fresh kernel) and turns the
-	 * sched events and tracing on.
-	 */
-	put(domid, "trace_clock", "x86-tsc\n");
-	put(domid, "events/sched/enable", "1\n");
-	put(domid, "tracing_on", "1\n");
-	snprintf(log, sizeof(log), "%s/agent%u.log", sim.tmp, domid);
-	snprintf(env, sizeof(env), "%u", domid);
-	pid = fork();
-	if (pid)
-		return pid;
-	if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-		_exit(126);
-	setenv("XENSIM_DOMID", env, 1);
-	execl(bin, bin, "agent", "--xen", "--tracing-dir", tdir, (char *)NULL);
-	_exit(127);
+	assert_int_equal(simhost_put(&sim, domid, file, text), 0);
 }
 
 /* pages the simulator produced for @dom (all vCPUs), from the truth */
@@ -133,20 +96,15 @@ static void test_two_guests(void **state)
 
 	assert_int_equal(simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
-	for (int i = 0; i < 2; i++)
-		agent[i] = spawn_agent(dom[i]);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(simhost_boot(&sim, dom[i]), 0);
+		agent[i] = simhost_agent(&sim, dom[i]);
+		assert_true(agent[i] > 0);
+	}
 	usleep(100 * 1000);	/* the daemon rewrites trace_clock every 20 ms */
 	/* the agents advertise themselves in xenstore */
-	for (int i = 0; i < 2; i++) {
-		struct tmsg_xs_agent a = { 0 };
-
-		for (int t = 0; t < 300 && !a.ready; t++) {
-			if (tmsg_xs_lookup(dom[i], &a))
-				a.ready = false;
-			usleep(10 * 1000);
-		}
-		assert_true(a.ready);
-	}
+	for (int i = 0; i < 2; i++)
+		assert_true(simhost_agent_ready(dom[i], 300, NULL));
 	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
 	for (int i = 0; i < 2; i++) {
 		struct rec_guest_opts o = {
@@ -251,18 +209,13 @@ static void test_guest_dies(void **state)
 
 	assert_int_equal(simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
-	for (int i = 0; i < 2; i++)
-		agent[i] = spawn_agent(dom[i]);
 	for (int i = 0; i < 2; i++) {
-		struct tmsg_xs_agent a = { 0 };
-
-		for (int t = 0; t < 300 && !a.ready; t++) {
-			if (tmsg_xs_lookup(dom[i], &a))
-				a.ready = false;
-			usleep(10 * 1000);
-		}
-		assert_true(a.ready);
+		assert_int_equal(simhost_boot(&sim, dom[i]), 0);
+		agent[i] = simhost_agent(&sim, dom[i]);
+		assert_true(agent[i] > 0);
 	}
+	for (int i = 0; i < 2; i++)
+		assert_true(simhost_agent_ready(dom[i], 300, NULL));
 	snprintf(out, sizeof(out), "%s/dies.dat", sim.tmp);
 	for (int i = 0; i < 2; i++) {
 		/* no time sync: its last sample would only lengthen the stop */

@@ -36,6 +36,7 @@
 #include "agent-priv.h"
 #include "mock-xen.h"
 #include "recorder.h"
+#include "simhost.h"
 #include "simkernel.h"
 #include "tdat.h"
 #include "tmsg.h"
@@ -52,33 +53,6 @@ static const char *const tick_ev[] = { "tcx:tick" };
 
 /* ---- helpers --------------------------------------------------------------- */
 
-/* stdout of a shell command into @out (NUL-terminated); returns its status */
-static int run(char *out, size_t len, const char *fmt, ...)
-{
-	char cmd[1024];
-	size_t n = 0;
-	va_list ap;
-	FILE *p;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (n + 1 < len) {
-		size_t r = fread(out + n, 1, len - 1 - n, p);
-
-		if (!r)
-			break;
-		n += r;
-	}
-	out[n] = 0;
-	while (fgetc(p) != EOF)
-		;
-	return pclose(p);
-}
-
 static int count(const char *hay, const char *needle)
 {
 	int n = 0;
@@ -94,7 +68,7 @@ static void check_report(const char *file, int cpus, int events)
 	static char out[1 << 16];
 	char want[32];
 
-	assert_int_equal(run(out, sizeof(out), "trace-cmd report -i '%s' 2>&1", file), 0);
+	assert_int_equal(run_shell(out, sizeof(out), "trace-cmd report -i '%s' 2>&1", file), 0);
 	snprintf(want, sizeof(want), "cpus=%d", cpus);
 	if (!strstr(out, want) || count(out, " n=") != events)
 		fail_msg("%s: want %s and %d events:\n%.2000s", file, want, events, out);
@@ -106,7 +80,7 @@ static void check_traceid(const char *file, uint64_t id)
 	static char out[1 << 16];
 	char want[64];
 
-	assert_int_equal(run(out, sizeof(out), "trace-cmd dump --options -i '%s' 2>&1", file), 0);
+	assert_int_equal(dump_options(out, sizeof(out), file), 0);
 	snprintf(want, sizeof(want), "0x%llX", (unsigned long long)id);
 	if (!strstr(out, "TRACEID") || !strstr(out, want))
 		fail_msg("%s: no TRACEID %s:\n%.2000s", file, want, out);
@@ -124,7 +98,7 @@ static int check_time_shift(const char *file, bool want, uint64_t peer, int64_t 
 	char id[64];
 	int n = 0;
 
-	assert_int_equal(run(out, sizeof(out), "trace-cmd dump --options -i '%s' 2>&1", file), 0);
+	assert_int_equal(dump_options(out, sizeof(out), file), 0);
 	if (!want) {
 		if (strstr(out, "TimeShift"))
 			fail_msg("%s: a TIME_SHIFT without time sync:\n%.2000s", file, out);
@@ -375,7 +349,7 @@ static void test_tcp_session(void **state)
 		static char rep[1 << 16];
 
 		for (int i = 0; i < 30; i++) {
-			run(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1", gfile);
+			run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1", gfile);
 			if (count(rep, " n=") == SIMK_CPUS * SIMK_PER_CPU)
 				break;
 			usleep(50 * 1000);
@@ -412,8 +386,8 @@ static void test_tcp_session(void **state)
 		static char rep[1 << 16];
 
 		/* both files together, the guest's TSC2NSEC applied */
-		assert_int_equal(run(rep, sizeof(rep), "trace-cmd report -i '%s' -i '%s' 2>&1",
-				     host, gfile), 0);
+		assert_int_equal(run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' -i '%s' "
+					   "2>&1", host, gfile), 0);
 		assert_int_equal(count(rep, " n="), SIMK_CPUS * SIMK_PER_CPU + 1);
 	}
 	stop_agent(&a, SIGTERM);
@@ -584,11 +558,10 @@ static void test_dies_mid_page(void **state)
 		static char rep[1 << 14];
 
 		/* cmdlines and UNAME came through the metadata */
-		assert_int_equal(run(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | head -3",
-				     sum.path), 0);
+		assert_int_equal(run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
+					   "head -3", sum.path), 0);
 		assert_non_null(strstr(rep, "ticker"));
-		assert_int_equal(run(rep, sizeof(rep), "trace-cmd dump --options -i '%s' 2>&1",
-				     sum.path), 0);
+		assert_int_equal(dump_options(rep, sizeof(rep), sum.path), 0);
 		assert_non_null(strstr(rep, "Linux fake 6.1"));
 	}
 	close(f.lfd);
@@ -812,8 +785,8 @@ static void test_stock_agent(void **state)
 	waitpid(pid, NULL, 0);
 	assert_true(sum.events > 0);
 	assert_int_equal(sum.bad_pages, 0);
-	assert_int_equal(run(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
-			     "grep -c ' sched_switch: '", sum.path), 0);
+	assert_int_equal(run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
+				   "grep -c ' sched_switch: '", sum.path), 0);
 	assert_int_equal(atoi(rep), (int)sum.events);
 	check_traceid(sum.path, sum.traceid);
 	/* trace-cmd's own ptp: its first round before the metadata, as it wants */

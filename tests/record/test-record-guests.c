@@ -40,7 +40,6 @@
 
 #include "recorder.h"
 #include "simhost.h"
-#include "tmsg.h"
 
 #define MAXCPU		16
 #define MAXAGENTS	4
@@ -103,14 +102,7 @@ static int teardown(void **state)
 /* Write @text into a simulated guest kernel's tracefs file. */
 static void put(unsigned int domid, const char *file, const char *text)
 {
-	char p[460];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/dom%u/tracing/%s", sim.dir, domid, file);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
+	assert_int_equal(simhost_put(&sim, domid, file, text), 0);
 }
 
 /*
@@ -124,7 +116,7 @@ static void boot_guest(unsigned int domid)
 	put(domid, "tracing_on", "1\n");
 }
 
-static pid_t start_child(char *const argv[], const char *log, const char *domid)
+static pid_t start_child(char *const argv[], const char *log)
 {
 	pid_t pid = fork();
 
@@ -135,8 +127,6 @@ static pid_t start_child(char *const argv[], const char *log, const char *domid)
 		_exit(126);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	setenv("LD_LIBRARY_PATH", getenv("XENSIM_LIBDIR"), 1);
-	if (domid)
-		setenv("XENSIM_DOMID", domid, 1);
 	execv(argv[0], argv);
 	_exit(127);
 }
@@ -144,25 +134,16 @@ static pid_t start_child(char *const argv[], const char *log, const char *domid)
 /* `agent --xen` in guest @domid, advertised in xenstore when this returns. */
 static pid_t start_xen_agent(unsigned int domid)
 {
-	char tdir[400], log[460], env[16];
-	char *argv[] = { (char *)tcx(), "agent", "--xen", "--tracing-dir", tdir, NULL };
-	struct tmsg_xs_agent a = { 0 };
 	pid_t pid;
 
 	boot_guest(domid);
-	snprintf(tdir, sizeof(tdir), "%s/dom%u/tracing", sim.dir, domid);
-	snprintf(log, sizeof(log), "%s/agent%u.log", sim.tmp, domid);
-	snprintf(env, sizeof(env), "%u", domid);
-	pid = start_child(argv, log, env);
+	pid = simhost_agent(&sim, domid);
+	assert_true(pid >= 0);
 	assert_true(nagents < MAXAGENTS);
 	agents[nagents++] = pid;
-	for (int t = 0; t < 500 && !a.ready; t++) {
-		if (tmsg_xs_lookup(domid, &a))
-			a.ready = false;
-		usleep(10 * 1000);
-	}
-	if (!a.ready)
-		fail_msg("the agent of domain %u does not advertise itself (see %s)", domid, log);
+	if (!simhost_agent_ready(domid, 500, NULL))
+		fail_msg("the agent of domain %u does not advertise itself (see %s/agent%u.log)",
+			 domid, sim.tmp, domid);
 	return pid;
 }
 
@@ -188,7 +169,7 @@ static int tcx_run(const char *err, ...)
 		n++;
 	va_end(ap);
 	argv[n] = NULL;
-	return wait_rc(start_child(argv, err, NULL));
+	return wait_rc(start_child(argv, err));
 }
 
 static char *slurp(const char *file)
@@ -807,7 +788,7 @@ static void test_sigint(void **state)
 	pid_t pid;
 
 	start_xen_agent(1);
-	pid = start_child(argv, err, NULL);
+	pid = start_child(argv, err);
 	/* the guest file exists once its metadata arrived: the capture runs */
 	for (int t = 0; t < 3000 && !exists(gf); t++)
 		usleep(10 * 1000);
@@ -853,7 +834,7 @@ static void expect_fail(int rc, const char *msg, ...)
 		n++;
 	va_end(ap);
 	argv[n] = NULL;
-	got = wait_rc(start_child(argv, err, NULL));
+	got = wait_rc(start_child(argv, err));
 	if (got != rc)
 		fail_msg("record ... %s: status %d, not %d (%s)", argv[8], got, rc, show(err));
 	assert_true(file_has(err, msg));
@@ -957,7 +938,7 @@ static void test_tcp(void **state)
 	snprintf(spec, sizeof(spec), "127.0.0.1:%s", port);
 	snprintf(tdir, sizeof(tdir), "%s/dom1/tracing", sim.dir);
 	snprintf(log, sizeof(log), "%s/agent-tcp.log", sim.tmp);
-	agents[nagents++] = start_child(argv, log, NULL);
+	agents[nagents++] = start_child(argv, log);
 	for (int t = 0; ; t++) {
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
 		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(atoi(port)) };

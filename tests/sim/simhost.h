@@ -4,6 +4,7 @@
 #define TESTS_SIMHOST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -68,5 +69,62 @@ void truth_free(struct truth *t);
 
 /** conf_path() - $XENSIM_CONFDIR/@name in a static buffer. */
 const char *conf_path(const char *name);
+
+/**
+ * run_shell() - run a shell command (printf-style @fmt) and capture its stdout.
+ * @out: its stdout, NUL-terminated, cut at @len - 1 bytes (the rest is read and dropped).
+ *
+ * Return: its status as pclose() gives it, or -1 if it could not start.
+ */
+int run_shell(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/**
+ * dump_options() - `trace-cmd dump --options -i @file` (stdout and stderr) into @out, as
+ * run_shell() captures it.
+ *
+ * Return: its status as pclose() gives it, or -1.
+ */
+int dump_options(char *out, size_t len, const char *file);
+
+/** json_num() - @key's number in the JSON text @from (first occurrence); -1 if absent or null. */
+int64_t json_num(const char *from, const char *key);
+
+/**
+ * report_ts() - the timestamp in ns of a line of `trace-cmd report -t` for file @base.
+ *
+ * Return: false for the other files' lines and for headers.
+ */
+bool report_ts(const char *line, const char *base, uint64_t *ns);
+
+/** simhost_put() - write @text into guest @domid's tracefs @file. Return: 0 or -1. */
+int simhost_put(struct simhost *h, unsigned int domid, const char *file, const char *text);
+
+/**
+ * simhost_boot() - the guest's "boot script": x86-tsc, the sched events and tracing on.
+ *
+ * Our agent reads a simulated kernel as it is and writes nothing into it.
+ * Return: 0 or -1.
+ */
+int simhost_boot(struct simhost *h, unsigned int domid);
+
+/**
+ * simhost_agent() - start `$TCX_BIN agent --xen` in guest @domid (XENSIM_DOMID), on its
+ * simulated tracefs; stderr into $tmp/agent<domid>.log, stdout dropped.
+ *
+ * Return: its pid, or -1.
+ */
+pid_t simhost_agent(struct simhost *h, unsigned int domid);
+
+struct tmsg_xs_agent;
+
+/**
+ * simhost_agent_ready() - poll xenstore every 10 ms, @tries times at most, until the agent of
+ * domain @domid advertises "ready"; its advertisement into @a if not NULL. Only in the tests
+ * that link the message layer (tmsg).
+ *
+ * Return: true if it did.
+ */
+bool simhost_agent_ready(unsigned int domid, int tries, struct tmsg_xs_agent *a);
 
 #endif

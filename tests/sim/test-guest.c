@@ -268,6 +268,27 @@ static void test_guest_tracing_off(void **state)
 	simhost_cleanup(&sim);
 }
 
+/* A marker ('M') or a hypercall's record ('X') at time @t. */
+struct mark {
+	uint64_t t;
+	char k;
+};
+
+/* @ev sorted by time reads M X M, M X M, ...: each call between its two markers. */
+static void check_mxm(struct mark *ev, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		for (unsigned int j = i + 1; j < n; j++)
+			if (ev[j].t < ev[i].t) {
+				struct mark tmp = ev[i];
+
+				ev[i] = ev[j];
+				ev[j] = tmp;
+			}
+	for (unsigned int i = 0; i < n; i++)
+		assert_int_equal(ev[i].k, i % 3 == 1 ? 'X' : 'M');
+}
+
 /*
  * Markers and HVMOP_xentrace share one queue per guest: a marker written
  * before the hypercall is stamped before its VMEXIT, one written after it
@@ -280,7 +301,7 @@ static void test_marker_hypercall_order(void **state)
 	xen_hvm_xentrace_t *tr;
 	int raw;	/* trace_marker, really */
 	FILE *f;
-	struct { uint64_t t; char k; } ev[64];
+	struct mark ev[64];
 	unsigned int n = 0;
 
 	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
@@ -321,23 +342,14 @@ static void test_marker_hypercall_order(void **state)
 		unsigned int d, v, p;
 
 		if (sscanf(line, "marker %u %u %lu", &d, &v, &t) == 3)
-			ev[n++] = (typeof(ev[0])){ t, 'M' };
+			ev[n++] = (struct mark){ t, 'M' };
 		else if (sscanf(line, "xentrace %u %u %u %lu", &d, &v, &p, &t) == 4)
-			ev[n++] = (typeof(ev[0])){ t, 'X' };
+			ev[n++] = (struct mark){ t, 'X' };
 	}
 	fclose(f);
 	assert_int_equal(n, 24);
 	/* in time order: M X M, eight times */
-	for (unsigned int i = 0; i < n; i++)
-		for (unsigned int j = i + 1; j < n; j++)
-			if (ev[j].t < ev[i].t) {
-				typeof(ev[0]) tmp = ev[i];
-
-				ev[i] = ev[j];
-				ev[j] = tmp;
-			}
-	for (unsigned int i = 0; i < n; i++)
-		assert_int_equal(ev[i].k, i % 3 == 1 ? 'X' : 'M');
+	check_mxm(ev, n);
 	simhost_cleanup(&sim);
 }
 
@@ -396,7 +408,7 @@ static void test_marker_pinned_vcpu(void **state)
 	xen_hvm_xentrace_t *tr, *tr2;
 	int text, raw;
 	FILE *f;
-	struct { uint64_t t; char k; } ev[3 * NMARK + 8];
+	struct mark ev[3 * NMARK + 8];
 	unsigned int n = 0, wrong = 0, d2 = 0;
 
 	assert_int_equal(sched_getaffinity(0, sizeof(old), &old), 0);
@@ -481,7 +493,7 @@ static void test_marker_pinned_vcpu(void **state)
 		if (sscanf(line, "marker %u %u %lu", &d, &v, &t) == 3 && d == 1) {
 			wrong += v != 1;
 			if (n < sizeof(ev) / sizeof(ev[0]))
-				ev[n++] = (typeof(ev[0])){ t, 'M' };
+				ev[n++] = (struct mark){ t, 'M' };
 		} else if (sscanf(line, "xentrace %u %u %u %lu %x", &d, &v, &p, &t, &e) == 5) {
 			if (d == 2) {
 				d2++;
@@ -491,7 +503,7 @@ static void test_marker_pinned_vcpu(void **state)
 			}
 			wrong += v != 1 || e != 0x78;
 			if (n < sizeof(ev) / sizeof(ev[0]))
-				ev[n++] = (typeof(ev[0])){ t, 'X' };
+				ev[n++] = (struct mark){ t, 'X' };
 		}
 	}
 	fclose(f);
@@ -499,16 +511,7 @@ static void test_marker_pinned_vcpu(void **state)
 	assert_int_equal(d2, 1);
 	assert_int_equal(n, 3 * NMARK);
 	/* in time order, each call between two markers: M X M, NMARK times */
-	for (unsigned int i = 0; i < n; i++)
-		for (unsigned int j = i + 1; j < n; j++)
-			if (ev[j].t < ev[i].t) {
-				typeof(ev[0]) tmp = ev[i];
-
-				ev[i] = ev[j];
-				ev[j] = tmp;
-			}
-	for (unsigned int i = 0; i < n; i++)
-		assert_int_equal(ev[i].k, i % 3 == 1 ? 'X' : 'M');
+	check_mxm(ev, n);
 	simhost_cleanup(&sim);
 }
 

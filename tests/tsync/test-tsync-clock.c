@@ -38,7 +38,6 @@
 
 #include "recorder.h"
 #include "simhost.h"
-#include "tmsg.h"
 #include "tsync.h"
 
 #define NG		3
@@ -178,78 +177,9 @@ static void load_clocks(void)
 	assert_true(cap.t0 && cap.end > cap.t0 && (cap.frac == 32 || cap.frac == 48));
 }
 
-static void put(unsigned int domid, const char *file, const char *text)
-{
-	char path[460];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/dom%u/tracing/%s", cap.sim.dir, domid, file);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
 static pid_t spawn_agent(unsigned int dom)
 {
-	const char *bin = getenv("TCX_BIN");
-	char tdir[400], env[16], log[460];
-	pid_t pid;
-
-	put(dom, "trace_clock", "x86-tsc\n");
-	put(dom, "events/sched/enable", "1\n");
-	put(dom, "tracing_on", "1\n");
-	snprintf(tdir, sizeof(tdir), "%s/dom%u/tracing", cap.sim.dir, dom);
-	snprintf(log, sizeof(log), "%s/agent%u.log", cap.sim.tmp, dom);
-	snprintf(env, sizeof(env), "%u", dom);
-	pid = fork();
-	if (pid)
-		return pid;
-	if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-		_exit(126);
-	setenv("XENSIM_DOMID", env, 1);
-	execl(bin, bin, "agent", "--xen", "--tracing-dir", tdir, (char *)NULL);
-	_exit(127);
-}
-
-/* stdout of a shell command into @out; its exit status */
-static int shell(char *out, size_t len, const char *fmt, ...)
-{
-	char cmd[1200];
-	size_t n = 0;
-	va_list ap;
-	FILE *p;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (n + 1 < len) {
-		size_t r = fread(out + n, 1, len - 1 - n, p);
-
-		if (!r)
-			break;
-		n += r;
-	}
-	out[n] = 0;
-	while (fgetc(p) != EOF)
-		;
-	return pclose(p);
-}
-
-/* @key's number in the JSON text after @from (first occurrence), or -1 */
-static int64_t json_num(const char *from, const char *key)
-{
-	const char *p = strstr(from, key);
-
-	if (!p)
-		return -1;
-	p += strlen(key);
-	while (*p == '"' || *p == ':' || *p == ' ')
-		p++;
-	return strncmp(p, "null", 4) ? strtoll(p, NULL, 10) : -1;
+	return simhost_boot(&cap.sim, dom) ? -1 : simhost_agent(&cap.sim, dom);
 }
 
 static void stop_children(void)
@@ -278,17 +208,9 @@ static int capture(void **state)
 	setenv("XENSIM_HOST", cap.sim.dir, 1);
 	for (int i = 0; i < NG; i++)
 		child[i] = spawn_agent(gdom[i]);
-	for (int i = 0; i < NG; i++) {
-		struct tmsg_xs_agent a = { 0 };
-
-		for (int t = 0; t < 300 && !a.ready; t++) {
-			if (tmsg_xs_lookup(gdom[i], &a))
-				a.ready = false;
-			usleep(10 * 1000);
-		}
-		if (!a.ready)
+	for (int i = 0; i < NG; i++)
+		if (child[i] <= 0 || !simhost_agent_ready(gdom[i], 300, NULL))
 			goto fail;
-	}
 	snprintf(out, sizeof(out), "%s/trace.dat", cap.sim.tmp);
 	snprintf(js, sizeof(js), "%s/summary.json", cap.sim.tmp);
 	snprintf(log, sizeof(log), "%s/record.log", cap.sim.tmp);
@@ -306,11 +228,11 @@ static int capture(void **state)
 	stop_children();
 	if (simhost_stop(&cap.sim))
 		goto fail;
-	shell(text, sizeof(text), "cat '%s'", log);
+	run_shell(text, sizeof(text), "cat '%s'", log);
 	fprintf(stderr, "%s", text);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		goto fail;
-	if (shell(cap.json, sizeof(cap.json), "cat '%s'", js) ||
+	if (run_shell(cap.json, sizeof(cap.json), "cat '%s'", js) ||
 	    truth_load(cap.sim.dir, &cap.tr))
 		goto fail;
 	cap.c.mult = (uint32_t)json_num(cap.json, "\"tsc2nsec_mult\"");
@@ -377,10 +299,11 @@ struct sample {
 static size_t samples(int i, struct sample *s, size_t max)
 {
 	static char text[1 << 16];
+	char file[460];
 	size_t n = 0;
 
-	assert_int_equal(shell(text, sizeof(text), "trace-cmd dump --options -i '%s/trace-%s.dat' "
-			       "2>&1", cap.sim.tmp, gname[i]), 0);
+	snprintf(file, sizeof(file), "%s/trace-%s.dat", cap.sim.tmp, gname[i]);
+	assert_int_equal(dump_options(text, sizeof(text), file), 0);
 	assert_non_null(strstr(text, "Option TimeShift"));
 	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
 		long long o;
@@ -425,38 +348,6 @@ static uint64_t sample_errors(int i, const struct sample *s, size_t n, size_t *i
 	return worst;
 }
 
-/*
- * One line of `trace-cmd report -t` for file @base: its timestamp in ns.
- * Returns false for the other files' lines and for headers.
- */
-static bool report_ts(const char *line, const char *base, uint64_t *ns)
-{
-	const char *p = line, *b, *dot;
-	char *end;
-	uint64_t sec, frac;
-	int digits;
-
-	while (*p == ' ')
-		p++;
-	if (strncmp(p, base, strlen(base)) || p[strlen(base)] != ':')
-		return false;
-	b = strchr(p, ']');
-	if (!b)
-		return false;
-	sec = strtoull(b + 1, &end, 10);
-	if (*end != '.')
-		return false;
-	dot = end + 1;
-	frac = strtoull(dot, &end, 10);
-	digits = (int)(end - dot);
-	if (*end != ':' || digits < 1 || digits > 9)
-		return false;
-	while (digits++ < 9)
-		frac *= 10;
-	*ns = sec * 1000000000ull + frac;
-	return true;
-}
-
 static int cmp_run(const void *x, const void *y)
 {
 	const struct truth_run *a = x, *b = y;
@@ -491,8 +382,8 @@ static void place_events(int i, uint64_t slack_ns, uint64_t split_ns, struct pla
 	qsort(r, nr, sizeof(*r), cmp_run);
 	snprintf(base, sizeof(base), "trace-%s.dat", gname[i]);
 	snprintf(rep, sizeof(rep), "%s/report-%s.txt", cap.sim.tmp, gname[i]);
-	assert_int_equal(shell(line, sizeof(line), "cd '%s' && trace-cmd report -t -i trace.dat "
-			       "-i '%s' >'%s' 2>&1", cap.sim.tmp, base, rep), 0);
+	assert_int_equal(run_shell(line, sizeof(line), "cd '%s' && trace-cmd report -t -i "
+				   "trace.dat -i '%s' >'%s' 2>&1", cap.sim.tmp, base, rep), 0);
 	memset(pl, 0, sizeof(*pl));
 	f = fopen(rep, "r");
 	assert_non_null(f);

@@ -60,14 +60,7 @@ static const unsigned int doms[NDOM] = { 1, 2, 3 };
 
 static void put(unsigned int domid, const char *file, const char *text)
 {
-	char path[460];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/dom%u/tracing/%s", sim.dir, domid, file);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
+	assert_int_equal(simhost_put(&sim, domid, file, text), 0);
 }
 
 static bool truth_has(const char *what)
@@ -84,6 +77,56 @@ static bool truth_has(const char *what)
 		found = strstr(line, what) != NULL;
 	fclose(f);
 	return found;
+}
+
+/*
+ * The hypervisor's side in the background: `record --xen --raw` into the
+ * scratch directory's trace.dat (@out) and raw.bin (@raw), in agent_pid
+ * for the teardown. Returns once the simulator's trace buffers are on, or
+ * after 5 s.
+ */
+static pid_t record_raw(char *out, char *raw, size_t len)
+{
+	const char *bin = getenv("TCX_BIN");
+	pid_t pid;
+
+	snprintf(out, len, "%s/trace.dat", sim.tmp);
+	snprintf(raw, len, "%s/raw.bin", sim.tmp);
+	pid = agent_pid = fork();
+	if (!pid) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execl(bin, bin, "record", "--xen", "--no-dom0", "-q", "-o", out, "--raw", raw,
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int t = 0; t < 500 && !truth_has("tbuf enable"); t++)
+		usleep(10 * 1000);
+	return pid;
+}
+
+/*
+ * The capture @raw of `record --xen --raw` through @emit(@ctx), as the
+ * recorder's decoder passes the records; with @say, how many there were.
+ */
+static void read_capture(const char *raw, rec_emit_fn emit, void *ctx, bool say)
+{
+	struct rec_stream *s = rec_stream_new(NULL, emit, ctx);
+	struct rec_read_result rr;
+	int fd = open(raw, O_RDONLY);
+
+	assert_true(fd >= 0 && s);
+	assert_int_equal(rec_read_xentrace(fd, s, &rr, NULL, NULL), 0);
+	assert_int_equal(rec_stream_finish(s), 0);
+	if (say) {
+		struct rec_stream_stats ss;
+
+		rec_stream_get_stats(s, &ss);
+		fprintf(stderr, "# capture: %llu records, %llu lost\n",
+			(unsigned long long)ss.records, (unsigned long long)ss.lost);
+	}
+	rec_stream_free(s);
+	close(fd);
 }
 
 /* The guest's clock parameters from the truth: ratio and vCPU 0's offset. */
@@ -273,38 +316,50 @@ static void check_runs(const struct truth *t, unsigned int dom, const struct gsi
 	check_runs_vcpu(t, dom, 0, g, sol, slack, out, far);
 }
 
-static void drain(struct gside *gs, int ms)
+/*
+ * The pages of @n streams, for @ms at most (they keep coming while the
+ * guests run): each stream into its own collector at CPU 0, or, with
+ * @one, all into @one at the stream's index as the CPU.
+ */
+static void drain_n(struct gside *gs, int n, struct tsync_gcollect *one, int ms)
 {
 	struct pollfd p[NDOM];
-
 	struct timespec t0, now;
 
-	for (int i = 0; i < NDOM; i++)
+	assert_true(n <= NDOM);
+	for (int i = 0; i < n; i++)
 		p[i] = (struct pollfd){ .fd = gs[i].fd, .events = POLLIN };
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	/* for @ms at most: the pages keep coming while the guests run */
 	for (;;) {
 		long left;
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		left = ms - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
-		if (left <= 0 || poll(p, NDOM, (int)left) <= 0)
+		if (left <= 0 || poll(p, (nfds_t)n, (int)left) <= 0)
 			break;
-		for (int i = 0; i < NDOM; i++) {
-			ssize_t n;
+		for (int i = 0; i < n; i++) {
+			ssize_t r;
 
 			if (!(p[i].revents & POLLIN))
 				continue;
-			n = read(gs[i].fd, gs[i].page + gs[i].have, 4096 - gs[i].have);
-			if (n <= 0)
+			r = read(gs[i].fd, gs[i].page + gs[i].have, 4096 - gs[i].have);
+			if (r <= 0)
 				continue;
-			gs[i].have += (size_t)n;
+			gs[i].have += (size_t)r;
 			if (gs[i].have == 4096) {
-				assert_true(tsync_gcollect_page(gs[i].c, gs[i].page, 4096, 8, 0, 5) >= 0);
+				struct tsync_gcollect *c = one ? one : gs[i].c;
+
+				assert_true(tsync_gcollect_page(c, gs[i].page, 4096, 8,
+								one ? (uint32_t)i : 0, 5) >= 0);
 				gs[i].have = 0;
 			}
 		}
 	}
+}
+
+static void drain(struct gside *gs, int ms)
+{
+	drain_n(gs, NDOM, NULL, ms);
 }
 
 static void wait_guests(struct gside *gs, pid_t *pid)
@@ -354,20 +409,17 @@ static void hv_emit_host(void *ctx, const struct rec_record *r)
 
 static void test_xen_protocol(void **state)
 {
-	const char *bin = getenv("TCX_BIN");
 	char out[400], raw[400], path[460];
 	struct gside gs[NDOM];
 	struct hv h;
 	pid_t rec, pid[NDOM];
-	int fd, st;
+	int st;
 
 	(void)state;
 	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	for (int i = 0; i < NDOM; i++) {
-		put(doms[i], "trace_clock", "x86-tsc\n");
-		put(doms[i], "events/sched/enable", "1\n");
-		put(doms[i], "tracing_on", "1\n");
+		assert_int_equal(simhost_boot(&sim, doms[i]), 0);
 		snprintf(path, sizeof(path), "%s/dom%u/tracing/per_cpu/cpu0/trace_pipe_raw",
 			 sim.dir, doms[i]);
 		gs[i] = (struct gside){ .fd = open(path, O_RDONLY | O_NONBLOCK),
@@ -375,18 +427,7 @@ static void test_xen_protocol(void **state)
 		assert_true(gs[i].fd >= 0 && gs[i].c);
 		tsync_gcollect_set_hook(gs[i].c, on_event, &gs[i]);
 	}
-	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
-	snprintf(raw, sizeof(raw), "%s/raw.bin", sim.tmp);
-	rec = agent_pid = fork();
-	if (!rec) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execl(bin, bin, "record", "--xen", "--no-dom0", "-q", "-o", out, "--raw", raw,
-		      (char *)NULL);
-		_exit(127);
-	}
-	for (int t = 0; t < 500 && !truth_has("tbuf enable"); t++)
-		usleep(10 * 1000);
+	rec = record_raw(out, raw, sizeof(out));
 	assert_true(truth_has("tbuf enable"));
 	usleep(200 * 1000);
 	/* rounds at the start and one second later */
@@ -410,24 +451,7 @@ static void test_xen_protocol(void **state)
 	h.v = rec_vcpus_new(4, false);
 	h.m = tsync_match_new(UINT32_MAX);
 	assert_true(h.v && h.m);
-	{
-		struct rec_stream *s = rec_stream_new(NULL, hv_emit, &h);
-		struct rec_read_result rr;
-
-		fd = open(raw, O_RDONLY);
-		assert_true(fd >= 0 && s);
-		assert_int_equal(rec_read_xentrace(fd, s, &rr, NULL, NULL), 0);
-		assert_int_equal(rec_stream_finish(s), 0);
-		{
-			struct rec_stream_stats ss;
-
-			rec_stream_get_stats(s, &ss);
-			fprintf(stderr, "# capture: %llu records, %llu lost\n",
-				(unsigned long long)ss.records, (unsigned long long)ss.lost);
-		}
-		rec_stream_free(s);
-		close(fd);
-	}
+	read_capture(raw, hv_emit, &h, true);
 	for (int i = 0; i < NDOM; i++) {
 		const struct tsync_hmark *all;
 		struct tsync_hmark *mine = calloc(2000, sizeof(*mine));
@@ -521,35 +545,7 @@ static void on_event_cpu(void *ctx, uint32_t cpu, uint64_t ts, uint16_t id)
 /* vCPU @c's pages into one collector, for @ms at most. */
 static void drain_cpus(struct gside *gs, struct tsync_gcollect *c, int ms)
 {
-	struct pollfd p[SMP_CPUS];
-	struct timespec t0, now;
-
-	for (int i = 0; i < SMP_CPUS; i++)
-		p[i] = (struct pollfd){ .fd = gs[i].fd, .events = POLLIN };
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		long left;
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		left = ms - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
-		if (left <= 0 || poll(p, SMP_CPUS, (int)left) <= 0)
-			break;
-		for (int i = 0; i < SMP_CPUS; i++) {
-			ssize_t n;
-
-			if (!(p[i].revents & POLLIN))
-				continue;
-			n = read(gs[i].fd, gs[i].page + gs[i].have, 4096 - gs[i].have);
-			if (n <= 0)
-				continue;
-			gs[i].have += (size_t)n;
-			if (gs[i].have == 4096) {
-				assert_true(tsync_gcollect_page(c, gs[i].page, 4096, 8,
-								(uint32_t)i, 5) >= 0);
-				gs[i].have = 0;
-			}
-		}
-	}
+	drain_n(gs, SMP_CPUS, c, ms);
 }
 
 /* The agent's side in a child: rounds pinned to each vCPU in turn. */
@@ -586,13 +582,12 @@ static pid_t smp_rounds(uint32_t first)
  */
 static void test_xen_protocol_smp(void **state)
 {
-	const char *bin = getenv("TCX_BIN");
 	char out[400], raw[400], path[460];
 	struct gside gs[SMP_CPUS];
 	struct tsync_gcollect *col = tsync_gcollect_new();
 	struct hv h;
 	pid_t rec, pid;
-	int fd, st;
+	int st;
 
 	(void)state;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < SMP_CPUS)
@@ -600,9 +595,7 @@ static void test_xen_protocol_smp(void **state)
 	assert_non_null(col);
 	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync-smp.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
-	put(1, "trace_clock", "x86-tsc\n");
-	put(1, "events/sched/enable", "1\n");
-	put(1, "tracing_on", "1\n");
+	assert_int_equal(simhost_boot(&sim, 1), 0);
 	for (int c = 0; c < SMP_CPUS; c++) {
 		snprintf(path, sizeof(path), "%s/dom1/tracing/per_cpu/cpu%d/trace_pipe_raw",
 			 sim.dir, c);
@@ -610,18 +603,7 @@ static void test_xen_protocol_smp(void **state)
 		assert_true(gs[c].fd >= 0);
 	}
 	tsync_gcollect_set_hook(col, on_event_cpu, gs);
-	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
-	snprintf(raw, sizeof(raw), "%s/raw.bin", sim.tmp);
-	rec = agent_pid = fork();
-	if (!rec) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execl(bin, bin, "record", "--xen", "--no-dom0", "-q", "-o", out, "--raw", raw,
-		      (char *)NULL);
-		_exit(127);
-	}
-	for (int t = 0; t < 500 && !truth_has("tbuf enable"); t++)
-		usleep(10 * 1000);
+	rec = record_raw(out, raw, sizeof(out));
 	assert_true(truth_has("tbuf enable"));
 	usleep(200 * 1000);
 	for (int k = 0; k < 2; k++) {
@@ -645,17 +627,7 @@ static void test_xen_protocol_smp(void **state)
 	h.v = rec_vcpus_new(3, false);
 	h.m = tsync_match_new(1);
 	assert_true(h.v && h.m);
-	{
-		struct rec_stream *s = rec_stream_new(NULL, hv_emit, &h);
-		struct rec_read_result rr;
-
-		fd = open(raw, O_RDONLY);
-		assert_true(fd >= 0 && s);
-		assert_int_equal(rec_read_xentrace(fd, s, &rr, NULL, NULL), 0);
-		assert_int_equal(rec_stream_finish(s), 0);
-		rec_stream_free(s);
-		close(fd);
-	}
+	read_capture(raw, hv_emit, &h, false);
 	{
 		const struct tsync_hmark *hm;
 		const struct tsync_gmark *g;
@@ -764,7 +736,6 @@ static int null_sink(void *arg, const void *buf, size_t len)
  * its rounds (with HVMOP_xentrace through the simulator) when asked. */
 static void test_agent_xen(void **state)
 {
-	const char *bin = getenv("TCX_BIN");
 	const char *argv[] = { "-C", "x86-tsc", "-e", "sched" };
 	const char *protos[] = { "ptp", "xen" };
 	struct tmsg_trace_req req = { .trace_id = REC_HOST_TRACEID, .argc = 4, .argv = argv,
@@ -773,7 +744,7 @@ static void test_agent_xen(void **state)
 	struct tmsg_trace_resp resp = { 0 };
 	struct tmsg_xs_agent a = { 0 };
 	struct tsync_xen_done d;
-	char tdir[400], path[TMSG_VCHAN_PATH_MAX + 1];
+	char path[TMSG_VCHAN_PATH_MAX + 1];
 	size_t meta = 0;
 	pid_t agent;
 
@@ -782,24 +753,9 @@ static void test_agent_xen(void **state)
 	setenv("XENSIM_HOST", sim.dir, 1);
 	put(1, "trace_clock", "x86-tsc\n");
 	put(1, "tracing_on", "1\n");
-	snprintf(tdir, sizeof(tdir), "%s/dom1/tracing", sim.dir);
-	agent = agent_pid = fork();
-	if (!agent) {
-		char log[460];
-
-		snprintf(log, sizeof(log), "%s/agent.log", sim.tmp);
-		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-			_exit(126);
-		setenv("XENSIM_DOMID", "1", 1);
-		execl(bin, bin, "agent", "--xen", "--tracing-dir", tdir, (char *)NULL);
-		_exit(127);
-	}
-	for (int t = 0; t < 300 && !a.ready; t++) {
-		if (tmsg_xs_lookup(1, &a))
-			a.ready = false;
-		usleep(10 * 1000);
-	}
-	assert_true(a.ready);
+	agent = agent_pid = simhost_agent(&sim, 1);
+	assert_true(agent > 0);
+	assert_true(simhost_agent_ready(1, 300, &a));
 	assert_int_equal(tmsg_vchan_path(path, sizeof(path), 1, a.port), 0);
 	ctl = tmsg_vchan_client(1, path);
 	assert_non_null(ctl);
@@ -866,7 +822,6 @@ static void *page_reader(void *arg)
  */
 static void test_host_session(void **state)
 {
-	const char *bin = getenv("TCX_BIN");
 	const char *argv[] = { "-C", "x86-tsc", "-e", "sched" };
 	const char *protos[] = { "xen", "ptp" };
 	struct tmsg_trace_req req = { .trace_id = REC_HOST_TRACEID, .argc = 4, .argv = argv,
@@ -879,49 +834,21 @@ static void test_host_session(void **state)
 	struct tsync_clock clk;
 	struct tsync_host *th;
 	struct pagerd pr = { 0 };
-	char tdir[400], path[TMSG_VCHAN_PATH_MAX + 1], out[400], raw[400], line[256];
+	char path[TMSG_VCHAN_PATH_MAX + 1], out[400], raw[400], line[256];
 	uint64_t ratio = 1ull << 48;
 	int64_t off = 0, err;
 	size_t meta = 0;
 	pid_t rec, agent;
-	int st, fd;
+	int st;
 
 	(void)state;
 	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
-	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
-	snprintf(raw, sizeof(raw), "%s/raw.bin", sim.tmp);
-	rec = agent_pid = fork();
-	if (!rec) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execl(bin, bin, "record", "--xen", "--no-dom0", "-q", "-o", out, "--raw", raw,
-		      (char *)NULL);
-		_exit(127);
-	}
-	for (int t = 0; t < 500 && !truth_has("tbuf enable"); t++)
-		usleep(10 * 1000);
-	put(1, "trace_clock", "x86-tsc\n");
-	put(1, "events/sched/enable", "1\n");
-	put(1, "tracing_on", "1\n");
-	snprintf(tdir, sizeof(tdir), "%s/dom1/tracing", sim.dir);
-	agent = fork();
-	if (!agent) {
-		char log[460];
-
-		snprintf(log, sizeof(log), "%s/agent.log", sim.tmp);
-		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-			_exit(126);
-		setenv("XENSIM_DOMID", "1", 1);
-		execl(bin, bin, "agent", "--xen", "--tracing-dir", tdir, (char *)NULL);
-		_exit(127);
-	}
-	for (int t = 0; t < 300 && !a.ready; t++) {
-		if (tmsg_xs_lookup(1, &a))
-			a.ready = false;
-		usleep(10 * 1000);
-	}
-	assert_true(a.ready);
+	rec = record_raw(out, raw, sizeof(out));
+	assert_int_equal(simhost_boot(&sim, 1), 0);
+	agent = simhost_agent(&sim, 1);
+	assert_true(agent > 0);
+	assert_true(simhost_agent_ready(1, 300, &a));
 	assert_int_equal(tmsg_vchan_path(path, sizeof(path), 1, a.port), 0);
 	ctl = tmsg_vchan_client(1, path);
 	assert_non_null(ctl);
@@ -962,17 +889,10 @@ static void test_host_session(void **state)
 	/* the hypervisor's records, as the recorder's decoder passes them */
 	{
 		struct hv h = { .v = rec_vcpus_new(4, false), .m = NULL };
-		struct rec_stream *s;
-		struct rec_read_result rr;
 
 		g_host = th;
-		s = rec_stream_new(NULL, hv_emit_host, &h);
-		fd = open(raw, O_RDONLY);
-		assert_true(fd >= 0 && s && h.v);
-		assert_int_equal(rec_read_xentrace(fd, s, &rr, NULL, NULL), 0);
-		assert_int_equal(rec_stream_finish(s), 0);
-		rec_stream_free(s);
-		close(fd);
+		assert_non_null(h.v);
+		read_capture(raw, hv_emit_host, &h, false);
 		rec_vcpus_free(h.v);
 	}
 	assert_int_equal(tsync_clock_init(&clk, 2600000, NULL, 0), 0);
@@ -1030,55 +950,6 @@ static void hv_emit_guests(void *ctx, const struct rec_record *r)
 		rec_guest_hv_record(t->g[i], r, known, dom, vcpu);
 }
 
-static pid_t spawn_agent(unsigned int dom)
-{
-	const char *bin = getenv("TCX_BIN");
-	char tdir[400], env[16], log[460];
-	pid_t pid;
-
-	put(dom, "trace_clock", "x86-tsc\n");
-	put(dom, "events/sched/enable", "1\n");
-	put(dom, "tracing_on", "1\n");
-	snprintf(tdir, sizeof(tdir), "%s/dom%u/tracing", sim.dir, dom);
-	snprintf(log, sizeof(log), "%s/agent%u.log", sim.tmp, dom);
-	snprintf(env, sizeof(env), "%u", dom);
-	pid = fork();
-	if (pid)
-		return pid;
-	if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-		_exit(126);
-	setenv("XENSIM_DOMID", env, 1);
-	execl(bin, bin, "agent", "--xen", "--tracing-dir", tdir, (char *)NULL);
-	_exit(127);
-}
-
-/* stdout of a shell command into @out; its exit status */
-static int shell(char *out, size_t len, const char *fmt, ...)
-{
-	char cmd[1200];
-	size_t n = 0;
-	va_list ap;
-	FILE *p;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (n + 1 < len) {
-		size_t r = fread(out + n, 1, len - 1 - n, p);
-
-		if (!r)
-			break;
-		n += r;
-	}
-	out[n] = 0;
-	while (fgetc(p) != EOF)
-		;
-	return pclose(p);
-}
-
 struct runs_check {
 	const struct truth	*t;
 	const struct tsync_clock *c;
@@ -1130,7 +1001,6 @@ static int in_runs(struct tracecmd_input *hdl, struct tep_record *r, int cpu, vo
  */
 static void test_rec_guest(void **state)
 {
-	const char *bin = getenv("TCX_BIN");
 	static const unsigned int gdom[NDOM] = { 1, 2, 3 };
 	static const char *const ev[] = { "sched" };
 	struct rec_guest *g[NDOM] = { 0 };
@@ -1140,36 +1010,20 @@ static void test_rec_guest(void **state)
 	char out[400], raw[400], spec[NDOM][8], err[512];
 	static char text[1 << 16];
 	pid_t rec, agent[NDOM];
-	int st, fd;
+	int st;
 
 	(void)state;
 	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync-rec.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
-	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
-	snprintf(raw, sizeof(raw), "%s/raw.bin", sim.tmp);
-	rec = agent_pid = fork();
-	if (!rec) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execl(bin, bin, "record", "--xen", "--no-dom0", "-q", "-o", out, "--raw", raw,
-		      (char *)NULL);
-		_exit(127);
-	}
-	for (int t = 0; t < 500 && !truth_has("tbuf enable"); t++)
-		usleep(10 * 1000);
+	rec = record_raw(out, raw, sizeof(out));
 	assert_true(truth_has("tbuf enable"));
-	for (int i = 0; i < NDOM; i++)
-		agent[i] = spawn_agent(gdom[i]);
 	for (int i = 0; i < NDOM; i++) {
-		struct tmsg_xs_agent a = { 0 };
-
-		for (int t = 0; t < 300 && !a.ready; t++) {
-			if (tmsg_xs_lookup(gdom[i], &a))
-				a.ready = false;
-			usleep(10 * 1000);
-		}
-		assert_true(a.ready);
+		assert_int_equal(simhost_boot(&sim, gdom[i]), 0);
+		agent[i] = simhost_agent(&sim, gdom[i]);
+		assert_true(agent[i] > 0);
 	}
+	for (int i = 0; i < NDOM; i++)
+		assert_true(simhost_agent_ready(gdom[i], 300, NULL));
 	/* the hypervisor traces: open the guests, samples every 0.5 s */
 	for (int i = 0; i < NDOM; i++) {
 		struct rec_guest_opts o = {
@@ -1193,15 +1047,9 @@ static void test_rec_guest(void **state)
 	/* the capture through the tap, then the solve at close */
 	{
 		struct hvtap t = { .v = rec_vcpus_new(4, false), .g = g, .ng = NDOM };
-		struct rec_stream *s = rec_stream_new(NULL, hv_emit_guests, &t);
-		struct rec_read_result rr;
 
-		fd = open(raw, O_RDONLY);
-		assert_true(fd >= 0 && s && t.v);
-		assert_int_equal(rec_read_xentrace(fd, s, &rr, NULL, NULL), 0);
-		assert_int_equal(rec_stream_finish(s), 0);
-		rec_stream_free(s);
-		close(fd);
+		assert_non_null(t.v);
+		read_capture(raw, hv_emit_guests, &t, false);
 		rec_vcpus_free(t.v);
 	}
 	assert_int_equal(tsync_clock_init(&clk, 2600000, NULL, 0), 0);
@@ -1248,8 +1096,7 @@ static void test_rec_guest(void **state)
 					     "\"time_shift\": true"));
 
 		/* the stock trace-cmd sees the TIME_SHIFT and reads the file */
-		assert_int_equal(shell(text, sizeof(text), "trace-cmd dump --options -i '%s' 2>&1",
-				       sum[i].path), 0);
+		assert_int_equal(dump_options(text, sizeof(text), sum[i].path), 0);
 		snprintf(json, sizeof(json), "0x%llx [peer", (unsigned long long)REC_HOST_TRACEID);
 		if (!strstr(text, "Option TimeShift") || !strcasestr(text, json))
 			fail_msg("%s: no TIME_SHIFT for the host's trace id:\n%.2000s",
@@ -1276,8 +1123,8 @@ static void test_rec_guest(void **state)
 			}
 			assert_true(n >= 2);
 		}
-		st = shell(text, sizeof(text), "trace-cmd report -i '%s' 2>&1 | head -50",
-			   sum[i].path);
+		st = run_shell(text, sizeof(text), "trace-cmd report -i '%s' 2>&1 | head -50",
+			       sum[i].path);
 		if (st || !strstr(text, "cpus=1") || !strstr(text, ": sched_") ||
 		    strstr(text, "rror"))
 			fail_msg("%s: stock report (%d):\n%.3000s", sum[i].path, st, text);
@@ -1300,51 +1147,6 @@ static void test_rec_guest(void **state)
 }
 
 /* ---- the record command end to end: record --xen -A 1 -A 3 ----------------- */
-
-/* @key's number in the JSON text after @from (first occurrence), or -1 */
-static int64_t json_num(const char *from, const char *key)
-{
-	const char *p = strstr(from, key);
-
-	if (!p)
-		return -1;
-	p += strlen(key);
-	while (*p == '"' || *p == ':' || *p == ' ')
-		p++;
-	return strncmp(p, "null", 4) ? strtoll(p, NULL, 10) : -1;
-}
-
-/*
- * One line of `trace-cmd report -t` for file @base: its timestamp in ns.
- * Returns false for the other files' lines and for headers.
- */
-static bool report_ts(const char *line, const char *base, uint64_t *ns)
-{
-	const char *p = line, *b, *dot;
-	char *end;
-	uint64_t sec, frac;
-	int digits;
-
-	while (*p == ' ')
-		p++;
-	if (strncmp(p, base, strlen(base)) || p[strlen(base)] != ':')
-		return false;
-	b = strchr(p, ']');
-	if (!b)
-		return false;
-	sec = strtoull(b + 1, &end, 10);
-	if (*end != '.')
-		return false;
-	dot = end + 1;
-	frac = strtoull(dot, &end, 10);
-	digits = (int)(end - dot);
-	if (*end != ':' || digits < 1 || digits > 9)
-		return false;
-	while (digits++ < 9)
-		frac *= 10;
-	*ns = sec * 1000000000ull + frac;
-	return true;
-}
 
 /*
  * The whole path through the record command on xensim: our agents in a
@@ -1371,18 +1173,13 @@ static void test_record_cmd(void **state)
 	(void)state;
 	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync-rec.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
-	for (int i = 0; i < 2; i++)
-		agent[i] = spawn_agent(gdom[i]);
 	for (int i = 0; i < 2; i++) {
-		struct tmsg_xs_agent a = { 0 };
-
-		for (int t = 0; t < 300 && !a.ready; t++) {
-			if (tmsg_xs_lookup(gdom[i], &a))
-				a.ready = false;
-			usleep(10 * 1000);
-		}
-		assert_true(a.ready);
+		assert_int_equal(simhost_boot(&sim, gdom[i]), 0);
+		agent[i] = simhost_agent(&sim, gdom[i]);
+		assert_true(agent[i] > 0);
 	}
+	for (int i = 0; i < 2; i++)
+		assert_true(simhost_agent_ready(gdom[i], 300, NULL));
 	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
 	snprintf(js, sizeof(js), "%s/summary.json", sim.tmp);
 	snprintf(log, sizeof(log), "%s/record.log", sim.tmp);
@@ -1403,12 +1200,12 @@ static void test_record_cmd(void **state)
 		waitpid(agent[i], NULL, 0);
 	}
 	assert_int_equal(simhost_stop(&sim), 0);
-	assert_int_equal(shell(text, sizeof(text), "cat '%s'", log), 0);
+	assert_int_equal(run_shell(text, sizeof(text), "cat '%s'", log), 0);
 	fprintf(stderr, "%s", text);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	/* the human summary has each guest's tsync line */
 	assert_non_null(strstr(text, "tsync xen: "));
-	assert_int_equal(shell(json, sizeof(json), "cat '%s'", js), 0);
+	assert_int_equal(run_shell(json, sizeof(json), "cat '%s'", js), 0);
 	mult = json_num(json, "\"tsc2nsec_mult\"");
 	shift = json_num(json, "\"tsc2nsec_shift\"");
 	assert_true(mult > 0 && shift >= 0 && shift <= 32);
@@ -1434,8 +1231,8 @@ static void test_record_cmd(void **state)
 
 		snprintf(base, sizeof(base), "trace-%s.dat", gname[i]);
 		snprintf(gfile, sizeof(gfile), "%s/report-%s.txt", sim.tmp, gname[i]);
-		st = shell(text, sizeof(text), "cd '%s' && trace-cmd report -t -i trace.dat "
-			   "-i '%s' >'%s' 2>&1", sim.tmp, base, gfile);
+		st = run_shell(text, sizeof(text), "cd '%s' && trace-cmd report -t -i trace.dat "
+			       "-i '%s' >'%s' 2>&1", sim.tmp, base, gfile);
 		assert_int_equal(st, 0);
 		rep = fopen(gfile, "r");
 		assert_non_null(rep);
