@@ -116,6 +116,7 @@ struct rec_guest {
 	pthread_cond_t tcond;		/* CLOCK_MONOTONIC */
 	bool treq_stop;			/* under tlock */
 	atomic_bool gone;		/* the drain thread saw the guest go */
+	atomic_bool done;		/* the drain thread (the last) finished */
 };
 
 static uint64_t now_ns(void)
@@ -923,6 +924,7 @@ out:
 	pthread_mutex_unlock(&g->lock);
 	free(pfd);
 	free(m);
+	atomic_store(&g->done, true);
 	return NULL;
 }
 
@@ -1673,6 +1675,12 @@ void rec_guest_request_stop(struct rec_guest *g)
 	atomic_store(&g->stop, 1);
 	if (write(g->wakefd, &one, sizeof(one)) < 0)
 		return;	/* the counter is full: a wakeup is pending anyway */
+}
+
+bool rec_guest_stopped(struct rec_guest *g)
+{
+	/* the drain thread ends after the tsync thread let CLOSE out */
+	return !g->started || atomic_load(&g->done);
 }
 
 int rec_guest_stop(struct rec_guest *g)

@@ -609,11 +609,27 @@ static int open_guests(struct session *ss, char *err, size_t errlen)
 	return 0;
 }
 
-/* CLOSE to every guest at once, then wait for each: the hypervisor still traces. */
-static void stop_guests(struct session *ss)
+/*
+ * CLOSE to every guest at once, then wait for each: the hypervisor still
+ * traces. While the session runs (@consume), its records keep flowing
+ * through the tap: the guests' last time sync samples wait for their
+ * markers, and a slow decoder must not starve them.
+ */
+static void stop_guests(struct session *ss, bool consume)
 {
 	for (int i = 0; i < ss->ng; i++)
 		rec_guest_request_stop(ss->g[i]);
+	while (consume && !ss->err) {
+		struct pollfd p = { .fd = rec_hvdrain_fd(ss->dr), .events = POLLIN };
+		bool all = true;
+
+		for (int i = 0; all && i < ss->ng; i++)
+			all = rec_guest_stopped(ss->g[i]);
+		if (all)
+			break;
+		poll(&p, 1, 20);
+		drain(ss);
+	}
 	for (int i = 0; i < ss->ng; i++) {
 		int ret = rec_guest_stop(ss->g[i]);
 
@@ -882,12 +898,18 @@ static void reap(struct session *ss, bool wait)
 	ss->child = 0;
 }
 
+static bool guests_sync(const struct rec_record_opts *o)
+{
+	return o->nr_guests && (!o->tsync || strcmp(o->tsync, "none"));
+}
+
 static int setup_files(struct session *ss, char *err, size_t errlen)
 {
 	struct tdat_params tp = { .version = 7, .clock = "x86-tsc" };
+	/* the tap costs a call per record: only when time sync reads them */
 	struct rec_sink_opts so = { .svm = host_is_amd(),
 				    .use_switch = mask_uses_switch(ss->o->evt_mask),
-				    .tap = ss->o->nr_guests ? tap : NULL, .tap_ctx = ss };
+				    .tap = guests_sync(ss->o) ? tap : NULL, .tap_ctx = ss };
 	int ret;
 
 	tp.max_cpus = ss->ncpus;
@@ -959,7 +981,7 @@ static void finish(struct session *ss)
 		if (ret < 0)
 			fail(ss, ret, "%s: %s", ss->dom0_path, rec_dom0_error(ss->d0));
 	}
-	stop_guests(ss);
+	stop_guests(ss, true);
 	rec_hvbuf_stop(ss->hv);
 	ss->c1 = clock_pair();
 	check_drain(ss, rec_hvdrain_stop(ss->dr, &drain_ops, ss));
@@ -1040,7 +1062,7 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 		uint32_t need = 0x0002f000u;
 
 		/* HVM exits, PV hypercalls and GUEST records carry the markers */
-		if (!o->tsync || strcmp(o->tsync, "none"))
+		if (guests_sync(o))
 			need |= 0x0828f000u;
 		if ((ho.evt_mask & need) != need) {
 			note(ss, "-M %#x: adding %#x for the guests (vCPU runs%s)", ho.evt_mask,
@@ -1193,7 +1215,7 @@ out:
 	}
 	if (ss->g && !ss->gclosed) {
 		if (!started)	/* stop the agents that did start */
-			stop_guests(ss);
+			stop_guests(ss, false);
 		close_guests(ss, started);
 	}
 	if (ss->rawfd >= 0 && close(ss->rawfd) && !ss->err)

@@ -1122,6 +1122,14 @@ void rec_guest_stats(struct rec_guest *g, struct rec_guest_summary *s);
 void rec_guest_request_stop(struct rec_guest *g);
 
 /**
+ * rec_guest_stopped - whether a stop rec_guest_request_stop() asked for
+ * has finished (CLOSE_RESP, the agent gone or the wait over), without
+ * blocking: the caller keeps feeding rec_guest_hv_record() until then, as
+ * the last time sync sample needs the hypervisor's records of its markers
+ */
+bool rec_guest_stopped(struct rec_guest *g);
+
+/**
  * rec_guest_stop - CLOSE, the last pages, CLOSE_RESP (close_timeout_ms at
  * most), thread joined; returns the file's error or 0 (a guest that died
  * is not an error: see the summary)
