@@ -72,6 +72,7 @@ OPT_IN_WHY=""		# why it is opt-in, for the skip line
 [ -f "$SCEN/scenario.conf" ] && . "$SCEN/scenario.conf"
 [ -n "$TIMEOUT_ARG" ] && TIMEOUT=$TIMEOUT_ARG
 QEMU=${TCX_QEMU:-qemu-system-x86_64}
+ACCEL=${TCX_QEMU_ACCEL:-tcg}	# e.g. tcg,thread=single (experiments)
 
 RUN=$BUILDDIR/xen-tests/$NAME
 LOG=$RUN/serial.log
@@ -259,7 +260,7 @@ else
 fi
 SPID=$!
 t_boot=$SECONDS
-nice -n 5 "$QEMU" -accel tcg -cpu "$CPU" -m "$MEM" -smp "$SMP" \
+nice -n 5 "$QEMU" -accel "$ACCEL" -cpu "$CPU" -m "$MEM" -smp "$SMP" \
 	-display none -monitor none -serial stdio -no-reboot \
 	-drive "file=$EXPORT,format=raw,if=virtio,cache=unsafe" \
 	-kernel "$IMGDIR/xen" -append "$XEN_ARGS" \

@@ -33,6 +33,16 @@ guest_wait() {
 	done
 }
 
+# guest_final_domid NAME FIRST_ID FILE: write the id domain NAME has now to
+# FILE. Under TCG a PVH guest sometimes triple-faults as it starts and xl
+# restarts it as a new domain (docs/real-xen.md); the checks must read the
+# capture of the incarnation that ran. A changed id is marked on the console.
+guest_final_domid() {
+	_id=$(xl domid "$1") || return 1
+	echo "$_id" > "$3"
+	[ "$_id" = "$2" ] || mark "GUEST RESTARTED $1 domid $2 -> $_id"
+}
+
 # domains_file FILE: "name domid vcpus" for every domain (xl list)
 domains_file() {
 	xl list | awk 'NR > 1 { print $1, $2, $4 }' > "$1"

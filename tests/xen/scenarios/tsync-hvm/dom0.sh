@@ -9,6 +9,7 @@ guest_wait hvm '@@ TSYNC WAIT' 600 || exit 1
 cat > /tmp/wait-guest.sh <<'EOS'
 . /tcx/lib.sh
 guest_wait hvm '@@ GUEST DONE' 600 || exit 1
+guest_final_domid hvm "$id" "$RESULTS/domid" || exit 1
 exit 0
 EOS
 mark "RECORD START"

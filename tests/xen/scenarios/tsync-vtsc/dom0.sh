@@ -8,6 +8,7 @@ id=$(guest_create /scenario/pvh.cfg) || { echo "xl create failed"; exit 1; }
 echo "$id" > "$RESULTS/domid"
 mark "GUEST CREATED pvh domid=$id"
 guest_wait pvh '@@ GUEST DONE' 600 || exit 1
+guest_final_domid pvh "$id" "$RESULTS/domid" || exit 1
 xl list > "$RESULTS/xl-list.txt"
 xl destroy pvh
 exit 0
