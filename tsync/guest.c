@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ struct tsync_guest {
 	xen_hvm_xentrace_t	*buf;
 	bool			hvmop;		/* still worth trying */
 	bool			hvmop_ok;	/* worked at least once */
+	volatile uint8_t	*pv_pages;	/* page fault markers, or NULL */
 	uint32_t		seq;
 };
 
@@ -121,6 +123,42 @@ static int cpu_marker(const struct tsync_guest *g, int cpu)
 	return fd;
 }
 
+/* What Linux says it runs as under Xen ("PV", "PVH", "HVM"). */
+static bool guest_is_pv(void)
+{
+	char buf[8] = "";
+	FILE *f = fopen("/sys/hypervisor/guest_type", "re");
+
+	if (!f)
+		return false;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return !strcmp(buf, "PV\n") || !strcmp(buf, "PV");
+}
+
+/*
+ * The pages of the PV markers: read-only, never written, reserved only as
+ * they are read (each read of a new page maps the zero page: one fault).
+ * At a fixed address, so that the recorder knows them without being told.
+ */
+static volatile uint8_t *pv_pages(FILE *log)
+{
+	size_t len = (size_t)TSYNC_PV_FAULT_PAGES * 4096;
+	void *p = mmap((void *)(uintptr_t)TSYNC_PV_FAULT_BASE, len, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (p == MAP_FAILED || p != (void *)(uintptr_t)TSYNC_PV_FAULT_BASE) {
+		if (p != MAP_FAILED)
+			munmap(p, len);	/* an old kernel put it elsewhere */
+		if (log)
+			fprintf(log, "tsync: cannot map the PV marker pages at %#llx: PV rounds "
+				"without a trap (offset 0 is then assumed)\n", TSYNC_PV_FAULT_BASE);
+		return NULL;
+	}
+	return p;
+}
+
 int tsync_guest_open(struct tsync_guest **out, const struct tsync_guest_opts *o)
 {
 	struct tsync_guest *g;
@@ -150,6 +188,8 @@ int tsync_guest_open(struct tsync_guest **out, const struct tsync_guest_opts *o)
 			fprintf(g->log, "tsync: no libxencall here (%s): cpuid markers only\n",
 				strerror(errno));
 	}
+	if (o->pv_faults > 0 || (o->pv_faults < 0 && guest_is_pv()))
+		g->pv_pages = pv_pages(g->log);
 	*out = g;
 	return 0;
 }
@@ -208,6 +248,9 @@ int tsync_guest_rounds(struct tsync_guest *g, int ncpu, int rounds)
 
 			mark(g, seq, true);
 			tsync_cpuid_marker(seq);
+			/* the first read of the round's page: Xen traces the fault */
+			if (g->pv_pages && seq < TSYNC_PV_FAULT_PAGES)
+				(void)g->pv_pages[(size_t)seq * 4096];
 			mark(g, seq, false);
 			if (g->hvmop)
 				hvmop_round(g, g->seq++);
@@ -236,6 +279,8 @@ void tsync_guest_close(struct tsync_guest *g)
 {
 	if (!g)
 		return;
+	if (g->pv_pages)
+		munmap((void *)g->pv_pages, (size_t)TSYNC_PV_FAULT_PAGES * 4096);
 	if (g->buf)
 		xencall_free_buffer(g->xc, g->buf);
 	if (g->xc)

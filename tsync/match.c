@@ -169,6 +169,21 @@ int tsync_match_feed(struct tsync_match *m, const struct tsync_hvrec *r)
 			v->pv_tsc = r->tsc;
 		}
 		return 0;
+	case TSYNC_TRC_PV_FAULT64:
+		/* a round's page: the fault's TSC is both ends, as a hypercall's */
+		if (r->nr >= 4 && r->has_tsc) {
+			uint64_t a = ((uint64_t)r->w[3] << 32) | r->w[2];
+			uint64_t page = (a - TSYNC_PV_FAULT_BASE) >> 12;
+			struct vst pv = *v;
+
+			if (a < TSYNC_PV_FAULT_BASE || (a & 0xfff) || page >= TSYNC_PV_FAULT_PAGES)
+				return 0;
+			pv.kind = TSYNC_K_PV;
+			pv.seq = (uint32_t)page;
+			pv.h_exit = r->tsc;
+			return add_mark(m, &pv, r->tsc);
+		}
+		return 0;
 	case TSYNC_TRC_VMENTRY:
 		if (v->st == ST_MARKED)
 			ret = add_mark(m, v, r->tsc);

@@ -118,7 +118,7 @@ static int next(struct tmsg_transport *t, struct tmsg *m, struct tmsg_time_sync 
 static int serve_xen(struct tmsg_transport *t, struct tmsg *m, const struct tsync_agent_opts *o)
 {
 	struct tsync_guest_opts go = { .marker_path = o->marker_path, .hvmop = o->hvmop,
-				       .log = o->log };
+				       .pv_faults = -1, .log = o->log };
 	struct tsync_guest *g = NULL;
 	struct tmsg_time_sync in;
 	int ret = tsync_guest_open(&g, &go);

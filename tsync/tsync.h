@@ -161,8 +161,18 @@ uint64_t tsync_host_of(const struct tsync_scale *s, int64_t off, uint64_t g);
 #define TSYNC_TRC_VMMCALL	0x00082012u
 #define TSYNC_TRC_RDTSC		0x0008201au
 #define TSYNC_TRC_PV_HCALL_V2	0x0020100du
+#define TSYNC_TRC_PV_FAULT64	0x00201104u	/* PAGE_FAULT | 64: rip, addr, error */
 #define TSYNC_TRC_GUEST		0x0800f000u
 #define TSYNC_HVM_OP		34u
+
+/*
+ * A PV guest's marker without privilege: a user page fault goes to Xen
+ * first, which traces it with the faulting address before handing it on.
+ * Round seq reads the page at TSYNC_PV_FAULT_BASE + seq * 4096 of a
+ * read-only anonymous mapping, the first touch of that page.
+ */
+#define TSYNC_PV_FAULT_BASE	0x7e5c00000000ull
+#define TSYNC_PV_FAULT_PAGES	(1u << 20)
 
 /**
  * struct tsync_hvrec - one hypervisor record, as the recorder decoded it
@@ -186,7 +196,8 @@ struct tsync_hvrec {
 enum tsync_kind {
 	TSYNC_K_CPUID,		/* VMEXIT [T] .. CPUID(leaf) .. VMENTRY [T] */
 	TSYNC_K_HVMOP,		/* VMEXIT [T] .. VMMCALL .. GUEST(seq) .. VMENTRY [T] */
-	TSYNC_K_PV,		/* HYPERCALL_V2(hvm_op) [T] -> GUEST(seq), no return */
+	TSYNC_K_PV,		/* HYPERCALL_V2(hvm_op) [T] -> GUEST(seq), or PAGE_FAULT [T]
+				 * at the round's page; no return record */
 };
 
 /**
@@ -515,6 +526,8 @@ struct tsync_guest;
  *		whose per_cpu/cpu0/trace_marker beside it is a FIFO: the rounds
  *		pinned to CPU N write to per_cpu/cpuN/trace_marker instead)
  * @hvmop:	also try HVMOP_xentrace through libxencall
+ * @pv_faults:	1: page fault markers (a PV guest), 0: none, -1: when
+ *		/sys/hypervisor/guest_type says PV
  * @log:	notes (HVMOP blocked and how to enable it)
  * @first_seq:	the first round's number (0: 1); numbers must not repeat
  *		within one capture
@@ -522,6 +535,7 @@ struct tsync_guest;
 struct tsync_guest_opts {
 	const char	*marker_path;
 	bool		hvmop;
+	int		pv_faults;
 	void		*log;	/* FILE * */
 	uint32_t	first_seq;
 };
@@ -532,7 +546,9 @@ int tsync_guest_open(struct tsync_guest **out, const struct tsync_guest_opts *o)
 /**
  * tsync_guest_rounds - @rounds rounds on each of @ncpu CPUs, pinned in
  * turn (the first round of each CPU is the warm-up); with HVMOP working,
- * each round also brackets an HVMOP_xentrace under its own number.
+ * each round also brackets an HVMOP_xentrace under its own number; in a
+ * PV guest the cpuid (which does not trap there) is followed by the
+ * round's page fault.
  * Restores the caller's affinity. Returns the rounds done.
  */
 int tsync_guest_rounds(struct tsync_guest *g, int ncpu, int rounds);

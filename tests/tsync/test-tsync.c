@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,12 +217,74 @@ static void test_match(void **state)
 	feed(m, rec(7000, false, TSYNC_TRC_GUEST | TSYNC_GUEST_EVENT, 1, 0, 1, 14));
 	feed(m, rec(7050, true, TSYNC_TRC_VMENTRY, 1, 0, 0));
 	assert_int_equal(tsync_match_marks(m, &h), 5);
+	/* PV page fault marker: the round's page; rip, addr, error code */
+	feed(m, rec(7200, true, TSYNC_TRC_PV_FAULT64, 1, 1, 5, 0x401000, 0,
+		    (uint32_t)(TSYNC_PV_FAULT_BASE + 15 * 4096), (uint32_t)(TSYNC_PV_FAULT_BASE >> 32),
+		    4));
+	assert_int_equal(tsync_match_marks(m, &h), 6);
+	assert_true(h[5].seq == 15 && h[5].kind == TSYNC_K_PV && h[5].vcpu == 1 &&
+		    h[5].h_exit == 7200 && h[5].h_entry == 7200);
+	/* not a round's page: inside one, below the area, above it, no TSC */
+	feed(m, rec(7300, true, TSYNC_TRC_PV_FAULT64, 1, 1, 5, 0x401000, 0,
+		    (uint32_t)(TSYNC_PV_FAULT_BASE + 16 * 4096 + 8), (uint32_t)(TSYNC_PV_FAULT_BASE >> 32),
+		    4));
+	feed(m, rec(7300, true, TSYNC_TRC_PV_FAULT64, 1, 1, 5, 0x401000, 0,
+		    0xfffff000u, (uint32_t)(TSYNC_PV_FAULT_BASE >> 32) - 1, 4));
+	feed(m, rec(7300, true, TSYNC_TRC_PV_FAULT64, 1, 1, 5, 0x401000, 0,
+		    0, (uint32_t)((TSYNC_PV_FAULT_BASE + (uint64_t)TSYNC_PV_FAULT_PAGES * 4096) >> 32),
+		    4));
+	feed(m, rec(7300, false, TSYNC_TRC_PV_FAULT64, 1, 1, 5, 0x401000, 0,
+		    (uint32_t)(TSYNC_PV_FAULT_BASE + 17 * 4096), (uint32_t)(TSYNC_PV_FAULT_BASE >> 32),
+		    4));
+	assert_int_equal(tsync_match_marks(m, &h), 6);
 	/* other domains are ignored */
 	feed(m, rec(7000, true, TSYNC_TRC_VMEXIT64, 3, 0, 3, 0x72, 0, 0));
 	feed(m, rec(7000, false, TSYNC_TRC_CPUID, 3, 0, 6, TSYNC_CPUID_LEAF, 12, 0, 0, 0, 0));
 	feed(m, rec(7100, true, TSYNC_TRC_VMENTRY, 3, 0, 0));
-	assert_int_equal(tsync_match_marks(m, &h), 5);
+	assert_int_equal(tsync_match_marks(m, &h), 6);
 	tsync_match_free(m);
+}
+
+/*
+ * A PV guest's rounds read one new page each, at the address the matcher
+ * knows: after the rounds those pages are mapped (the faults happened),
+ * the next one is not; without PV faults nothing is mapped there.
+ */
+static void test_guest_pv_faults(void **state)
+{
+	char path[] = "/tmp/tcx-marker-XXXXXX";
+	int fd = mkstemp(path);
+	struct tsync_guest *g;
+	unsigned char v;
+	uintptr_t base = (uintptr_t)TSYNC_PV_FAULT_BASE;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	for (int pv = 0; pv <= 1; pv++) {
+		struct tsync_guest_opts o = { .marker_path = path, .pv_faults = pv,
+					      .first_seq = 3 };
+		uint32_t first;
+
+		assert_int_equal(tsync_guest_open(&g, &o), 0);
+		first = tsync_guest_next_seq(g);
+		assert_int_equal(tsync_guest_rounds(g, 1, 4), 5);
+		for (uint32_t seq = first; seq < first + 5; seq++) {
+			int r = mincore((void *)(base + seq * 4096ul), 4096, &v);
+
+			/* ENOMEM: nothing mapped there at all */
+			if (pv)
+				assert_true(r == 0 && (v & 1));
+			else
+				assert_true(r < 0 && errno == ENOMEM);
+		}
+		if (pv)
+			assert_true(mincore((void *)(base + (first + 5) * 4096ul), 4096, &v) == 0 &&
+				    !(v & 1));
+		tsync_guest_close(g);
+		assert_true(mincore((void *)base, 4096, &v) < 0 && errno == ENOMEM);
+	}
+	unlink(path);
 }
 
 /* ---- synthetic rounds against a known truth ---- */
@@ -1060,6 +1123,7 @@ int main(void)
 		cmocka_unit_test(test_conversions),
 		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_match),
+		cmocka_unit_test(test_guest_pv_faults),
 		cmocka_unit_test(test_solve_identity),
 		cmocka_unit_test(test_solve_change),
 		cmocka_unit_test(test_solve_drift),
