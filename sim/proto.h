@@ -41,6 +41,10 @@ enum xsim_op {
 	XSIM_OP_GNT_MAP,	/* a0 granter, a1 count, a2/a3 as share, data
 				 * u32 refs -> a0 page of the first ref */
 	XSIM_OP_GNT_UNMAP,	/* a0 first ref */
+	XSIM_OP_GTSC,		/* a0 domid, a1 vcpu (one it lacks: 0), a2 host
+				 * TSC -> a0 ratio, a1 frac, a2 s(t0), a3 drift
+				 * ppm (s64), a4 the vCPU's offset at a2, a5 the
+				 * host TSC of the next offset change (~0: none) */
 };
 
 enum xsim_kind { XSIM_KIND_CTRL = 1, XSIM_KIND_FMEM, XSIM_KIND_EVTCHN,

@@ -286,6 +286,41 @@ static int op_tscinfo(struct server *s, struct client *c, struct xsim_msg *m)
 	return 0;
 }
 
+/*
+ * A vCPU's clock as xsim_host_gtsc() computes it, valid until the next offset
+ * change: the shim's xensim_guest_rdtsc() computes guest(h) in the caller from
+ * this, as a round trip per read would put the daemon's latency into the read.
+ */
+static int op_gtsc(struct server *s, struct client *c, struct xsim_msg *m)
+{
+	const struct xsim_host *h = s->h;
+	const struct xsim_dom_conf *d = find_dom(h, m->a[0]);
+	uint64_t at = m->a[2], until = UINT64_MAX;
+	unsigned int di, v;
+	int64_t off;
+
+	if (c->domid != 0 && c->domid != m->a[0])
+		return -EPERM;
+	if (!d)
+		return -ESRCH;
+	di = (unsigned int)(d - h->conf.dom);
+	v = m->a[1] < d->vcpus ? (unsigned int)m->a[1] : 0;
+	off = d->tsc_offset[v];
+	for (unsigned int k = 0; k < d->nchanges; k++) {
+		if (at >= h->dclk[di].change_tsc[k])
+			off = d->change[k].offset[v];
+		else if (h->dclk[di].change_tsc[k] < until)
+			until = h->dclk[di].change_tsc[k];
+	}
+	m->a[0] = h->dclk[di].ratio;
+	m->a[1] = xsim_frac_bits(h->conf.vendor);
+	m->a[2] = h->dclk[di].s0;
+	m->a[3] = (uint64_t)(int64_t)d->drift_ppm;
+	m->a[4] = (uint64_t)off;
+	m->a[5] = until;
+	return 0;
+}
+
 static int op_vcpuinfo(struct server *s, struct client *c, struct xsim_msg *m)
 {
 	struct xsim_host *h = s->h;
@@ -523,6 +558,9 @@ static int handle(struct server *s, int i)
 		break;
 	case XSIM_OP_VCPUINFO:
 		ret = op_vcpuinfo(s, c, m);
+		break;
+	case XSIM_OP_GTSC:
+		ret = op_gtsc(s, c, m);
 		break;
 	case XSIM_OP_BIND_VIRQ:
 		ret = op_bind_virq(s, i, m);

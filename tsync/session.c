@@ -4,8 +4,10 @@
  * agent's loop for it. Protocol "xen" only asks the guest for marker
  * rounds; the measuring happens in dom0, from the two traces.
  */
+#include <dlfcn.h>
 #include <endian.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,14 +162,41 @@ static uint64_t tsc_clock(void *ctx)
 	return tsync_rdtsc();
 }
 
+/*
+ * On xensim the agent runs on this machine, whose TSC is the simulated
+ * host's: the guest's TSC (its trace stamps) comes from the simulator's
+ * libxencall, which exports xensim_guest_rdtsc(). Xen's does not, so on Xen
+ * the clock stays the bare instruction.
+ */
+static uint64_t (*sim_rdtsc)(void);
+static pthread_once_t sim_once = PTHREAD_ONCE_INIT;
+
+static void find_sim_rdtsc(void)
+{
+	void *p = dlsym(RTLD_DEFAULT, "xensim_guest_rdtsc");
+
+	/* POSIX: a function's address through void * */
+	memcpy(&sim_rdtsc, &p, sizeof(p));
+}
+
+static uint64_t sim_clock(void *ctx)
+{
+	(void)ctx;
+	return sim_rdtsc();
+}
+
 static int serve_ptp(struct tmsg_transport *t, struct tmsg *m, const struct tsync_agent_opts *o)
 {
 	struct tmsg_time_sync in;
 	uint32_t series = 0;
 	cpu_set_t old;
 	bool saved = !sched_getaffinity(0, sizeof(old), &old);
+	tsync_clock_fn clk = tsc_clock;
 	int ret;
 
+	pthread_once(&sim_once, find_sim_rdtsc);
+	if (sim_rdtsc)
+		clk = sim_clock;
 	while ((ret = next(t, m, &in, o->stop)) == 1) {
 		uint16_t cpu;
 		cpu_set_t one;
@@ -183,7 +212,7 @@ static int serve_ptp(struct tmsg_transport *t, struct tmsg *m, const struct tsyn
 		CPU_SET(cpu, &one);
 		/* a CPU we cannot pin to still gets its round: the host waits */
 		sched_setaffinity(0, sizeof(one), &one);
-		ret = tsync_ptp_server(t, ++series, tsc_clock, NULL, &off, &ts, NULL);
+		ret = tsync_ptp_server(t, ++series, clk, NULL, &off, &ts, NULL);
 		if (saved)
 			sched_setaffinity(0, sizeof(old), &old);
 		if (ret)

@@ -2,13 +2,18 @@
 /*
  * libxencall.so.1 on xensim. Hypercall buffers are plain page-aligned
  * memory; hypercalls the simulator does not model fail with ENOSYS, as an
- * unknown hypercall does on Xen.
+ * unknown hypercall does on Xen. One symbol Xen's library lacks,
+ * xensim_guest_rdtsc(): the RDTSC of the simulated guest the process runs in.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <xencall.h>
 #include <xen/xen.h>
@@ -169,4 +174,124 @@ int xencall5(xencall_handle *xcall, unsigned int op, uint64_t arg1,
 	     uint64_t arg2, uint64_t arg3, uint64_t arg4, uint64_t arg5)
 {
 	return hypercall(xcall, op, arg1, arg2);
+}
+
+/* ---- xensim_guest_rdtsc: what RDTSC returns in the simulated guest ---- */
+
+/* One vCPU's clock as XSIM_OP_GTSC gives it; @until 0: not fetched yet. */
+struct gclock {
+	uint64_t ratio, s0, until;
+	int64_t off;
+	int32_t drift_ppm;
+	unsigned int frac;
+};
+
+static pthread_mutex_t gconn_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xsim_conn gconn = { .fd = -1 };
+static pid_t gconn_pid;		/* the process that opened gconn */
+static bool gconn_failed;
+/* per thread: no lock on the read path */
+static __thread struct gclock gcache[XSIM_MAX_VCPUS];
+
+static uint64_t host_tsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+#else
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+#endif
+}
+
+/* The daemon's connection of this process (a forked child opens its own). */
+static struct xsim_conn *gtsc_conn(void)
+{
+	struct xsim_conn *c = NULL;
+
+	pthread_mutex_lock(&gconn_lock);
+	if (gconn_pid != getpid() && !gconn_failed) {
+		if (gconn_pid)
+			xsim_conn_close(&gconn);
+		gconn_pid = 0;
+		if (xsim_conn_open(&gconn, XSIM_KIND_CALL))
+			gconn_failed = true;	/* no daemon: do not ask per read */
+		else
+			gconn_pid = getpid();
+	}
+	if (gconn_pid == getpid())
+		c = &gconn;
+	pthread_mutex_unlock(&gconn_lock);
+	return c;
+}
+
+/* vCPU @vcpu's clock at host TSC @at, valid until the next offset change. */
+static void gtsc_fetch(unsigned int vcpu, uint64_t at, struct gclock *g)
+{
+	struct xsim_conn *c = gtsc_conn();
+	struct xsim_msg m = { .op = XSIM_OP_GTSC };
+
+	if (c) {
+		m.a[0] = c->domid;
+		m.a[1] = vcpu;
+		m.a[2] = at;
+	}
+	if (!c || xsim_call(c, &m, NULL, 0, NULL, 0) < 0) {
+		/* keep what we had; never fetched: the host TSC (a PV guest's) */
+		if (!g->until)
+			*g = (struct gclock){ .ratio = 1 };
+		g->until = UINT64_MAX;
+		return;
+	}
+	*g = (struct gclock){ .ratio = m.a[0], .frac = (unsigned int)m.a[1],
+			      .s0 = m.a[2], .drift_ppm = (int32_t)(int64_t)m.a[3],
+			      .off = (int64_t)m.a[4], .until = m.a[5] };
+}
+
+/* xsim_host_gtsc() of the daemon, from the cached parameters. */
+static uint64_t gtsc_at(const struct gclock *g, uint64_t h)
+{
+	uint64_t s = (uint64_t)(((unsigned __int128)h * g->ratio) >> g->frac);
+	int64_t off = g->off;
+
+	if (g->drift_ppm) {
+		__int128 el = (int64_t)(s - g->s0);
+
+		off += (int64_t)(el * g->drift_ppm / 1000000);
+	}
+	return s + (uint64_t)off;
+}
+
+/**
+ * xensim_guest_rdtsc() - RDTSC in the simulated guest: $XENSIM_DOMID's TSC on
+ * the vCPU of the CPU the calling thread runs on (the one it is pinned to,
+ * as for markers and HVMOP_xentrace; a CPU the guest lacks reads vCPU 0),
+ * ((host · ratio) >> frac) + offset + drift, as the guest's trace stamps.
+ * Not in Xen's libxencall: tsync's ptp agent finds it with dlsym().
+ *
+ * One daemon round trip per vCPU and thread, and again after each offset
+ * change; otherwise a local computation: a round trip per read is what ptp
+ * would measure. Without a daemon: this machine's TSC.
+ *
+ * Return: the guest TSC now.
+ */
+uint64_t xensim_guest_rdtsc(void);
+
+uint64_t xensim_guest_rdtsc(void)
+{
+	int cpu = sched_getcpu();
+	unsigned int v = cpu > 0 && cpu < (int)XSIM_MAX_VCPUS ? (unsigned int)cpu : 0;
+	struct gclock *g = &gcache[v];
+	uint64_t h = host_tsc();
+
+	/* a change can pass during the round trip: then fetch again */
+	for (int i = 0; i < 4 && h >= g->until; i++) {
+		gtsc_fetch(v, h, g);
+		h = host_tsc();		/* the round trip is not the caller's read */
+	}
+	return gtsc_at(g, h);
 }

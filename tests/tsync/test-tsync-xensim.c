@@ -928,6 +928,204 @@ static void test_host_session(void **state)
 	simhost_cleanup(&sim);
 }
 
+/* ---- ptp against the truth: the agent reads the simulated guest's TSC ---- */
+
+#define PTP_VCPUS	16	/* XSIM_MAX_VCPUS */
+#define PTP_CHANGES	8	/* XSIM_MAX_TSC_CHANGES */
+/* a ptp sample's error is its fastest probe's asymmetry: µs when loaded */
+#define PTP_MAX_ERR_NS	100000
+
+/* A domain's clock from the truth, to evaluate guest(h) independently. */
+struct tclock {
+	uint64_t t0, ratio, s0;
+	unsigned int frac;
+	uint32_t gtsc_khz;
+	int32_t drift_ppm;
+	int64_t off[PTP_VCPUS];
+	uint32_t nch;
+	struct { uint64_t at; int64_t off[PTP_VCPUS]; } ch[PTP_CHANGES];
+};
+
+static void truth_tclock(unsigned int dom, struct tclock *k)
+{
+	char path[400], line[512];
+	FILE *f;
+
+	memset(k, 0, sizeof(*k));
+	snprintf(path, sizeof(path), "%s/truth", sim.dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long t0, ratio, at;
+		unsigned int d, v, frac, khz, inc;
+		long long off;
+		int ppm;
+
+		if (sscanf(line, "host pcpus=%*u cpu_khz=%*u vendor=%*s frac=%u t0=%llu",
+			   &frac, &t0) == 2) {
+			k->frac = frac;
+			k->t0 = t0;
+		} else if (sscanf(line, "domain domid=%u name=%*s type=%*s vcpus=%*u tsc_mode=%*u "
+				  "gtsc_khz=%u ratio=%llu drift_ppm=%d", &d, &khz, &ratio,
+				  &ppm) == 4 && d == dom) {
+			k->gtsc_khz = khz;
+			k->ratio = ratio;
+			k->drift_ppm = ppm;
+		} else if (sscanf(line, "vcpu domid=%u vcpu=%u pcpu=%*u offset=%lld", &d, &v,
+				  &off) == 3 && d == dom && v < PTP_VCPUS) {
+			k->off[v] = off;
+		} else if (sscanf(line, "offset_change domid=%u vcpu=%u at=%llu offset=%lld "
+				  "incarnation=%u", &d, &v, &at, &off, &inc) == 5 && d == dom &&
+			   v < PTP_VCPUS && inc >= 1 && inc <= PTP_CHANGES) {
+			k->ch[inc - 1].at = at;
+			k->ch[inc - 1].off[v] = off;
+			if (inc > k->nch)
+				k->nch = inc;
+		}
+	}
+	fclose(f);
+	assert_true(k->ratio && k->gtsc_khz);
+	k->s0 = (uint64_t)(((unsigned __int128)k->t0 * k->ratio) >> k->frac);
+}
+
+/* docs/xensim.md "Time": guest(h) of vCPU @v */
+static uint64_t tclock_at(const struct tclock *k, unsigned int v, uint64_t h)
+{
+	uint64_t s = (uint64_t)(((unsigned __int128)h * k->ratio) >> k->frac);
+	int64_t off = k->off[v];
+
+	for (uint32_t i = 0; i < k->nch; i++)
+		if (h >= k->ch[i].at)
+			off = k->ch[i].off[v];
+	if (k->drift_ppm)
+		off += (int64_t)((__int128)(int64_t)(s - k->s0) * k->drift_ppm / 1000000);
+	return s + (uint64_t)off;
+}
+
+/* At least @min samples, and until one starts 2 ms after @k's last offset change. */
+static void ptp_samples(struct tsync_host *th, const struct tclock *k, uint32_t min)
+{
+	uint64_t last = k->nch ? k->ch[k->nch - 1].at : 0;
+	bool past = !k->nch;
+
+	for (uint32_t n = 0; n < 60 && (n < min || !past); n++) {
+		past |= tsync_rdtsc() > last + 2 * 2600000;
+		assert_int_equal(tsync_host_sample(th), 0);
+		usleep(200 * 1000);
+	}
+}
+
+/*
+ * Our agent with protocol ptp on xensim: its clock is xensim_guest_rdtsc()
+ * from the simulator's libxencall, so each sample (guest g, host g + o)
+ * must match the truth: guest(g + o) = g, within the probe's asymmetry.
+ * With the agent reading this machine's TSC, the error is the guest's
+ * offset (4e10 ticks here).
+ */
+static void ptp_guest(unsigned int dom, const char *what)
+{
+	const char *argv[] = { "-C", "x86-tsc", "-e", "sched" };
+	const char *protos[] = { "ptp" };
+	struct tmsg_trace_req req = { .trace_id = REC_HOST_TRACEID, .argc = 4, .argv = argv,
+				      .nr_protos = 1, .protos = protos };
+	struct tmsg_transport *ctl = NULL, *ts = NULL, *data[4] = { 0 };
+	struct tmsg_trace_resp resp = { 0 };
+	struct tmsg_xs_agent a = { 0 };
+	struct tsync_host_opts ho;
+	struct tsync_solution sol;
+	struct tsync_host *th;
+	struct tclock k;
+	char path[TMSG_VCHAN_PATH_MAX + 1], line[200];
+	int64_t worst = 0;
+	uint32_t checked = 0, near = 0, past = 0;
+	size_t meta = 0;
+	pid_t agent;
+
+	put(dom, "trace_clock", "x86-tsc\n");
+	truth_tclock(dom, &k);
+	agent = agent_pid = simhost_agent(&sim, dom);
+	assert_true(agent > 0);
+	assert_true(simhost_agent_ready(dom, 300, &a));
+	assert_int_equal(tmsg_vchan_path(path, sizeof(path), dom, a.port), 0);
+	ctl = tmsg_vchan_client(dom, path);
+	assert_non_null(ctl);
+	assert_int_equal(tmsg_host_request(ctl, &req, &resp, 10000, NULL, 0), 0);
+	assert_string_equal(resp.tsync_proto, "ptp");
+	assert_true(resp.cpus >= 1 && resp.cpus <= 4);
+	assert_int_equal(tmsg_host_open_streams(NULL, dom, &resp, data), 0);
+	assert_true(tmsg_recv_data(ctl, null_sink, &meta, TMSG_WAIT_MS, 0) > 0);
+	assert_int_equal(tmsg_vchan_path(path, sizeof(path), dom, resp.tsync_port), 0);
+	for (int t = 0; t < 300 && !ts; t++) {
+		ts = tmsg_vchan_client(dom, path);
+		if (!ts)
+			usleep(10 * 1000);
+	}
+	assert_non_null(ts);
+	ho = (struct tsync_host_opts){ .proto = resp.tsync_proto, .t = ts, .dom = dom,
+				       .nvcpu = resp.cpus };
+	assert_int_equal(tsync_host_new(&th, &ho), 0);
+	ptp_samples(th, &k, 3);
+	assert_int_equal(tsync_host_finish(th, &sol, line, sizeof(line), NULL), 0);
+	assert_int_equal(sol.ncpu, resp.cpus);
+	for (uint32_t c = 0; c < sol.ncpu; c++) {
+		for (uint32_t i = 0; i < sol.count; i++) {
+			uint64_t g = sol.ts[c * sol.count + i];
+			uint64_t h = g + (uint64_t)sol.offset[c * sol.count + i];
+			int64_t err = (int64_t)(g - tclock_at(&k, c, h));
+			bool skip = false;
+
+			/* a probe across an offset jump measures the jump */
+			for (uint32_t j = 0; j < k.nch; j++) {
+				uint64_t at = k.ch[j].at;
+
+				skip |= h + 2600000 > at && h < at + 2600000;
+				past += !skip && h >= at;
+			}
+			if (skip) {
+				near++;
+				continue;
+			}
+			checked++;
+			if (llabs(err) > llabs(worst))
+				worst = err;
+		}
+	}
+	/* guest ticks to ns at the guest's rate */
+	worst = worst * 1000000 / (int64_t)k.gtsc_khz;
+	fprintf(stderr, "# ptp dom%u (%s): %s; %u samples on %u vCPU%s, worst error %+" PRId64
+		" ns against the truth (%u past an offset change, %u at one skipped)\n",
+		dom, what, line, checked, sol.ncpu, sol.ncpu == 1 ? "" : "s", worst, past,
+		near);
+	assert_true(checked >= sol.ncpu);
+	assert_true(llabs(worst) <= PTP_MAX_ERR_NS);
+	if (k.nch)
+		assert_true(past > 0);
+	tsync_solution_free(&sol);
+	tsync_host_free(th);
+	assert_int_equal(tmsg_host_close(ctl, 10000), 0);
+	tmsg_close(ts);
+	for (uint32_t c = 0; c < resp.cpus; c++)
+		tmsg_close(data[c]);
+	tmsg_close(ctl);
+	tmsg_trace_resp_free(&resp);
+	kill(agent, SIGTERM);
+	waitpid(agent, NULL, 0);
+	agent_pid = 0;
+}
+
+static void test_agent_ptp(void **state)
+{
+	(void)state;
+	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync-ptp.conf")), 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	/* first: its offsets jump 4 s into the run */
+	ptp_guest(1, "HVM, offset -4e10 then +2e10 at 4 s, 60 ppm drift");
+	ptp_guest(2, "PVH, offset -4e10");
+	ptp_guest(3, "HVM scaled to 1 GHz, one offset per vCPU");
+	assert_int_equal(simhost_stop(&sim), 0);
+	simhost_cleanup(&sim);
+}
+
 /* ---- record -A with time sync: rec_guest drives tsync_host ------------------ */
 
 struct hvtap {
@@ -1280,6 +1478,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_xen_protocol_smp, teardown),
 		cmocka_unit_test_teardown(test_agent_xen, teardown),
 		cmocka_unit_test_teardown(test_host_session, teardown),
+		cmocka_unit_test_teardown(test_agent_ptp, teardown),
 		cmocka_unit_test_teardown(test_rec_guest, teardown),
 		cmocka_unit_test_teardown(test_record_cmd, teardown),
 	};
