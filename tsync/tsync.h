@@ -86,7 +86,7 @@ uint64_t tsync_clock_ticks_to_ns(const struct tsync_clock *c, uint64_t ticks);
  */
 int tsync_read_pair(struct tsync_pair *p);
 
-/** tsync_rdtsc - this CPU's TSC */
+/** tsync_rdtsc - this CPU's TSC (xensim: the host's; the ptp agent reads the guest's) */
 uint64_t tsync_rdtsc(void);
 
 /* ==== Xen's scaling ==== */
