@@ -37,6 +37,8 @@
 #define BARRIER_LAG_NS	20000000ull	/* a record is stamped, then committed */
 #define REFRESH_NS	1000000000ull	/* domain list and status line */
 #define DOM0_READ_NS	200000000ull	/* dom0's pages, unless the stop drains them */
+#define CONSUME_NS	100000000ull	/* decoding per turn of the loop: the clock and
+					 * signals are looked at in between */
 
 struct dom {
 	uint32_t	dom;
@@ -455,7 +457,7 @@ static void drain(struct session *ss)
 
 	check_drain(ss, rec_hvdrain_error(ss->dr));
 	if (!ss->err)
-		rec_hvdrain_consume(ss->dr, &drain_ops, ss);
+		rec_hvdrain_consume_for(ss->dr, &drain_ops, ss, CONSUME_NS);
 	check_sink(ss);
 	/* a read takes what the kernel has, a partial page too: not too often */
 	if (ss->d0 && !ss->err && mono_ns(CLOCK_MONOTONIC) >= ss->next_d0_ns) {
@@ -627,7 +629,7 @@ static void stop_guests(struct session *ss, bool consume)
 			all = rec_guest_stopped(ss->g[i]);
 		if (all)
 			break;
-		poll(&p, 1, 20);
+		poll(&p, 1, rec_hvdrain_backlog(ss->dr) ? 0 : 20);
 		drain(ss);
 	}
 	for (int i = 0; i < ss->ng; i++) {
@@ -1149,6 +1151,10 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 		};
 		int timeout = o->poll_ms > 0 ? o->poll_ms : 50;
 		uint64_t now;
+
+		/* a decoder behind Xen goes on at once */
+		if (rec_hvdrain_backlog(ss->dr))
+			timeout = 0;
 
 		if (end_ns) {
 			now = mono_ns(CLOCK_MONOTONIC);

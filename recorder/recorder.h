@@ -773,6 +773,17 @@ int rec_hvdrain_fd(const struct rec_hvdrain *d);
 int rec_hvdrain_consume(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx);
 
 /**
+ * rec_hvdrain_consume_for - as rec_hvdrain_consume(), but stop once about
+ * @budget_ns (0: no limit) have passed; what is left stays staged
+ * (rec_hvdrain_backlog() says how much)
+ */
+int rec_hvdrain_consume_for(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx,
+			    uint64_t budget_ns);
+
+/** rec_hvdrain_backlog - bytes staged and not yet consumed (the consumer's thread) */
+uint64_t rec_hvdrain_backlog(const struct rec_hvdrain *d);
+
+/**
  * rec_hvdrain_stop - after tracing was disabled: one last round, consume
  * everything, join the thread; the drain's error (-EPROTO) if it had one
  */
