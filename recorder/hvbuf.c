@@ -247,6 +247,11 @@ out:
 	return ret;
 }
 
+int rec_hvbuf_set_evt_mask(struct rec_hvbuf *h, uint32_t mask)
+{
+	return xc_tbuf_set_evt_mask(h->xch, mask) ? -errno : 0;
+}
+
 int rec_hvbuf_ncpus(const struct rec_hvbuf *h)
 {
 	return h->ncpus;

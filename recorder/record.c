@@ -37,6 +37,11 @@
 #define BARRIER_LAG_NS	20000000ull	/* a record is stamped, then committed */
 #define REFRESH_NS	1000000000ull	/* domain list and status line */
 #define DOM0_READ_NS	200000000ull	/* dom0's pages, unless the stop drains them */
+/* Xen's trace classes with every subclass (public/trace.h) */
+#define CLS_SCHED	0x0002f000u
+#define CLS_HVM		0x0008f000u
+#define CLS_PV		0x0020f000u
+#define CLS_GUEST	0x0800f000u
 #define CONSUME_NS	100000000ull	/* decoding per turn of the loop: the clock and
 					 * signals are looked at in between */
 
@@ -470,6 +475,13 @@ static void drain(struct session *ss)
 
 /* ---- guests (-A) ---- */
 
+/* time sync with the guests: their markers are in the hypervisor's records */
+static bool guests_sync(const struct rec_record_opts *o)
+{
+	return o->nr_guests && (!o->tsync || strcmp(o->tsync, "none"));
+}
+
+
 /* The sink's tap: every hypervisor record, for the guests' time sync. */
 static void tap(void *ctx, const struct rec_record *r, bool known, uint32_t dom,
 		uint32_t vcpu)
@@ -501,6 +513,36 @@ static int guest_key(const struct session *ss, const char *spec, struct rec_gues
 		}
 	}
 	return -1;
+}
+
+/*
+ * Of the classes -A adds to a -M mask, those the guests need: HVM exits
+ * for an HVM/PVH guest's markers, PV traps for a PV guest's (a PV dom0
+ * makes many of those: not traced without a PV guest), GUEST (HVMOP) for
+ * both; a network guest or an unknown name may be either.
+ */
+static void narrow_mask(struct session *ss, uint32_t user, uint32_t mask)
+{
+	uint32_t need = CLS_SCHED;
+
+	if (guests_sync(ss->o)) {
+		need |= CLS_GUEST;
+		for (int i = 0; i < ss->o->nr_guests; i++) {
+			struct rec_guest_spec sp;
+			const struct dom *d = NULL;
+
+			if (!guest_key(ss, ss->o->guests[i], &sp) && sp.kind == REC_GUEST_XEN)
+				for (int j = 0; j < ss->ndoms; j++)
+					if (!ss->doms[j].gone && ss->doms[j].dom == sp.domid)
+						d = &ss->doms[j];
+			need |= !d ? CLS_HVM | CLS_PV : d->hvm ? CLS_HVM : CLS_PV;
+		}
+	}
+	if ((mask & ~(user | need)) && !rec_hvbuf_set_evt_mask(ss->hv, user | need))
+		mask = user | need;
+	if (mask != user)
+		note(ss, "-M %#x: adding %#x for the guests (vCPU runs%s)", user, mask & ~user,
+		     mask & ~(user | CLS_SCHED) ? " and time sync" : "");
 }
 
 /*
@@ -900,11 +942,6 @@ static void reap(struct session *ss, bool wait)
 	ss->child = 0;
 }
 
-static bool guests_sync(const struct rec_record_opts *o)
-{
-	return o->nr_guests && (!o->tsync || strcmp(o->tsync, "none"));
-}
-
 static int setup_files(struct session *ss, char *err, size_t errlen)
 {
 	struct tdat_params tp = { .version = 7, .clock = "x86-tsc" };
@@ -1012,6 +1049,7 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 {
 	struct rec_hvbuf_opts ho = { .pages = o->pages, .evt_mask = o->evt_mask,
 				     .cpumap = o->cpumap };
+	uint32_t user_mask;
 	struct session *ss = calloc(1, sizeof(*ss));
 	struct sigaction sa = { .sa_handler = on_signal }, old[4];
 	static const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
@@ -1059,18 +1097,13 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 		}
 	}
 
+	user_mask = ho.evt_mask;
 	if (o->nr_guests && ho.evt_mask) {
-		/* vCPU runs (sched) place guest events */
-		uint32_t need = 0x0002f000u;
-
-		/* HVM exits, PV hypercalls and GUEST records carry the markers */
+		/* vCPU runs (sched) place guest events; the markers' classes
+		 * until the guests' types are known (narrow_mask()) */
+		ho.evt_mask |= CLS_SCHED;
 		if (guests_sync(o))
-			need |= 0x0828f000u;
-		if ((ho.evt_mask & need) != need) {
-			note(ss, "-M %#x: adding %#x for the guests (vCPU runs%s)", ho.evt_mask,
-			     need & ~ho.evt_mask, need > 0x0002f000u ? " and time sync" : "");
-			ho.evt_mask |= need;
-		}
+			ho.evt_mask |= CLS_HVM | CLS_PV | CLS_GUEST;
 	}
 	ret = rec_hvbuf_open(&ss->hv, &ho, err, errlen);
 	if (ret)
@@ -1090,6 +1123,8 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 	ret = setup_files(ss, err, errlen);
 	if (ret)
 		goto out;
+	if (o->nr_guests && user_mask)
+		narrow_mask(ss, user_mask, ho.evt_mask);
 	/* Xen's buffers are live: drain them while the agents take their time */
 	ret = rec_hvdrain_start(&ss->dr, ss->hv, 0, o->poll_ms);
 	if (ret) {

@@ -702,6 +702,9 @@ typedef int (*rec_window_fn)(void *ctx, int cpu, const void *a, size_t alen,
 int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
 		   char *err, size_t errlen);
 
+/** rec_hvbuf_set_evt_mask - Xen's event mask from now on; 0 or -errno */
+int rec_hvbuf_set_evt_mask(struct rec_hvbuf *h, uint32_t mask);
+
 /** rec_hvbuf_ncpus - pCPUs of the host (max_cpu_id + 1) */
 int rec_hvbuf_ncpus(const struct rec_hvbuf *h);
 

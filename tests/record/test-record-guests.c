@@ -658,6 +658,45 @@ static void test_two_guests(void **state)
 }
 
 /*
+ * -M with time sync: record adds the classes the guests' markers need and
+ * no others. guest1 is HVM: HVM exits and GUEST records, not the PV class,
+ * of which the simulated PV dom0 makes records (a real PV dom0 floods it:
+ * every trap, page fault and hypercall of dom0 itself).
+ */
+static void test_mask(void **state)
+{
+	char *err = path("err"), *js = path("sum.json"), *text;
+	const char *cls;
+	int64_t hvm, pv;
+
+	(void)state;
+	start_xen_agent(gdom[0]);
+	if (tcx_run(err, "record", "--xen", "-A", "guest1", "-M", "sched", "-e",
+		    "sched:sched_switch", "--duration", "1", "-o", path("trace.dat"),
+		    "--summary-json", js, NULL))
+		fail_msg("record failed, see %s", show(err));
+	put(gdom[0], "tracing_on", "0\n");
+	stop_agents();
+	assert_int_equal(simhost_stop(&sim), 0);
+	if (!file_has(err, "-M 0x2f000: adding 0x8080000 for the guests (vCPU runs and time sync)"))
+		fail_msg("no note of the classes added, see %s", show(err));
+	/*
+	 * Xen traced the PV class only until the guest's type was known
+	 * (milliseconds; the simulated dom0 makes a PV record per 30 HVM
+	 * ones): under 1 % of the HVM exits
+	 */
+	text = slurp(js);
+	assert_non_null(text);
+	cls = strstr(text, "\"classes\"");
+	assert_non_null(cls);
+	hvm = json_num(cls, "\"hvm\"");
+	pv = json_num(cls, "\"pv\"");
+	print_message("# classes: hvm %lld, pv %lld\n", (long long)hvm, (long long)pv);
+	assert_true(hvm > 1000 && pv >= 0 && pv * 100 < hvm);
+	assert_true(file_has(err, "tsync xen: "));
+}
+
+/*
  * The guests' tracing is turned off while recording (by the recorded
  * command), so the guest kernels produce nothing after it: the files must
  * hold every event they produced, CPU by CPU.
@@ -998,6 +1037,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_two_guests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mask, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_event, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigint, setup, teardown),
