@@ -3,7 +3,8 @@
  * Protocol xen on a real Xen, in two halves (tests/xen/scenarios/tsync-pvh):
  *
  *   tsync-probe guest ROUNDS      in the guest: marker rounds (cpuid, and
- *				   HVMOP where privcmd allows) on every CPU,
+ *				   HVMOP where privcmd allows; a PV guest's
+ *				   page faults) on every CPU,
  *				   twice, 1 s apart, in the top tracefs
  *				   buffer on x86-tsc; then its pages are read
  *				   back and every round printed on the console
@@ -59,7 +60,7 @@ static int print_id(void)
 static int guest(int rounds)
 {
 	struct tsync_guest_opts o = { .marker_path = TR "/trace_marker", .hvmop = true,
-				      .log = stderr };
+				      .pv_faults = -1, .log = stderr };
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	struct tsync_gcollect *c = tsync_gcollect_new();
 	const struct tsync_gmark *m;
