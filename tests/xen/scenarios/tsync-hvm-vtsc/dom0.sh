@@ -1,0 +1,1 @@
+../tsync-hvm/dom0.sh
