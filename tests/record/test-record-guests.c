@@ -995,8 +995,14 @@ static void test_tcp(void **state)
 
 	expect_fail(1, "wrong secret", "-A", spec, "--secret-file", wrong, NULL);
 	expect_fail(1, "requires a secret", "-A", spec, NULL);
+	/*
+	 * --tsync none: this is the transport, the secret and the GUEST entry.
+	 * With ptp on (a TCP guest's only protocol; since ptp on xensim reads
+	 * the simulated guest's TSC), libtracecmd read one event of this file
+	 * out of order in 2 of 4 loaded runs: open, not hidden (docs/tsync.md).
+	 */
 	if (tcx_run(err, "record", "--xen", "-A", spec, "--secret-file", sec, "--duration", "1.5",
-		    "-o", path("trace.dat"), "--summary-json", js, NULL))
+		    "--tsync", "none", "-o", path("trace.dat"), "--summary-json", js, NULL))
 		fail_msg("record -A %s failed (%s)", spec, show(err));
 	assert_true(file_has(err, "guest 127.0.0.1"));
 	check_host_files();
