@@ -481,7 +481,6 @@ static bool guests_sync(const struct rec_record_opts *o)
 	return o->nr_guests && (!o->tsync || strcmp(o->tsync, "none"));
 }
 
-
 /* The sink's tap: every hypervisor record, for the guests' time sync. */
 static void tap(void *ctx, const struct rec_record *r, bool known, uint32_t dom,
 		uint32_t vcpu)

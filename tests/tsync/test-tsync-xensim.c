@@ -41,6 +41,21 @@
 static struct simhost sim;
 static pid_t agent_pid;
 
+/* The end of an agent session: its streams closed, the agent gone. */
+static void end_session(struct tmsg_transport *ctl, struct tmsg_transport *ts,
+			struct tmsg_transport **data, uint32_t ncpu,
+			struct tmsg_trace_resp *resp, pid_t agent)
+{
+	tmsg_close(ts);
+	for (uint32_t c = 0; c < ncpu; c++)
+		tmsg_close(data[c]);
+	tmsg_close(ctl);
+	tmsg_trace_resp_free(resp);
+	kill(agent, SIGTERM);
+	waitpid(agent, NULL, 0);
+	agent_pid = 0;
+}
+
 /* After a failed case: nothing of ours left running. */
 static int teardown(void **state)
 {
@@ -779,14 +794,7 @@ static void test_agent_xen(void **state)
 	assert_int_equal(d.last - d.first + 1, 12 * resp.cpus);
 	assert_int_equal(tsync_xen_stop(ts), 0);
 	assert_int_equal(tmsg_host_close(ctl, 10000), 0);
-	tmsg_close(ts);
-	for (uint32_t c = 0; c < resp.cpus; c++)
-		tmsg_close(data[c]);
-	tmsg_close(ctl);
-	tmsg_trace_resp_free(&resp);
-	kill(agent, SIGTERM);
-	waitpid(agent, NULL, 0);
-	agent_pid = 0;
+	end_session(ctl, ts, data, resp.cpus, &resp, agent);
 	assert_int_equal(simhost_stop(&sim), 0);
 	/* the simulator executed each HVMOP_xentrace of the rounds */
 	assert_int_equal(count_truth("xentrace 1 "), 6 * (int)resp.cpus);
@@ -917,13 +925,7 @@ static void test_host_session(void **state)
 	tsync_solution_free(&sol);
 	tsync_host_free(th);
 	g_host = NULL;
-	tmsg_close(ts);
-	tmsg_close(data[0]);
-	tmsg_close(ctl);
-	tmsg_trace_resp_free(&resp);
-	kill(agent, SIGTERM);
-	waitpid(agent, NULL, 0);
-	agent_pid = 0;
+	end_session(ctl, ts, data, 1, &resp, agent);
 	assert_int_equal(simhost_stop(&sim), 0);
 	simhost_cleanup(&sim);
 }
@@ -1103,14 +1105,7 @@ static void ptp_guest(unsigned int dom, const char *what)
 	tsync_solution_free(&sol);
 	tsync_host_free(th);
 	assert_int_equal(tmsg_host_close(ctl, 10000), 0);
-	tmsg_close(ts);
-	for (uint32_t c = 0; c < resp.cpus; c++)
-		tmsg_close(data[c]);
-	tmsg_close(ctl);
-	tmsg_trace_resp_free(&resp);
-	kill(agent, SIGTERM);
-	waitpid(agent, NULL, 0);
-	agent_pid = 0;
+	end_session(ctl, ts, data, resp.cpus, &resp, agent);
 }
 
 static void test_agent_ptp(void **state)
