@@ -116,7 +116,8 @@ static void boot_guest(unsigned int domid)
 	put(domid, "tracing_on", "1\n");
 }
 
-static pid_t start_child(char *const argv[], const char *log)
+/* @domid: the simulated domain the child runs in (its TSC), or NULL: dom0 */
+static pid_t start_child_in(char *const argv[], const char *log, const char *domid)
 {
 	pid_t pid = fork();
 
@@ -127,8 +128,15 @@ static pid_t start_child(char *const argv[], const char *log)
 		_exit(126);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	setenv("LD_LIBRARY_PATH", getenv("XENSIM_LIBDIR"), 1);
+	if (domid)
+		setenv("XENSIM_DOMID", domid, 1);
 	execv(argv[0], argv);
 	_exit(127);
+}
+
+static pid_t start_child(char *const argv[], const char *log)
+{
+	return start_child_in(argv, log, NULL);
 }
 
 /* `agent --xen` in guest @domid, advertised in xenstore when this returns. */
@@ -273,6 +281,7 @@ struct gread {
 	uint64_t switches, prints;	/* sched_switch; print (time sync markers) */
 	uint64_t other;			/* anything else */
 	uint64_t backwards;		/* per CPU, a stamp before the previous one */
+	uint64_t first, last;		/* the earliest and latest stamp */
 };
 
 static void gread_file(const char *file, int cpus, struct gread *g)
@@ -296,6 +305,10 @@ static void gread_file(const char *file, int cpus, struct gread *g)
 			if (r->ts < last)
 				g->backwards++;
 			last = r->ts;
+			if (!g->total || r->ts < g->first)
+				g->first = r->ts;
+			if (r->ts > g->last)
+				g->last = r->ts;
 			g->events[c]++;
 			g->total++;
 			if (ev && !strcmp(ev->name, "sched_switch"))
@@ -977,7 +990,8 @@ static void test_tcp(void **state)
 	snprintf(spec, sizeof(spec), "127.0.0.1:%s", port);
 	snprintf(tdir, sizeof(tdir), "%s/dom1/tracing", sim.dir);
 	snprintf(log, sizeof(log), "%s/agent-tcp.log", sim.tmp);
-	agents[nagents++] = start_child(argv, log);
+	/* in guest1: the agent's ptp clock is that guest's TSC, as its events' */
+	agents[nagents++] = start_child_in(argv, log, "1");
 	for (int t = 0; ; t++) {
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
 		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(atoi(port)) };
@@ -995,14 +1009,9 @@ static void test_tcp(void **state)
 
 	expect_fail(1, "wrong secret", "-A", spec, "--secret-file", wrong, NULL);
 	expect_fail(1, "requires a secret", "-A", spec, NULL);
-	/*
-	 * --tsync none: this is the transport, the secret and the GUEST entry.
-	 * With ptp on (a TCP guest's only protocol; since ptp on xensim reads
-	 * the simulated guest's TSC), libtracecmd read one event of this file
-	 * out of order in 2 of 4 loaded runs: open, not hidden (docs/tsync.md).
-	 */
+	/* with ptp, a TCP guest's only protocol: its samples are in guest1's clock */
 	if (tcx_run(err, "record", "--xen", "-A", spec, "--secret-file", sec, "--duration", "1.5",
-		    "--tsync", "none", "-o", path("trace.dat"), "--summary-json", js, NULL))
+		    "-o", path("trace.dat"), "--summary-json", js, NULL))
 		fail_msg("record -A %s failed (%s)", spec, show(err));
 	assert_true(file_has(err, "guest 127.0.0.1"));
 	check_host_files();
@@ -1014,6 +1023,19 @@ static void test_tcp(void **state)
 	assert_int_equal(g.total, r.events);
 	assert_int_equal(g.switches, r.switches);
 	assert_int_equal(g.backwards, 0);
+	/* shifted into the host's clock: inside the 1.5 s capture, give or take */
+	{
+		struct tracecmd_input *h = tracecmd_open(path("trace.dat"), 0);
+		uint64_t t0;
+
+		assert_non_null(h);
+		t0 = tracecmd_get_first_ts(h);
+		tracecmd_close(h);
+		if (g.first + 1000000000ULL < t0 || g.last > t0 + 5000000000ULL)
+			fail_msg("guest events at [%llu, %llu] ns, the host's capture starts at %llu",
+				 (unsigned long long)g.first, (unsigned long long)g.last,
+				 (unsigned long long)t0);
+	}
 
 	nge = dump_guests(path("trace.dat"), ge, 16);
 	e = gentry_named(ge, nge, "127.0.0.1");
