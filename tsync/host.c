@@ -242,8 +242,9 @@ int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 		if (h->m)
 			tsync_summary_line(sol, h->o.proto, c, summary, len);
 		else
-			snprintf(summary, len, "tsync ptp: %u sample%s per vCPU (trace-cmd's "
-				 "protocol: no error bound)", h->pn[0], h->pn[0] == 1 ? "" : "s");
+			snprintf(summary, len, "tsync ptp: %u sample%s per vCPU, %u dropped as "
+				 "out of order (trace-cmd's protocol: no error bound)",
+				 h->pn[0], h->pn[0] == 1 ? "" : "s", sol->rounds_discarded);
 	}
 	return ret;
 }

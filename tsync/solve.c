@@ -779,6 +779,54 @@ static int cmp_sample(const void *x, const void *y)
 	return a->i < b->i ? -1 : a->i > b->i;
 }
 
+/*
+ * The longest run of @v (sorted by guest time, distinct times) whose host
+ * times t + o also rise: a stock reader interpolates between neighbours, so
+ * one sample whose host time is not after its predecessor's (a probe answered
+ * from another vCPU's clock, or noise larger than the gap) would map later
+ * guest events before earlier ones. Keeps the survivors in place in @v;
+ * returns their count. Patience sorting: O(n log n).
+ */
+static uint32_t keep_rising(struct sample *v, uint32_t n)
+{
+	uint32_t *tail = malloc(n * sizeof(*tail));
+	uint32_t *prev = malloc(n * sizeof(*prev));
+	uint32_t len = 0, k;
+
+	if (!tail || !prev) {
+		free(tail);
+		free(prev);
+		return UINT32_MAX;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int64_t h = (int64_t)(v[i].t + (uint64_t)v[i].o);
+		uint32_t lo = 0, hi = len;
+
+		while (lo < hi) {
+			uint32_t mid = (lo + hi) / 2;
+			uint32_t j = tail[mid];
+
+			if ((int64_t)(v[j].t + (uint64_t)v[j].o) < h)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		prev[i] = lo ? tail[lo - 1] : UINT32_MAX;
+		tail[lo] = i;
+		if (lo == len)
+			len++;
+	}
+	/* walk back from the end of the longest run, then compact in order */
+	k = len ? tail[len - 1] : UINT32_MAX;
+	for (uint32_t i = len; i-- > 0; k = prev[k])
+		tail[i] = k;
+	for (uint32_t i = 0; i < len; i++)
+		v[i] = v[tail[i]];
+	free(tail);
+	free(prev);
+	return len;
+}
+
 int tsync_solution_from_samples(uint32_t ncpu, const uint32_t *n, const uint64_t *const *ts,
 				const int64_t *const *off, struct tsync_solution *out)
 {
@@ -806,10 +854,21 @@ int tsync_solution_from_samples(uint32_t ncpu, const uint32_t *n, const uint64_t
 			ret = -ENOMEM;
 			break;
 		}
+		uint32_t nv = 0, kept;
+
 		for (uint32_t i = 0; i < n[src]; i++)
 			v[i] = (struct sample){ .t = ts[src][i], .o = off[src][i], .i = i };
 		qsort(v, n[src], sizeof(*v), cmp_sample);
-		for (uint32_t i = 0; i < n[src] && !ret; i++)
+		/* readers keep one sample per ts: the first taken */
+		for (uint32_t i = 0; i < n[src]; i++)
+			if (!nv || v[i].t != v[nv - 1].t)
+				v[nv++] = v[i];
+		kept = keep_rising(v, nv);
+		if (kept == UINT32_MAX)
+			ret = -ENOMEM;
+		else if (src == c)
+			out->rounds_discarded += nv - kept;
+		for (uint32_t i = 0; i < kept && !ret; i++)
 			ret = pts_add(&pt[c], v[i].t, v[i].o);
 		free(v);
 		while (!ret && pt[c].n < 2)
