@@ -34,7 +34,7 @@ enum xsim_op {
 	XSIM_OP_XS,		/* a0 XS_* type, data path NUL [argument] */
 	XSIM_OP_EVT_UNBOUND,	/* a0 remote domid -> port */
 	XSIM_OP_EVT_INTERDOMAIN, /* a0 remote domid, a1 remote port -> port */
-	XSIM_OP_EVT_NOTIFY,	/* a0 port */
+	XSIM_OP_EVT_NOTIFY,	/* a0 port; no reply (see xsim_post) */
 	XSIM_OP_GNT_SHARE,	/* a0 peer, a1 count, a2 notify byte (-1 none),
 				 * a3 notify port -> data u32 refs */
 	XSIM_OP_GNT_UNSHARE,	/* a0 first ref */

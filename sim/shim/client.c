@@ -110,6 +110,18 @@ void xsim_conn_close(struct xsim_conn *c)
 	pthread_mutex_destroy(&c->lock);
 }
 
+int xsim_post(struct xsim_conn *c, struct xsim_msg *m)
+{
+	ssize_t n;
+
+	m->len = 0;
+	pthread_mutex_lock(&c->lock);
+	while ((n = send(c->fd, m, sizeof(*m), MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	pthread_mutex_unlock(&c->lock);
+	return n == sizeof(*m) ? 0 : -1;
+}
+
 int xsim_call(struct xsim_conn *c, struct xsim_msg *m, const void *data,
 	      uint32_t len, void *out, uint32_t outmax)
 {

@@ -54,6 +54,18 @@ XSIM_HIDDEN int xsim_call(struct xsim_conn *c, struct xsim_msg *m,
 			  uint32_t outmax);
 
 /**
+ * xsim_post() - one request without a reply, for EVTCHNOP_send: Xen's
+ * notify costs the sender a hypercall, not a round trip to the peer's
+ * wake-up; a blocking call here put tens of microseconds into every vchan
+ * write and, unevenly, into ptp's probes.
+ * @c: connection.
+ * @m: request (no payload).
+ *
+ * Return: 0, or -1 with errno if the daemon is gone.
+ */
+XSIM_HIDDEN int xsim_post(struct xsim_conn *c, struct xsim_msg *m);
+
+/**
  * xsim_map() - map machine frames like privcmd's mmap batch.
  * @c: connection with machine memory.
  * @dom: owner of the frames (DOMID_XEN for trace buffers).

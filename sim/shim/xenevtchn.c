@@ -94,7 +94,10 @@ xenevtchn_port_or_error_t xenevtchn_pending(xenevtchn_handle *xce)
 
 int xenevtchn_notify(xenevtchn_handle *xce, evtchn_port_t port)
 {
-	return port_op(xce, XSIM_OP_EVT_NOTIFY, port) < 0 ? -1 : 0;
+	struct xsim_msg m = { .op = XSIM_OP_EVT_NOTIFY };
+
+	m.a[0] = port;
+	return xsim_post(&xce->conn, &m);
 }
 
 xenevtchn_port_or_error_t xenevtchn_bind_unbound_port(xenevtchn_handle *xce,
