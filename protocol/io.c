@@ -16,11 +16,34 @@ void tmsg_close(struct tmsg_transport *t)
 		t->ops->close(t);
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax()	__builtin_ia32_pause()
+#else
+#define cpu_relax()	do { } while (0)
+#endif
+
+/* Poll for input for up to t->spin_us; true once it is there. */
+static bool spin_in(struct tmsg_transport *t)
+{
+	int64_t end = tmsg_now_ns() + (int64_t)t->spin_us * 1000;
+
+	do {
+		if (t->ops->ready ? t->ops->ready(t, POLLIN) : t->ops->wait(t, POLLIN, 0) == 1)
+			return true;
+		cpu_relax();
+	} while (tmsg_now_ns() < end);
+	return false;
+}
+
 /* Wait for @events; a timeout becomes -ETIMEDOUT with a message. */
 static int wait_io(struct tmsg_transport *t, short events, int timeout_ms,
 		   const char *what)
 {
-	int ret = t->ops->wait(t, events, timeout_ms);
+	int ret;
+
+	if (t->spin_us > 0 && events == POLLIN && spin_in(t))
+		return 0;
+	ret = t->ops->wait(t, events, timeout_ms);
 
 	if (ret == 0)
 		return tmsg_fail(-ETIMEDOUT, "%s: %s timed out after %d ms",

@@ -349,6 +349,8 @@ struct tmsg_transport;
  * @fd:    a file descriptor that poll() reports readable when @read may
  *	   progress (for callers' own event loops), or -1
  * @close: release everything, @t included
+ * @ready: optional: whether @events may progress now, without blocking and
+ *	   cheaply (a look at a shared ring); what a spin (@spin_us) polls
  */
 struct tmsg_transport_ops {
 	ssize_t (*read)(struct tmsg_transport *t, void *buf, size_t len);
@@ -356,6 +358,7 @@ struct tmsg_transport_ops {
 	int (*wait)(struct tmsg_transport *t, short events, int timeout_ms);
 	int (*fd)(struct tmsg_transport *t);
 	void (*close)(struct tmsg_transport *t);
+	bool (*ready)(struct tmsg_transport *t, short events);
 };
 
 /**
@@ -364,11 +367,15 @@ struct tmsg_transport_ops {
  * @name:	names the peer in errors ("tcp 10.0.0.2:823", "vchan d3/ctl")
  * @io_timeout_ms: the longest a started message (read) or any write may
  *		make no progress before the session is given up (-1: never)
+ * @spin_us:	before a read blocks, poll for input this long (0: never);
+ *		time sync's probes set it, as a stamp taken after a wake-up
+ *		is late by the scheduler's latency, unevenly each way
  */
 struct tmsg_transport {
 	const struct tmsg_transport_ops *ops;
 	char name[64];
 	int io_timeout_ms;
+	int spin_us;
 };
 
 /**

@@ -108,6 +108,11 @@ static int vchan_wait(struct tmsg_transport *t, short events, int timeout_ms)
 	}
 }
 
+static bool vchan_ready_op(struct tmsg_transport *t, short events)
+{
+	return vchan_ready(VT(t), events);
+}
+
 static int vchan_fd(struct tmsg_transport *t)
 {
 	return libxenvchan_fd_for_select(VT(t));
@@ -125,6 +130,7 @@ static const struct tmsg_transport_ops vchan_ops = {
 	.wait	= vchan_wait,
 	.fd	= vchan_fd,
 	.close	= vchan_close,
+	.ready	= vchan_ready_op,
 };
 
 static struct tmsg_transport *wrap(struct libxenvchan *v, const char *role,

@@ -563,6 +563,57 @@ static uint32_t peer_read_cmd(struct pair *p)
 	return (uint32_t)h[4] << 24 | h[5] << 16 | h[6] << 8 | h[7];
 }
 
+struct late_send {
+	struct tmsg_transport *t;
+	int delay_ms;
+};
+
+static void *send_late(void *arg)
+{
+	struct late_send *l = arg;
+	struct tmsg *m = malloc(sizeof(*m));
+
+	usleep(l->delay_ms * 1000);
+	if (m && !tmsg_make_time_sync(m, "ptp", 1, "x", 1))
+		tmsg_send(l->t, m);
+	free(m);
+	return NULL;
+}
+
+/*
+ * spin_us (time sync's probes): a message already there is read; one that
+ * comes after the spin still is, by blocking; silence still times out.
+ */
+static void test_spin(void **state)
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	struct tmsg_transport *peer;
+	struct late_send l;
+	struct pair p;
+	pthread_t th;
+
+	(void)state;
+	assert_non_null(m);
+	make_pair(&p, 1000);
+	peer = tmsg_fd_transport(p.peer, "peer");
+	assert_non_null(peer);
+	p.peer = -1;
+	p.t->spin_us = 2000;
+	l = (struct late_send){ .t = peer, .delay_ms = 0 };
+	send_late(&l);
+	assert_int_equal(tmsg_recv(p.t, m, 1000), 0);
+	assert_int_equal(m->cmd, TMSG_TIME_SYNC);
+	l.delay_ms = 30;
+	assert_int_equal(pthread_create(&th, NULL, send_late, &l), 0);
+	assert_int_equal(tmsg_recv(p.t, m, 5000), 0);
+	assert_int_equal(m->cmd, TMSG_TIME_SYNC);
+	pthread_join(th, NULL);
+	assert_int_equal(tmsg_recv(p.t, m, 50), -ETIMEDOUT);
+	tmsg_close(peer);
+	free_pair(&p);
+	free(m);
+}
+
 static void test_recv_stock_and_truncated(void **state)
 {
 	struct tmsg *m = malloc(sizeof(*m));
@@ -994,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_trace_resp_bad),
 		cmocka_unit_test(test_time_sync),
 		cmocka_unit_test(test_cmd_size_growth_shrink),
+		cmocka_unit_test(test_spin),
 		cmocka_unit_test(test_recv_stock_and_truncated),
 		cmocka_unit_test(test_recv_oversized_unknown),
 		cmocka_unit_test(test_out_of_order),
