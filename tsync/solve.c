@@ -849,13 +849,12 @@ int tsync_solution_from_samples(uint32_t ncpu, const uint32_t *n, const uint64_t
 	for (uint32_t c = 0; c < ncpu && !ret; c++) {
 		uint32_t src = n[c] ? c : (uint32_t)any;
 		struct sample *v = malloc(n[src] * sizeof(*v));
+		uint32_t nv = 0, kept;
 
 		if (!v) {
 			ret = -ENOMEM;
 			break;
 		}
-		uint32_t nv = 0, kept;
-
 		for (uint32_t i = 0; i < n[src]; i++)
 			v[i] = (struct sample){ .t = ts[src][i], .o = off[src][i], .i = i };
 		qsort(v, n[src], sizeof(*v), cmp_sample);
