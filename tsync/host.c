@@ -244,7 +244,7 @@ int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 		else
 			snprintf(summary, len, "tsync ptp: %u sample%s per vCPU, %u dropped as "
 				 "out of order (trace-cmd's protocol: no error bound)",
-				 h->pn[0], h->pn[0] == 1 ? "" : "s", sol->rounds_discarded);
+				 h->pn[0], h->pn[0] == 1 ? "" : "s", sol->samples_dropped);
 	}
 	return ret;
 }

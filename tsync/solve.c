@@ -787,6 +787,11 @@ static int cmp_sample(const void *x, const void *y)
  * guest events before earlier ones. Keeps the survivors in place in @v;
  * returns their count. Patience sorting: O(n log n).
  */
+static int64_t host_time(const struct sample *v)
+{
+	return (int64_t)(v->t + (uint64_t)v->o);
+}
+
 static uint32_t keep_rising(struct sample *v, uint32_t n)
 {
 	uint32_t *tail = malloc(n * sizeof(*tail));
@@ -799,14 +804,13 @@ static uint32_t keep_rising(struct sample *v, uint32_t n)
 		return UINT32_MAX;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		int64_t h = (int64_t)(v[i].t + (uint64_t)v[i].o);
+		int64_t h = host_time(&v[i]);
 		uint32_t lo = 0, hi = len;
 
 		while (lo < hi) {
 			uint32_t mid = (lo + hi) / 2;
-			uint32_t j = tail[mid];
 
-			if ((int64_t)(v[j].t + (uint64_t)v[j].o) < h)
+			if (host_time(&v[tail[mid]]) < h)
 				lo = mid + 1;
 			else
 				hi = mid;
@@ -866,7 +870,7 @@ int tsync_solution_from_samples(uint32_t ncpu, const uint32_t *n, const uint64_t
 		if (kept == UINT32_MAX)
 			ret = -ENOMEM;
 		else if (src == c)
-			out->rounds_discarded += nv - kept;
+			out->samples_dropped += nv - kept;
 		for (uint32_t i = 0; i < kept && !ret; i++)
 			ret = pts_add(&pt[c], v[i].t, v[i].o);
 		free(v);

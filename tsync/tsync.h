@@ -348,6 +348,8 @@ struct tsync_solve_opts {
  * @bound:	the largest half-width of an epoch's bracket, guest ticks:
  *		every offset used is within this of the truth
  * @pv_confirmed: @pv and 0 lies in every vCPU's intersection
+ * @samples_dropped: tsync_solution_from_samples(): samples left out, over
+ *		all vCPUs, because their host time did not rise
  * @ncpu, @count: TIME_SHIFT shape: @ncpu entries of @count samples
  * @ts, @offset: per CPU c, samples at [c * count .. (c + 1) * count)
  * @flags:	TIME_SHIFT flags (always INTERPOLATE: steps are two samples
@@ -361,6 +363,7 @@ struct tsync_solution {
 	uint32_t		rounds_wide;
 	uint64_t		bound;
 	bool			pv_confirmed;
+	uint32_t		samples_dropped;
 	uint32_t		ncpu, count;
 	uint64_t		*ts;
 	int64_t			*offset;

@@ -665,7 +665,7 @@ static void test_from_samples_rising(void **state)
 
 	(void)state;
 	assert_int_equal(tsync_solution_from_samples(2, n, ts, off, &s), 0);
-	assert_int_equal(s.rounds_discarded, 2);
+	assert_int_equal(s.samples_dropped, 2);
 	for (uint64_t g = 0; g < 8000; g++) {
 		for (uint32_t c = 0; c < 2; c++) {
 			uint64_t h = tsync_apply(&s, c, g);
