@@ -9,7 +9,7 @@
  * chunks and sends them on one TCP connection per CPU; this process polls
  * them and writes what comes to a file). Best of ROUNDS (5) each, alternated.
  * The agent splices the files' full pages into its data sockets, 64 pages
- * per call (agent/stream.c), as it does a kernel's trace_pipe_raw; the
+ * per call (agent/agent-stream.c), as it does a kernel's trace_pipe_raw; the
  * plain sender reads and writes.
  *
  * Second pair, transport + write only: a synthetic agent (a child that
@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "agent-priv.h"
+#include "agent-internal.h"
 #include "tdat.h"
 #include "recorder.h"
 #include "tmsg.h"

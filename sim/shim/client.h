@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto.h"
+#include "xsim-proto.h"
 
 #define XSIM_HIDDEN __attribute__((visibility("hidden")))
 

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 #include "simkernel.h"
 #include "tdat.h"
 

@@ -30,7 +30,7 @@
 
 #include <cmocka.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 #include "simkernel.h"
 #include "tmsg.h"
 

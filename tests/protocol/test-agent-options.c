@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 #include "tdat.h"
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))

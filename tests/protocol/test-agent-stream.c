@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * One CPU's page stream (agent/stream.c) over TCP loopback, both ways it
+ * One CPU's page stream (agent/agent-stream.c) over TCP loopback, both ways it
  * moves pages: splice (full pages, many per call) and read(). Every byte
  * arrives once and in order, a stream that ends with a partial page after
  * many full ones included, and stop drains everything:
@@ -33,7 +33,7 @@
 
 #include <cmocka.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 #include "tmsg.h"
 
 #define PAGE		4096

@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 #include "mock-xen.h"
 #include "simkernel.h"
 #include "tmsg.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * record -A, the recorder's side (recorder/guest.c), end to end:
+ * record -A, the recorder's side (recorder/rec-guest.c), end to end:
  * - our agent (the trace-cmd-xen binary, TCP, a simulated guest kernel)
  *   into trace-<name>.dat, checked with the stock `trace-cmd report` and
  *   `dump --options`, and the GUEST entry of a host file through
@@ -33,7 +33,7 @@
 #include <trace-cmd/trace-cmd.h>
 #include <xenstore.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 #include "mock-xen.h"
 #include "recorder.h"
 #include "simhost.h"

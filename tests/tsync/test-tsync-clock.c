@@ -50,7 +50,7 @@
 static const unsigned int gdom[NG] = { 1, 2, 3 };
 static const char *const gname[NG] = { "moved", "drift", "vtsc" };
 
-/* One domain's clock as the truth gives it (sim/host.c: xsim_host_gtsc). */
+/* One domain's clock as the truth gives it (sim/xsim-host.c: xsim_host_gtsc). */
 struct tclock {
 	uint64_t ratio;
 	int64_t off;

@@ -572,7 +572,7 @@ static pid_t smp_rounds(uint32_t first)
 	if (pid)
 		return pid;
 	setenv("XENSIM_DOMID", "1", 1);
-	/* the shared marker: tsync/guest.c finds the per-CPU ones beside it */
+	/* the shared marker: tsync/tsync-guest.c finds the per-CPU ones beside it */
 	snprintf(marker, sizeof(marker), "%s/dom1/tracing/trace_marker", sim.dir);
 	{
 		struct tsync_guest_opts o = { .marker_path = marker, .hvmop = true, .log = stderr,

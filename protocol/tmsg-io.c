@@ -8,7 +8,7 @@
 #include <poll.h>
 #include <stdlib.h>
 
-#include "priv.h"
+#include "tmsg-internal.h"
 
 void tmsg_close(struct tmsg_transport *t)
 {

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host_int.h"
+#include "xsim-internal.h"
 
 #define PAGE		4096u
 #define PAGE_HDR	16u		/* u64 timestamp, u64 commit */

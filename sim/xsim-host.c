@@ -22,8 +22,8 @@
 #include <stdint.h>
 #include <xen/xen.h>
 
-#include "host_int.h"
-#include "xs.h"
+#include "xsim-internal.h"
+#include "xsim-xs.h"
 
 static void notify_cb(void *arg)
 {

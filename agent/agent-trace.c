@@ -20,7 +20,7 @@
 
 #include <tracefs.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 #include "tdat.h"
 
 #define INSTANCE_PREFIX	"tcx-agent-"

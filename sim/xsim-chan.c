@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chan.h"
+#include "xsim-chan.h"
 
 #define MAX_PORTS	1024
 #define MAX_MAPS	1024

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "priv.h"
+#include "tmsg-internal.h"
 
 /* Connect with a deadline: nonblocking connect, poll, check SO_ERROR. */
 static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len,

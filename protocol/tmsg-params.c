@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "priv.h"
+#include "tmsg-internal.h"
 
 /* ---- strings and numbers ---------------------------------------------- */
 

@@ -17,7 +17,7 @@
 
 #include <tracefs.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 #include "tsync.h"
 
 #define REQ_WAIT_MS	30000	/* a connected peer sends TRACE_REQ at once */

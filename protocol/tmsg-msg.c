@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "priv.h"
+#include "tmsg-internal.h"
 
 static __thread char last_error[256];
 

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 
 #define ACCEPT_WAIT_MS	30000	/* the host connects right after TRACE_RESP */
 #define POLL_MS		100

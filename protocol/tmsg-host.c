@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "priv.h"
+#include "tmsg-internal.h"
 
 int tmsg_host_request(struct tmsg_transport *ctl,
 		      const struct tmsg_trace_req *req,

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <xenstore.h>
 
-#include "priv.h"
+#include "tmsg-internal.h"
 
 #define XS_NODE_MAX	96
 

@@ -21,10 +21,10 @@
 #include <xen/sysctl.h>
 #include <xen/trace.h>
 
-#include "chan.h"
-#include "host_int.h"
-#include "proto.h"
-#include "xs.h"
+#include "xsim-chan.h"
+#include "xsim-internal.h"
+#include "xsim-proto.h"
+#include "xsim-xs.h"
 
 #define MAX_CLIENTS	128
 #define MAX_WATCHES	512

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host_int.h"
-#include "xs.h"
+#include "xsim-internal.h"
+#include "xsim-xs.h"
 
 #define MAX_PERMS	8
 #define MAX_PATH	3072

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "priv.h"
+#include "tmsg-internal.h"
 
 struct vchan_transport {
 	struct tmsg_transport t;

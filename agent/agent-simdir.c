@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 
 static bool is_dir(const char *path)
 {

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "agent-priv.h"
+#include "agent-internal.h"
 
 struct rd {
 	const uint8_t *b;

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "priv.h"
+#include "tmsg-internal.h"
 
 struct fd_transport {
 	struct tmsg_transport t;

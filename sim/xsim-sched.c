@@ -20,7 +20,7 @@
 #include <xen/sched.h>
 #include <xen/trace.h>
 
-#include "host_int.h"
+#include "xsim-internal.h"
 
 #define NEVER		UINT64_MAX
 #define STEP		16	/* ticks between records of one event */
