@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <xen/trace.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "tdat.h"
 
 /* ---- the conversion ---- */

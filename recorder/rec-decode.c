@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)

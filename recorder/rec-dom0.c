@@ -18,7 +18,7 @@
 
 #include <tracefs.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "tdat.h"
 
 #define INSTANCE_PREFIX	"tcx-record-"

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <xen/trace.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 
 /* Xen 4.19+: the exit event split per vendor (not in the 4.17 header). */
 #define XEN_VMX_EXIT		(TRC_HVM_ENTRYEXIT + 0x02)

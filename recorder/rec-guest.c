@@ -45,7 +45,7 @@
 #include <xenctrl.h>
 #include <xenstore.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "tdat.h"
 #include "tmsg.h"
 #include "tsync.h"

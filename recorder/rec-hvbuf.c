@@ -20,7 +20,7 @@
 #include <xenforeignmemory.h>
 #include <xen/trace.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 
 #define PAGE		4096u
 #define TRC_ALL_MASK	0x0ffff000u	/* Xen's default event mask */

@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 
 enum { ENT_DATA, ENT_BARRIER, ENT_PAD };
 

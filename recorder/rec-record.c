@@ -30,7 +30,7 @@
 #include <xenstore.h>
 #include <xen/trace.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "tdat.h"
 
 #define MAX_DOMS	1024

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <xen/trace.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "tdat.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)

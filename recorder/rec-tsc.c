@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 
 #define MAX_HZ	(1ull << 40)
 

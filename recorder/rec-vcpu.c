@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <xen/trace.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 
 #define NONE	UINT32_MAX
 

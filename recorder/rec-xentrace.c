@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 
 #define TRC_CPU_CHANGE	0x0001f003u
 #define CHUNK		(1u << 20)

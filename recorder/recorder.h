@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * recorder: decoding of Xen hypervisor trace records (xentrace captures and
- * the live per-pCPU trace buffers) into trace.dat events.
+ * recorder: the dom0 side of trace-cmd-xen, public API.
  *
- * Layers, each usable alone:
- *	rec_stream	per-pCPU byte windows in, records out, merged by TSC
- *			with a bounded streaming k-way merge
- *	rec_read_xentrace  a xentrace file (or pipe) fed into a rec_stream
- *	rec_events	the catalogue: every Xen event id -> name, trace.dat
- *			format text and payload encoding
- *	rec_vcpus	which vCPU runs on which pCPU, from scheduler records
- *	rec_convert	the whole chain into a trace.dat (through tdat)
+ *	convert		a xentrace capture into a trace.dat
+ *	record		record --xen: the hypervisor's buffers, dom0's ftrace and
+ *			every guest's agent, into files on one clock
+ *	guests		the host's side of one agent session (record -A)
+ *	parsers		the values of the command line (Hz, masks, -A, paths)
+ *
+ * The layers below (records, the per-pCPU stream, the event catalogue, the
+ * vCPU model, the sink, the hypervisor buffers, dom0's ftrace) are in
+ * recorder-internal.h, for this library, its tests and fuzzers.
  *
  * Functions returning int give 0 (or a count) on success and a negative
  * errno value on failure.
@@ -23,67 +23,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Xen's idle domain and the placeholder for "no vCPU known". */
-#define REC_DOMID_IDLE		32767
-#define REC_DOMID_DEFAULT	32768
 /* pCPU ids accepted (xentrace's cpu_change carries an int). */
 #define REC_MAX_CPUS		4096
 
-/* ---- records ---- */
-
-#define REC_F_TSC	0x1	/* the record carried its own TSC */
-#define REC_F_SKEW	0x2	/* older than its pCPU's previous record; clamped */
-#define REC_F_LATE	0x4	/* emitted after a newer record of another pCPU */
-
-/**
- * struct rec_record - one decoded Xen trace record
- * @tsc:	raw host TSC (inherited from the pCPU's previous record when
- *		the record had none)
- * @event:	the 28-bit event id (TRC_HD_TO_EVENT)
- * @cpu:	the pCPU that logged it
- * @nr:		number of payload words (0..7)
- * @flags:	REC_F_*
- * @w:		the payload words, host endian
- */
-struct rec_record {
-	uint64_t	tsc;
-	uint32_t	event;
-	uint16_t	cpu;
-	uint8_t		nr;
-	uint8_t		flags;
-	uint32_t	w[7];
-};
-
-/* ---- the stream: windows in, merged records out ---- */
-
-/* Receives every record but the wrap fillers, in merged TSC order. */
-typedef void (*rec_emit_fn)(void *ctx, const struct rec_record *r);
-
-/**
- * struct rec_stream_params - how a stream buffers
- * @max_cpus:	pCPU ids accepted are 0..max_cpus-1 (0: REC_MAX_CPUS)
- * @max_buffered: bytes of queued records after which the oldest are emitted
- *		even though a slower pCPU may still send older ones (0: 64 MiB);
- *		records arriving later than that are counted as late
- * @unordered:	emit each record as soon as it is parsed, without merging
- *		(for a quick scan)
- * @class_mask:	with @unordered, only records of these classes (bits 16-27
- *		of the id, shifted down: 0x002 for SCHED) are decoded and emitted;
- *		0 for all
- * @per_cpu:	emit every record as soon as it is fed, each pCPU's in its
- *		own order with the time rules (TSC inheritance, skew clamp),
- *		but no order across pCPUs: for a consumer whose output is per
- *		pCPU, as a trace.dat's CPU buffers are (readers merge them by
- *		time). Nothing is queued, so nothing is late and no bound
- *		applies; rec_stream_expect() and rec_stream_barrier() are moot
- */
-struct rec_stream_params {
-	int		max_cpus;
-	size_t		max_buffered;
-	bool		unordered;
-	uint32_t	class_mask;
-	bool		per_cpu;
-};
+/* ---- what a capture held ---- */
 
 /**
  * struct rec_stream_stats - what a stream saw
@@ -122,64 +65,7 @@ struct rec_stream_stats {
 	uint64_t	peak_buffered;
 };
 
-struct rec_stream;
-
-/**
- * rec_stream_new - a merging stream calling @emit for every record
- * @p:		parameters (NULL: defaults)
- *
- * Returns NULL with errno set on failure.
- */
-struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
-				  rec_emit_fn emit, void *ctx);
-
-/**
- * rec_stream_feed - raw ring bytes of @cpu, in the order the ring holds them
- *
- * A window may come in any number of pieces; a record split between two
- * pieces is joined. Records may be emitted before this returns. Returns
- * -EINVAL for a pCPU id out of range.
- */
-int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len);
-
-/**
- * rec_stream_end_window - the window of @cpu is complete
- *
- * Bytes of a record left incomplete are counted in cut_bytes and dropped.
- * Emits what the merge allows.
- */
-int rec_stream_end_window(struct rec_stream *s, int cpu);
-
-/**
- * rec_stream_barrier - every pCPU has delivered all records up to @tsc
- *
- * For a live reader that drained every buffer: lets records up to @tsc out
- * even while some pCPUs stay silent.
- */
-int rec_stream_barrier(struct rec_stream *s, uint64_t tsc);
-
-/**
- * rec_stream_expect - pCPU @cpu will send data: hold back records of the
- * others until it has (or until the buffer bound is reached)
- *
- * A pCPU counts as expected anyway from its first data on; declare them
- * all up front (from a scan, or the host's pCPU list) to merge exactly.
- */
-int rec_stream_expect(struct rec_stream *s, int cpu);
-
-/** rec_stream_finish - no more input: emit everything still queued */
-int rec_stream_finish(struct rec_stream *s);
-
-/** rec_stream_has_data - whether pCPU @cpu has fed any bytes */
-bool rec_stream_has_data(const struct rec_stream *s, int cpu);
-
-/** rec_stream_get_stats - counters so far */
-void rec_stream_get_stats(const struct rec_stream *s, struct rec_stream_stats *st);
-
-/** rec_stream_free - free @s (safe on NULL); queued records are dropped */
-void rec_stream_free(struct rec_stream *s);
-
-/* ---- the xentrace file format ---- */
+/* ---- what reading a capture saw ---- */
 
 /**
  * struct rec_read_result - how reading a xentrace capture went
@@ -198,52 +84,6 @@ struct rec_read_result {
 	char		msg[256];
 };
 
-/* Called now and then while reading, with the bytes read so far. */
-typedef void (*rec_progress_fn)(void *ctx, uint64_t bytes);
-
-/**
- * rec_read_xentrace - feed the windows of the xentrace capture on @fd into @s
- *
- * Reads sequentially (pipes work) in bounded memory; does not finish @s.
- * A truncated tail is tolerated (res->truncated). Returns 0, -EINVAL when
- * the input is empty or does not start with a cpu_change record, -EBADMSG
- * when an invalid window header was met later (what came before is fed),
- * or -errno of a failed read. res->msg names the problem and the offset.
- */
-int rec_read_xentrace(int fd, struct rec_stream *s, struct rec_read_result *res,
-		      rec_progress_fn progress, void *pctx);
-
-/**
- * rec_read_xentrace_prefix - the same for the first @max_bytes of the
- * regular file @fd (from offset 0, the fd's offset is left alone), for a
- * quick look at the start of a capture; the window cut at the limit counts
- * as truncated. -ESPIPE when @fd is not a regular file.
- */
-int rec_read_xentrace_prefix(int fd, uint64_t max_bytes, struct rec_stream *s,
-			     struct rec_read_result *res);
-
-/**
- * rec_xentrace_cpus - the pCPUs with data in the xentrace file @fd, from
- * its window headers only (one small pread per window, the records are
- * not read): has_data[cpu] for cpu < @max_cpus, and the highest in
- * @max_cpu (-1: none). Stops quietly at the first invalid header (the
- * reading reports it). Returns 0 or -errno.
- */
-int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu);
-
-/* ---- the event catalogue ---- */
-
-/* How an event's payload is built from a record. */
-enum rec_enc {
-	REC_ENC_WORDS,		/* u32 nr, then the words */
-	REC_ENC_RUNSTATE,	/* packed vcpu/dom word, old and new state from the id */
-	REC_ENC_HCALL_V2,	/* op, then the present arguments as u64 */
-	REC_ENC_GUEST,		/* guest event number, nr, words */
-	REC_ENC_RAW,		/* raw id, nr, words (xen/unknown, id families) */
-	REC_ENC_VMENTRY,	/* kvm/kvm_entry */
-	REC_ENC_VMEXIT,		/* kvm/kvm_exit, VMX or SVM by id */
-};
-
 /* Event classes, for counting (bits 16-27 of the id, one-hot). */
 enum rec_class {
 	REC_CLASS_GEN, REC_CLASS_SCHED, REC_CLASS_DOM0OP, REC_CLASS_HVM,
@@ -251,211 +91,8 @@ enum rec_class {
 	REC_CLASS_GUEST, REC_CLASS_OTHER, REC_NR_CLASSES
 };
 
-/**
- * struct rec_event - one catalogue entry
- * @xen_id:	the Xen event id (for families, the base id)
- * @system:	trace.dat system ("xen", "kvm" or "sched")
- * @name:	event name in that system
- * @id:		the trace.dat event id (16 bits)
- * @enc:	payload encoding
- * @size:	payload bytes after the 8-byte common header
- */
-struct rec_event {
-	uint32_t	xen_id;
-	const char	*system;
-	const char	*name;
-	uint16_t	id;
-	enum rec_enc	enc;
-	uint16_t	size;
-};
-
-/* trace.dat ids of the events that are not a Xen record's own. */
-#define REC_ID_SCHED_SWITCH	300
-#define REC_ID_KVM_ENTRY	1000
-#define REC_ID_KVM_EXIT		1001
-#define REC_ID_XEN_BASE		2000
-
-/* Payload sizes (common header included) of the fixed-layout events. */
-#define REC_SCHED_SWITCH_SIZE	64
-#define REC_KVM_ENTRY_SIZE	24
-#define REC_KVM_EXIT_SIZE	32
-/* Largest payload any event gets. */
-#define REC_MAX_PAYLOAD		80
-
-/** rec_events_count - number of formats (catalogue entries plus derived) */
-int rec_events_count(void);
-
-/** rec_event_at - the @i-th entry, 0 <= i < rec_events_count() */
-const struct rec_event *rec_event_at(int i);
-
-/**
- * rec_event_format - the trace.dat format text of entry @e into @buf
- *
- * Returns the text length, or -ENOSPC if @size is too small.
- */
-int rec_event_format(const struct rec_event *e, char *buf, size_t size);
-
-/**
- * rec_event_lookup - the catalogue entry for a Xen event id
- *
- * Never NULL: ids outside the catalogue give the xen/unknown entry.
- */
-const struct rec_event *rec_event_lookup(uint32_t event);
-
-/** rec_event_class - the class of a Xen event id */
-static inline enum rec_class rec_event_class(uint32_t event)
-{
-	switch ((event >> 16) & 0xfff) {
-	case 0x001: return REC_CLASS_GEN;
-	case 0x002: return REC_CLASS_SCHED;
-	case 0x004: return REC_CLASS_DOM0OP;
-	case 0x008: return REC_CLASS_HVM;
-	case 0x010: return REC_CLASS_MEM;
-	case 0x020: return REC_CLASS_PV;
-	case 0x040: return REC_CLASS_SHADOW;
-	case 0x080: return REC_CLASS_HW;
-	case 0x800: return REC_CLASS_GUEST;
-	default: return REC_CLASS_OTHER;
-	}
-}
-
 /** rec_class_name - "gen", "sched", ... for a class */
 const char *rec_class_name(enum rec_class c);
-
-/**
- * rec_event_encode - build the trace.dat payload of record @r
- * @e:		rec_event_lookup(r->event)
- * @pid:	common_pid
- * @buf:	at least REC_MAX_PAYLOAD bytes
- *
- * For REC_ENC_VMEXIT, @isa overrides the vendor (1 VMX, 2 SVM, 0: from the
- * id). Returns the payload length, or 0 when the record has more words than
- * the format holds (encode it with the xen/unknown entry instead).
- */
-size_t rec_event_encode(const struct rec_event *e, const struct rec_record *r,
-			int pid, int isa, void *buf);
-
-/**
- * rec_event_encode_size - the payload length rec_event_encode() gives for
- * @r with @e, when that is known without encoding (0: encode to learn it,
- * or the record does not fit @e); lets a caller encode straight into the
- * room tdat_reserve() gives. The failure rules of rec_event_encode().
- */
-static inline size_t rec_event_encode_size(const struct rec_event *e,
-					   const struct rec_record *r)
-{
-	unsigned int nr = r->nr > 7 ? 7 : r->nr;
-	size_t len = 8 + e->size;
-
-	switch (e->enc) {
-	case REC_ENC_WORDS:
-		return 4 + nr * 4u > e->size ? 0 : len;
-	case REC_ENC_RUNSTATE:
-		return nr == 1 ? len : 0;
-	case REC_ENC_RAW:
-	case REC_ENC_GUEST:
-		return len;
-	case REC_ENC_VMENTRY:
-		return nr ? 0 : len;
-	case REC_ENC_VMEXIT:
-		return nr > 3 ? 0 : len;
-	case REC_ENC_HCALL_V2:
-		break;	/* only decoding the arguments tells */
-	}
-	return 0;
-}
-
-/** rec_encode_sched_switch - a sched/sched_switch payload (64 bytes) */
-size_t rec_encode_sched_switch(void *buf, int prev_pid, const char *prev_comm,
-			       long prev_state, int next_pid, const char *next_comm);
-
-/** rec_encode_kvm_entry - a synthesized kvm/kvm_entry payload */
-size_t rec_encode_kvm_entry(void *buf, int pid, uint32_t vcpu);
-
-/* VMX exit reasons written in synthesized kvm/kvm_exit events (isa 1). */
-#define REC_SYNTH_EXIT_PREEMPTED	1	/* EXTERNAL_INTERRUPT */
-#define REC_SYNTH_EXIT_BLOCKED		12	/* HLT */
-
-/**
- * rec_encode_kvm_exit - a synthesized kvm/kvm_exit payload, for a vCPU
- * switched out with no VMEXIT record: reason REC_SYNTH_EXIT_PREEMPTED
- */
-size_t rec_encode_kvm_exit(void *buf, int pid, uint32_t vcpu);
-
-/**
- * rec_encode_kvm_exit_state - the same with the reason from how the vCPU
- * left: REC_STATE_BLOCKED gives REC_SYNTH_EXIT_BLOCKED (HLT), anything
- * else REC_SYNTH_EXIT_PREEMPTED (EXTERNAL_INTERRUPT); xen_event stays 0
- */
-size_t rec_encode_kvm_exit_state(void *buf, int pid, uint32_t vcpu, long prev_state);
-
-/* ---- vCPUs as tasks ---- */
-
-/**
- * rec_vcpu_pid - the pseudo task pid of (dom, vcpu): ((dom<<16)|vcpu)+1;
- * 0 for the idle domain and anything above it (no real domain)
- */
-static inline int rec_vcpu_pid(uint32_t dom, uint32_t vcpu)
-{
-	if (dom >= REC_DOMID_IDLE)
-		return 0;
-	return (int)((dom << 16) | (vcpu & 0xffff)) + 1;
-}
-
-/** rec_vcpu_comm - "d<dom>v<vcpu>", or "<idle>" for the idle domain */
-void rec_vcpu_comm(uint32_t dom, uint32_t vcpu, char comm[16]);
-
-/* The TRACEID of a converted hypervisor file: "XENHOST". */
-#define REC_HOST_TRACEID	0x58454e484f535400ull
-
-/** rec_guest_traceid - the TRACEID a guest file of domain @dom must carry */
-uint64_t rec_guest_traceid(uint32_t dom);
-
-/* Linux prev_state values written in sched_switch. */
-#define REC_STATE_RUNNING	0	/* R: preempted, still runnable */
-#define REC_STATE_BLOCKED	1	/* S: blocked or offline */
-
-/* What a scheduler record did to its pCPU. */
-struct rec_switch {
-	uint32_t	prev_dom, prev_vcpu;	/* REC_DOMID_IDLE when unknown */
-	uint32_t	next_dom, next_vcpu;
-	long		prev_state;
-};
-
-struct rec_vcpus;
-
-/**
- * rec_vcpus_new - a vCPU model for pCPUs 0..ncpus-1
- * @use_switch:	drive it from SWITCH records, for captures without runstate
- *		records (a mask with SCHED_VERBOSE but not SCHED_MIN); their
- *		prev_state is then always R
- */
-struct rec_vcpus *rec_vcpus_new(int ncpus, bool use_switch);
-
-/**
- * rec_vcpus_update - apply record @r (on r->cpu)
- *
- * Returns 1 and fills @sw when the running vCPU of the pCPU changed,
- * 0 otherwise. Uses RUNSTATE_CHANGE and CONTINUE_RUNNING, or SWITCH.
- */
-int rec_vcpus_update(struct rec_vcpus *m, const struct rec_record *r, struct rec_switch *sw);
-
-/**
- * rec_vcpus_current - the vCPU on @cpu: returns false when unknown or idle,
- * else true with @dom and @vcpu set
- */
-bool rec_vcpus_current(const struct rec_vcpus *m, int cpu, uint32_t *dom, uint32_t *vcpu);
-
-/** rec_vcpus_free - free @m (safe on NULL) */
-void rec_vcpus_free(struct rec_vcpus *m);
-
-/**
- * rec_record_vcpus - the (dom, vcpu) pairs record @r names (runstate,
- * switch, wake and the like, LOST_RECORDS), for collecting the tasks of a
- * capture; returns how many (0..2)
- */
-int rec_record_vcpus(const struct rec_record *r, uint32_t dom[2], uint32_t vcpu[2]);
-
 /* ---- time ---- */
 
 /**
@@ -474,121 +111,13 @@ int rec_parse_hz(const char *s, uint64_t *hz);
  */
 int rec_tsc2nsec(uint64_t hz, uint32_t *mult, uint32_t *shift);
 
-/* ---- the trace.dat sink: records in, tdat events out ---- */
-
-struct tdat_writer;
-struct rec_sink;
-
-/*
- * A sink's tap: every record it wrote, with the vCPU running on the record's
- * pCPU once the record was applied (@known false: idle or not yet known).
- */
-typedef void (*rec_tap_fn)(void *ctx, const struct rec_record *r, bool known,
-			   uint32_t dom, uint32_t vcpu);
-
-/**
- * struct rec_sink_opts - how a sink writes
- * @ncpus:	pCPUs 0..ncpus-1 (records of others are ignored; 0: REC_MAX_CPUS)
- * @svm:	name exit reasons of pre-4.19 VMEXIT records as SVM
- * @use_switch:	drive the vCPU model from SWITCH records (no runstate records)
- * @svm_auto:	without @svm, switch to SVM names from the first pre-4.19
- *		VMEXIT whose reason only AMD has (0x60 or more) on; the exits
- *		named VMX before it are counted (stats.vmx_before_svm)
- * @tap, @tap_ctx: called for every record after it was written (NULL: no)
- */
-struct rec_sink_opts {
-	int		ncpus;
-	bool		svm;
-	bool		use_switch;
-	bool		svm_auto;
-	rec_tap_fn	tap;
-	void		*tap_ctx;
-};
-
-/**
- * struct rec_sink_stats - what a sink wrote
- * @classes:	records per class (enum rec_class)
- * @unknown:	records written as xen/unknown
- * @switches:	sched_switch events written
- * @events:	events written in all
- * @svm_switched: @svm_auto turned SVM naming on
- * @vmx_before_svm: pre-4.19 exits named as VMX before that
- */
-struct rec_sink_stats {
-	uint64_t	classes[REC_NR_CLASSES];
-	uint64_t	unknown;
-	uint64_t	switches;
-	uint64_t	events;
-	bool		svm_switched;
-	uint64_t	vmx_before_svm;
-};
-
 /* One domain seen. */
 struct rec_domain_summary {
 	uint32_t	dom;
 	uint32_t	nvcpus;		/* distinct vCPUs seen */
 	uint32_t	max_vcpu;
 };
-
-/**
- * rec_sink_add_formats - every event format and the idle cmdline, into @w
- * before tdat_start_data()
- */
-int rec_sink_add_formats(struct tdat_writer *w);
-
-/** rec_sink_new - a sink writing to @w (NULL with errno on failure) */
-struct rec_sink *rec_sink_new(struct tdat_writer *w, const struct rec_sink_opts *o);
-
-/**
- * rec_sink_emit - write record @r (a rec_emit_fn: pass the sink as ctx)
- *
- * After the first tdat error it writes nothing more; see rec_sink_error().
- */
-void rec_sink_emit(void *sink, const struct rec_record *r);
-
-/** rec_sink_note_vcpu - remember a (dom, vcpu) pair, e.g. from a scan */
-int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu);
-
-
-/** rec_sink_add_cmdlines - a cmdline for every vCPU known (before tdat_start_data) */
-int rec_sink_add_cmdlines(struct rec_sink *k);
-
-/**
- * rec_sink_add_guests - one GUEST option per domain known: name "d<dom>",
- * trace id rec_guest_traceid(dom), vCPU i -> rec_vcpu_pid(dom, i), or the
- * name and trace id rec_sink_name_guest() gave the domain
- */
-int rec_sink_add_guests(struct rec_sink *k);
-
-/**
- * rec_sink_name_guest - the GUEST entry of domain @dom gets @name and
- * @traceid (a guest recorded through its agent: its file's TRACEID)
- */
-int rec_sink_name_guest(struct rec_sink *k, uint32_t dom, const char *name, uint64_t traceid);
-
-/**
- * rec_sink_domains - the domains known, sorted, idle excluded, into a
- * calloc'ed array @out (the caller frees it)
- */
-int rec_sink_domains(const struct rec_sink *k, struct rec_domain_summary **out,
-		     uint32_t *ndomains, uint32_t *nvcpus);
-
-/**
- * rec_sink_vcpus - the (dom << 16 | vcpu) pairs known, sorted, into a
- * malloc'ed array @out of @n entries (the caller frees it)
- */
-int rec_sink_vcpus(const struct rec_sink *k, uint32_t **out, size_t *n);
-
-/** rec_sink_get_stats - counters so far */
-void rec_sink_get_stats(const struct rec_sink *k, struct rec_sink_stats *st);
-
-/** rec_sink_error - the first write error (0: none) and tdat's message */
-int rec_sink_error(const struct rec_sink *k, const char **msg);
-
-/** rec_sink_free - free @k (safe on NULL); the writer stays open */
-void rec_sink_free(struct rec_sink *k);
-
-/* ---- convert ---- */
+/* ---- convert (rec-convert.c) ---- */
 
 #define REC_DEFAULT_HZ	2400000000ull	/* xenalyze's default too */
 
@@ -657,209 +186,10 @@ void rec_convert_summary_json(const struct rec_convert_summary *sum, FILE *f);
 /** rec_convert_summary_free - free what @sum points to */
 void rec_convert_summary_free(struct rec_convert_summary *sum);
 
-/* ==== live recording (record --xen): hypervisor buffers, dom0 ftrace, session ==== */
+/* ---- record --xen: the hypervisor, dom0 and guests (rec-record.c) ---- */
 
 #define REC_HV_DEFAULT_PAGES	32	/* xentrace's -S default */
 #define REC_DOM0_DEFAULT_EVENT	"sched:sched_switch"
-
-/* -- the hypervisor's trace buffers (hvbuf.c) -- */
-
-struct rec_hvbuf;
-
-/**
- * struct rec_hvbuf_opts - how to set the buffers up
- * @pages:	pages per pCPU (0: REC_HV_DEFAULT_PAGES); Xen fixes the size
- *		once per boot, rec_hvbuf_pages() says what it is
- * @evt_mask:	Xen event mask (0: all)
- * @cpumap:	pCPU bitmap (bit c of byte c/8), NULL for all
- * @discard:	drop what the buffers hold already
- */
-struct rec_hvbuf_opts {
-	unsigned long	pages;
-	uint32_t	evt_mask;
-	const uint8_t	*cpumap;
-	bool		discard;
-};
-
-/* One domain as xc_domain_getinfolist reports it. */
-struct rec_hvdom {
-	uint32_t	dom;
-	uint32_t	nvcpus;
-	bool		hvm;
-	bool		dying;
-};
-
-/* A pCPU's window: @a then @b (empty unless it wrapped). Negative stops. */
-typedef int (*rec_window_fn)(void *ctx, int cpu, const void *a, size_t alen,
-			     const void *b, size_t blen);
-
-/**
- * rec_hvbuf_open - claim VIRQ_TBUF, set the masks, enable tracing, map
- *
- * Returns 0 or a negative errno with @err saying why in the user's terms
- * (not dom0, no privilege, another consumer, tracing compiled out).
- */
-int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
-		   char *err, size_t errlen);
-
-/** rec_hvbuf_set_evt_mask - Xen's event mask from now on; 0 or -errno */
-int rec_hvbuf_set_evt_mask(struct rec_hvbuf *h, uint32_t mask);
-
-/** rec_hvbuf_ncpus - pCPUs of the host (max_cpu_id + 1) */
-int rec_hvbuf_ncpus(const struct rec_hvbuf *h);
-
-/** rec_hvbuf_has_cpu - whether pCPU @cpu has a buffer */
-bool rec_hvbuf_has_cpu(const struct rec_hvbuf *h, int cpu);
-
-/** rec_hvbuf_pages - the buffer size in pages per pCPU, as Xen set it */
-unsigned int rec_hvbuf_pages(const struct rec_hvbuf *h);
-
-/** rec_hvbuf_cpu_khz - Xen's calibrated TSC kHz (xc_physinfo) */
-uint32_t rec_hvbuf_cpu_khz(const struct rec_hvbuf *h);
-
-/** rec_hvbuf_bytes - bytes consumed so far */
-uint64_t rec_hvbuf_bytes(const struct rec_hvbuf *h);
-
-/**
- * rec_hvbuf_drain - hand every pCPU's unread window to @fn, then free it
- * for Xen (cons = prod); -EPROTO if Xen's counters are bogus
- */
-int rec_hvbuf_drain(struct rec_hvbuf *h, rec_window_fn fn, void *ctx);
-
-/** rec_hvbuf_fd - the event channel fd to poll for VIRQ_TBUF */
-int rec_hvbuf_fd(const struct rec_hvbuf *h);
-
-/** rec_hvbuf_ack - after the fd polled readable: take and unmask the event */
-void rec_hvbuf_ack(struct rec_hvbuf *h);
-
-/** rec_hvbuf_stop - disable tracing (the buffers keep their data) */
-int rec_hvbuf_stop(struct rec_hvbuf *h);
-
-/** rec_hvbuf_domains - up to @max domains; returns how many or -errno */
-int rec_hvbuf_domains(struct rec_hvbuf *h, struct rec_hvdom *out, int max);
-
-/**
- * rec_hvbuf_close - disable tracing, set Xen's default masks back (the
- * previous ones cannot be read), unmap, unbind (safe on NULL)
- */
-void rec_hvbuf_close(struct rec_hvbuf *h);
-
-/* -- the drain thread (hvdrain.c) -- */
-
-struct rec_hvdrain;
-
-/*
- * What the session does with staged data, in the order Xen's windows came:
- * @window (a window of @bytes starts on @cpu), @data (some of its bytes),
- * @end (the window is complete), @barrier (every pCPU was drained up to a
- * round that started at @tsc). Negative returns stop the consumer.
- */
-struct rec_hvdrain_ops {
-	int (*window)(void *ctx, int cpu, uint64_t bytes);
-	int (*data)(void *ctx, int cpu, const void *p, size_t len);
-	int (*end)(void *ctx, int cpu);
-	int (*barrier)(void *ctx, uint64_t tsc);
-};
-
-/**
- * rec_hvdrain_start - a thread that copies every window out of Xen's
- * buffers into a staging ring of @ring_bytes (0: 32 MiB) and gives Xen its
- * space back at once; woken by VIRQ_TBUF or every @poll_ms (0: 50)
- */
-int rec_hvdrain_start(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
-		      int poll_ms);
-
-/** rec_hvdrain_fd - readable when windows were staged */
-int rec_hvdrain_fd(const struct rec_hvdrain *d);
-
-/** rec_hvdrain_consume - hand what is staged to @ops; returns entries or -errno */
-int rec_hvdrain_consume(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx);
-
-/**
- * rec_hvdrain_consume_for - as rec_hvdrain_consume(), but stop once about
- * @budget_ns (0: no limit) have passed; what is left stays staged
- * (rec_hvdrain_backlog() says how much)
- */
-int rec_hvdrain_consume_for(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx,
-			    uint64_t budget_ns);
-
-/** rec_hvdrain_backlog - bytes staged and not yet consumed (the consumer's thread) */
-uint64_t rec_hvdrain_backlog(const struct rec_hvdrain *d);
-
-/**
- * rec_hvdrain_stop - after tracing was disabled: one last round, consume
- * everything, join the thread; the drain's error (-EPROTO) if it had one
- */
-int rec_hvdrain_stop(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx);
-
-/** rec_hvdrain_peak - the most bytes staged at once */
-uint64_t rec_hvdrain_peak(const struct rec_hvdrain *d);
-
-/** rec_hvdrain_error - the drain thread's error so far (0: none) */
-int rec_hvdrain_error(const struct rec_hvdrain *d);
-
-/** rec_hvdrain_free - stop (if needed) and free (safe on NULL) */
-void rec_hvdrain_free(struct rec_hvdrain *d);
-
-/* -- dom0's ftrace (dom0.c) -- */
-
-struct rec_dom0;
-struct tdat_stats;
-
-/**
- * struct rec_dom0_opts - dom0's side of a recording
- * @path:	trace-dom0.dat
- * @events:	trace-cmd -e strings ("sys", "sys:event", "event", globs);
- *		none: REC_DOM0_DEFAULT_EVENT
- * @buffer_kb:	per-CPU buffer (0: the kernel's default)
- * @traceid:	the file's TRACEID (the GUEST entry of dom0 in trace.dat)
- * @mult, @shift: TSC2NSEC (mult 0: none)
- * @pids, @npids: tasks to name "command" (not running yet)
- */
-struct rec_dom0_opts {
-	const char		*path;
-	const char *const	*events;
-	int			nr_events;
-	unsigned int		buffer_kb;
-	int			file_version;
-	uint64_t		traceid;
-	uint32_t		mult, shift;
-	const int		*pids;
-	int			npids;
-};
-
-/** rec_dom0_cleanup_stale - remove instances of recorders that died */
-void rec_dom0_cleanup_stale(FILE *log);
-
-/**
- * rec_dom0_open - create the instance (tracing off) and the file, whose
- * metadata is then on disk; -EINVAL for an unknown event
- */
-int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
-		  char *err, size_t errlen);
-
-/** rec_dom0_start - tracing on */
-int rec_dom0_start(struct rec_dom0 *d);
-
-/** rec_dom0_drain - move the pages ready into the file; returns how many */
-int rec_dom0_drain(struct rec_dom0 *d);
-
-/** rec_dom0_stop - tracing off and everything left into the file */
-int rec_dom0_stop(struct rec_dom0 *d);
-
-/** rec_dom0_error - tdat's message after a failed drain */
-const char *rec_dom0_error(const struct rec_dom0 *d);
-
-/** rec_dom0_stats - the file's counters */
-void rec_dom0_stats(const struct rec_dom0 *d, struct tdat_stats *st);
-
-/** rec_dom0_writer - the file's writer, for late options */
-struct tdat_writer *rec_dom0_writer(struct rec_dom0 *d);
-
-/** rec_dom0_close - close the file, remove the instance (safe on NULL) */
-int rec_dom0_close(struct rec_dom0 *d, const char **msg);
-
-/* -- the session (record.c) -- */
 
 /**
  * struct rec_record_opts - one `record --xen`
@@ -925,8 +255,7 @@ int rec_parse_cpu_mask(const char *s, uint8_t *map, size_t bytes);
 /** rec_dom0_path - @output with "-dom0" before its extension (malloc'ed) */
 char *rec_dom0_path(const char *output);
 
-
-/* ==== guests (record -A, guest.c): the host's side of agent sessions ==== */
+/* ---- guests (record -A, rec-guest.c): the host's side of agent sessions ---- */
 
 struct rec_guest;
 
@@ -1102,27 +431,6 @@ int rec_guest_domid(const struct rec_guest *g);
 /** rec_guest_cpus - the guest's CPU count */
 int rec_guest_cpus(const struct rec_guest *g);
 
-/**
- * rec_guest_add_host_entry - the GUEST option of this guest in the host's
- * trace.dat @host: its name, its TRACEID, vCPU i -> rec_vcpu_pid(domid, i)
- * for a Xen guest (the pseudo tasks of the hypervisor file), -1 for a
- * network guest (as trace-cmd); a version 7 @host takes it at any time
- * before tdat_close()
- */
-int rec_guest_add_host_entry(const struct rec_guest *g, struct tdat_writer *host);
-
-/**
- * rec_guest_hv_record - one hypervisor record of the session, in merged
- * order, with the vCPU running on its pCPU (a rec_tap_fn's arguments):
- * time sync ("xen") finds its markers in them. From one thread at a time,
- * from rec_guest_open() until rec_guest_close(), including the records
- * drained after rec_guest_stop(): the last sample's traps are among them.
- * Cheap for a guest without protocol xen, and for other domains' records;
- * @g NULL is ignored.
- */
-void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
-			 uint32_t dom, uint32_t vcpu);
-
 /** rec_guest_stats - the counters so far (any thread, while it runs) */
 void rec_guest_stats(struct rec_guest *g, struct rec_guest_summary *s);
 
@@ -1149,13 +457,6 @@ bool rec_guest_stopped(struct rec_guest *g);
  * is not an error: see the summary)
  */
 int rec_guest_stop(struct rec_guest *g);
-
-/**
- * rec_guest_set_tsc2nsec - TSC2NSEC for the guest file, after
- * rec_guest_stop() (a version 7 file; -EBUSY while running); the time
- * sync summary gives its bound in ns through the same mult/shift
- */
-int rec_guest_set_tsc2nsec(struct rec_guest *g, uint32_t mult, uint32_t shift);
 
 /**
  * rec_guest_close - stop if needed, finish the file, fill @sum (may be

@@ -18,7 +18,7 @@
 #include <libkshark.h>
 #include <libkshark-tepdata.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "tdat.h"
 #include "xtgen.h"
 

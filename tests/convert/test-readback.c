@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <trace-cmd/trace-cmd.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "xtgen.h"
 
 static char tmpdir[] = "/tmp/tcx-convert-XXXXXX";

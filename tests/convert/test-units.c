@@ -16,7 +16,7 @@
 #include <event-parse.h>
 #include <xen/trace.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 
 /* ---- time ---- */
 

@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 
 struct ctx {
 	struct rec_vcpus	*vm;

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 #include <trace-cmd/trace-cmd.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "simhost.h"
 #include "tdat.h"
 

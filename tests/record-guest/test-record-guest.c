@@ -35,7 +35,7 @@
 
 #include "agent-internal.h"
 #include "mock-xen.h"
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "simhost.h"
 #include "simkernel.h"
 #include "tdat.h"

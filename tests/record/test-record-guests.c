@@ -38,7 +38,7 @@
 #include <cmocka.h>
 #include <trace-cmd/trace-cmd.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "simhost.h"
 
 #define MAXCPU		16

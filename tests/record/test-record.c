@@ -30,7 +30,7 @@
 #include <cmocka.h>
 #include <trace-cmd/trace-cmd.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "simhost.h"
 
 #define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"

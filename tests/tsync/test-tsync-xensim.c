@@ -28,7 +28,7 @@
 #include <cmocka.h>
 #include <trace-cmd/trace-cmd.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "simhost.h"
 #include "tmsg.h"
 #include "tsync.h"

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "tsync.h"
 
 #define TR	"/sys/kernel/tracing"
