@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * convert: a xentrace capture read into a merging stream whose records go
- * through the trace.dat sink (sink.c) into a file written by tdat.
+ * convert: a xentrace capture read into a per-pCPU stream whose records go
+ * through the trace.dat sink (rec-sink.c) into a file written by tdat.
  *
  * Version 7 (the default) reads the capture once: cmdlines and GUEST
  * options are written after the data, at close. A file is first looked at
- * cheaply: its window headers give the pCPUs with data (an exact merge),
+ * cheaply: its window headers give the pCPUs with data,
  * its first 16 MiB whether runstate or SWITCH records drive the vCPU model
  * and whether exit reasons are AMD's. Version 6 needs cmdlines and options
  * before the data: a file is then scanned whole first, and a pipe's tasks
@@ -33,6 +33,15 @@
 
 struct conv {
 	const struct rec_convert_opts	*o;
+	int				fd;
+	struct stat			st;
+	bool				is_file, is_stdin;
+	int				version;
+	bool				v7;
+	int				ncpus;
+	struct tdat_writer		*w;
+	bool				created;
+	struct rec_sink			*out;	/* the file's */
 	struct rec_sink			*sink;	/* scan: collects vCPUs only */
 	int				max_cpu;
 	bool				has_runstate;
@@ -113,7 +122,7 @@ static int scan(struct conv *c, int fd, uint64_t limit, bool cpus, char *err, si
 /*
  * What a version 7 conversion of a file needs before its data, without
  * reading the records twice: the pCPUs with data from the window headers
- * (so the merge waits for each of them exactly), and from the first
+ * (the file's CPU count), and from the first
  * SNIFF_BYTES, runstate or SWITCH and AMD exit reasons. vCPUs are named
  * at close (cmdlines and GUEST options after the data).
  */
@@ -146,185 +155,206 @@ static void warn(const struct rec_convert_opts *o, const char *fmt, ...)
 	fputc('\n', o->log);
 }
 
-int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *sum,
-		char *err, size_t errlen)
+/* The input: opened, refused if it is the output, its size known. */
+static int open_input(struct conv *c, char *err, size_t errlen)
 {
-	struct conv c = { .o = o, .max_cpu = -1 };
-	struct tdat_params tp = { .clock = "x86-tsc" };
-	struct rec_sink_opts so = { .svm = o->svm, .svm_auto = !o->svm };
-	struct rec_sink_stats kst;
-	struct tdat_writer *w = NULL;
-	struct rec_sink *sink = NULL;
-	struct rec_stream *s = NULL;
-	uint32_t *vcpus = NULL;
-	size_t nvcpus = 0;
-	const char *msg;
-	struct stat st;
-	bool is_file, v7, created = false, is_stdin = !strcmp(o->input, "-");
-	int fd, ncpus, ret, rret = 0;
+	const struct rec_convert_opts *o = c->o;
+	struct stat ost;
 
-	memset(sum, 0, sizeof(*sum));
-	sum->hz = o->hz ? o->hz : REC_DEFAULT_HZ;
-	if (rec_tsc2nsec(sum->hz, &sum->mult, &sum->shift)) {
-		snprintf(err, errlen, "cannot convert %" PRIu64 " Hz", sum->hz);
-		return -EINVAL;
-	}
-	tp.version = o->file_version ? o->file_version : 7;
-	v7 = tp.version == 7;
-	fd = is_stdin ? 0 : open(o->input, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	c->is_stdin = !strcmp(o->input, "-");
+	c->fd = c->is_stdin ? 0 : open(o->input, O_RDONLY | O_CLOEXEC);
+	if (c->fd < 0) {
 		snprintf(err, errlen, "%s: %s", o->input, strerror(errno));
 		return -errno;
 	}
-	is_file = !fstat(fd, &st) && S_ISREG(st.st_mode);
-	if (is_file) {
-		struct stat ost;
-
-		/* writing the output would destroy the input being read */
-		if (!stat(o->output, &ost) && ost.st_dev == st.st_dev && ost.st_ino == st.st_ino) {
-			ret = -EINVAL;
-			snprintf(err, errlen, "%s: the output is the input file", o->output);
-			goto out;
-		}
+	c->is_file = !fstat(c->fd, &c->st) && S_ISREG(c->st.st_mode);
+	/* writing the output would destroy the input being read */
+	if (c->is_file && !stat(o->output, &ost) && ost.st_dev == c->st.st_dev &&
+	    ost.st_ino == c->st.st_ino) {
+		snprintf(err, errlen, "%s: the output is the input file", o->output);
+		return -EINVAL;
 	}
+	return 0;
+}
 
-	/* the scan's vCPUs go into a writer-less sink, copied over below */
-	c.sink = rec_sink_new(NULL, &(struct rec_sink_opts){ .ncpus = 1 });
-	if (!c.sink) {
-		ret = -ENOMEM;
+/*
+ * What must be known before the data. Version 6 needs every cmdline and
+ * option before the data: a first pass over the whole file. Version 7
+ * takes them after the data: a look at the window headers and the start.
+ * A pipe is read once, as it comes.
+ */
+static int look_first(struct conv *c, char *err, size_t errlen)
+{
+	int ret;
+
+	/* the scan's vCPUs go into a writer-less sink, copied over later */
+	c->sink = rec_sink_new(NULL, &(struct rec_sink_opts){ .ncpus = 1 });
+	if (!c->sink) {
 		snprintf(err, errlen, "out of memory");
-		goto out;
+		return -ENOMEM;
 	}
-	if (is_file) {
-		/*
-		 * Version 6 needs every cmdline and option before the data:
-		 * a first pass over the whole file. Version 7 takes them
-		 * after the data: a look at the window headers and the start.
-		 */
-		ret = v7 ? look_ahead(&c, fd, err, errlen) : scan(&c, fd, 0, true, err, errlen);
+	if (c->is_file) {
+		ret = c->v7 ? look_ahead(c, c->fd, err, errlen) :
+			      scan(c, c->fd, 0, true, err, errlen);
 		if (ret < 0) {
 			if (!err[0])
-				snprintf(err, errlen, "%s: %s", o->input, strerror(-ret));
-			goto out;
+				snprintf(err, errlen, "%s: %s", c->o->input, strerror(-ret));
+			return ret;
 		}
-		if (!v7 && lseek(fd, 0, SEEK_SET) < 0) {
-			ret = -errno;
-			snprintf(err, errlen, "%s: %s", o->input, strerror(errno));
-			goto out;
+		if (!c->v7 && lseek(c->fd, 0, SEEK_SET) < 0) {
+			snprintf(err, errlen, "%s: %s", c->o->input, strerror(errno));
+			return -errno;
 		}
 	}
-	ncpus = is_file ? c.max_cpu + 1 : REC_MAX_CPUS;
-	if (ncpus < 1)
-		ncpus = 1;
+	c->ncpus = c->is_file ? c->max_cpu + 1 : REC_MAX_CPUS;
+	if (c->ncpus < 1)
+		c->ncpus = 1;
+	return 0;
+}
 
-	tp.max_cpus = ncpus;
-	tp.cpus = is_file ? ncpus : 0;
-	if (is_file) {
-		/*
-		 * Room per pCPU from the file size (events take about 1.5x
-		 * their records' bytes), so that a big capture's regions
-		 * rarely grow; never below tdat's default.
-		 */
-		uint64_t n = 0, room;
+/*
+ * Room per pCPU from the file size (events take about 1.5x their records'
+ * bytes), so that a big capture's regions rarely grow; never below tdat's
+ * default (0).
+ */
+static uint64_t region_size(const struct conv *c)
+{
+	uint64_t n = 0, room;
 
-		for (int i = 0; i < ncpus; i++)
-			n += c.has_data && c.has_data[i];
-		room = n ? (uint64_t)st.st_size / n * 8 / 5 : 0;
-		if (room > (256ull << 20))
-			tp.region_size = (room + (1 << 20) - 1) & ~((1ull << 20) - 1);
-	}
-	w = tdat_create(o->output, &tp);
-	created = w != NULL;
-	if (!w) {
+	if (!c->is_file)
+		return 0;
+	for (int i = 0; i < c->ncpus; i++)
+		n += c->has_data && c->has_data[i];
+	room = n ? (uint64_t)c->st.st_size / n * 8 / 5 : 0;
+	if (room <= (256ull << 20))
+		return 0;
+	return (room + (1 << 20) - 1) & ~((1ull << 20) - 1);
+}
+
+/* The writer and its sink, the vCPUs the scan found, what goes before the data. */
+static int create_output(struct conv *c, struct rec_convert_summary *sum,
+			 char *err, size_t errlen)
+{
+	const struct rec_convert_opts *o = c->o;
+	struct tdat_params tp = {
+		.clock = "x86-tsc",
+		.version = c->version,
+		.max_cpus = c->ncpus,
+		.cpus = c->is_file ? c->ncpus : 0,
+		.region_size = region_size(c),
+	};
+	struct rec_sink_opts so = {
+		.svm = o->svm,
+		.svm_auto = !o->svm,
+		.ncpus = c->ncpus,
+		.use_switch = c->has_switch && !c->has_runstate,
+	};
+	bool pre = !c->v7 && c->is_file;	/* cmdlines and GUEST before the data */
+	uint32_t *vcpus = NULL;
+	size_t nvcpus = 0;
+	int ret;
+
+	c->w = tdat_create(o->output, &tp);
+	if (!c->w) {
 		ret = errno ? -errno : -EIO;
 		snprintf(err, errlen, "%s: %s", o->output, tdat_last_error());
-		goto out;
+		return ret;
 	}
-	so.ncpus = ncpus;
-	so.use_switch = c.has_switch && !c.has_runstate;
-	if (c.amd_seen && !o->svm) {
+	c->created = true;
+	if (c->amd_seen && !o->svm) {
 		so.svm = true;
 		sum->svm_detected = true;
 		if (o->log)
 			fprintf(o->log, "trace-cmd-xen convert: exit reasons only AMD has seen: "
 				"naming pre-4.19 VMEXIT reasons as SVM (as --svm)\n");
 	}
-	sink = rec_sink_new(w, &so);
-	if (!sink) {
-		ret = -ENOMEM;
+	c->out = rec_sink_new(c->w, &so);
+	if (!c->out) {
 		snprintf(err, errlen, "out of memory");
-		goto out;
+		return -ENOMEM;
 	}
-	ret = rec_sink_vcpus(c.sink, &vcpus, &nvcpus);
+	ret = rec_sink_vcpus(c->sink, &vcpus, &nvcpus);
 	for (size_t i = 0; !ret && i < nvcpus; i++)
-		ret = rec_sink_note_vcpu(sink, vcpus[i] >> 16, vcpus[i] & 0xffff);
+		ret = rec_sink_note_vcpu(c->out, vcpus[i] >> 16, vcpus[i] & 0xffff);
 	free(vcpus);
 	if (!ret)
-		ret = rec_sink_add_formats(w);
-	if (!ret && !v7 && is_file)
-		ret = rec_sink_add_cmdlines(sink);
+		ret = rec_sink_add_formats(c->w);
+	if (!ret && pre)
+		ret = rec_sink_add_cmdlines(c->out);
 	if (!ret)
-		ret = tdat_set_tsc2nsec(w, sum->mult, sum->shift, 0);
+		ret = tdat_set_tsc2nsec(c->w, sum->mult, sum->shift, 0);
 	if (!ret)
-		ret = tdat_set_traceid(w, REC_HOST_TRACEID);
+		ret = tdat_set_traceid(c->w, REC_HOST_TRACEID);
 	if (!ret)
-		ret = tdat_set_uname(w, "Xen hypervisor xentrace");
-	if (!ret && !v7 && is_file)
-		ret = rec_sink_add_guests(sink);
+		ret = tdat_set_uname(c->w, "Xen hypervisor xentrace");
+	if (!ret && pre)
+		ret = rec_sink_add_guests(c->out);
 	if (!ret)
-		ret = tdat_start_data(w);
-	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", o->output, tdat_error(w));
-		goto out;
-	}
+		ret = tdat_start_data(c->w);
+	if (ret < 0)
+		snprintf(err, errlen, "%s: %s", o->output, tdat_error(c->w));
+	return ret;
+}
 
-	/*
-	 * Each pCPU's records in its own order, not merged across pCPUs: a
-	 * trace.dat keeps one buffer per CPU and its readers merge them by
-	 * time, and what the sink writes for a record depends only on its
-	 * pCPU's records.
-	 */
-	s = rec_stream_new(&(struct rec_stream_params){ .max_cpus = ncpus, .per_cpu = true },
-			   rec_sink_emit, sink);
+/*
+ * The records, each pCPU's in its own order, not merged across pCPUs: a
+ * trace.dat keeps one buffer per CPU and its readers merge them by time,
+ * and what the sink writes for a record depends only on its pCPU's
+ * records. Returns the reader's result (-EBADMSG: a corrupt window, what
+ * came before it is written) or the sink's error.
+ */
+static int convert_records(struct conv *c, struct rec_convert_summary *sum,
+			   char *err, size_t errlen)
+{
+	const struct rec_convert_opts *o = c->o;
+	struct rec_stream *s;
+	const char *msg;
+	int rret, ret;
+
+	s = rec_stream_new(&(struct rec_stream_params){ .max_cpus = c->ncpus, .per_cpu = true },
+			   rec_sink_emit, c->out);
 	if (!s) {
-		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
-		goto out;
+		return -ENOMEM;
 	}
-	/* Merge exactly: every pCPU with data holds the others back; from a
-	 * pipe, any may come, so only the buffer bound lets records out. */
-	for (int i = 0; i < ncpus; i++)
-		if (!is_file || c.has_data[i])
-			rec_stream_expect(s, i);
-	rret = rec_read_xentrace(fd, s, &sum->read, o->progress ? progress : NULL, (void *)o);
+	rret = rec_read_xentrace(c->fd, s, &sum->read, o->progress ? progress : NULL, (void *)o);
 	rec_stream_finish(s);
 	rec_stream_get_stats(s, &sum->stream);
+	rec_stream_free(s);
 	if (o->progress && sum->read.bytes >= (64u << 20))
 		fputc('\n', o->log);
-	ret = rec_sink_error(sink, &msg);
+	ret = rec_sink_error(c->out, &msg);
 	if (ret) {
 		snprintf(err, errlen, "%s: %s", o->output, msg);
-		goto out;
+		return ret;
 	}
-	if (rret < 0 && rret != -EBADMSG) {
-		ret = rret;
+	if (rret < 0 && rret != -EBADMSG)
 		snprintf(err, errlen, "%s: %s", o->input, sum->read.msg);
-		goto out;
-	}
-	if (v7) {
+	return rret < 0 ? rret : 0;
+}
+
+/* After the data: v7's sections, the warnings, the file closed, the summary. */
+static int finish_output(struct conv *c, struct rec_convert_summary *sum,
+			 char *err, size_t errlen)
+{
+	const struct rec_convert_opts *o = c->o;
+	struct rec_sink_stats kst;
+	int ret = 0;
+
+	if (c->v7) {
 		/* every vCPU the records named, in the sections after the data */
-		ret = rec_sink_add_cmdlines(sink);
+		ret = rec_sink_add_cmdlines(c->out);
 		if (!ret)
-			ret = rec_sink_add_guests(sink);
+			ret = rec_sink_add_guests(c->out);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: %s", o->output, tdat_error(w));
-			goto out;
+			snprintf(err, errlen, "%s: %s", o->output, tdat_error(c->w));
+			return ret;
 		}
-	} else if (!is_file) {
+	} else if (!c->is_file) {
 		warn(o, "a version 6 file from a pipe gets no GUEST options and names tasks "
 		     "by sched_switch only, not in cmdlines");
 	}
-	rec_sink_get_stats(sink, &kst);
+	rec_sink_get_stats(c->out, &kst);
 	if (kst.svm_switched) {
 		sum->svm_detected = true;
 		warn(o, "exit reasons only AMD has appeared after the start of the capture: "
@@ -336,36 +366,66 @@ int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *su
 	if (sum->stream.cut_bytes)
 		warn(o, "%s: %" PRIu64 " bytes of records cut at a window end were dropped",
 		     o->input, sum->stream.cut_bytes);
-	ret = tdat_close(w);
-	w = NULL;
+	ret = tdat_close(c->w);
+	c->w = NULL;
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: closing failed", o->output);
-		goto out;
+		return ret;
 	}
 	memcpy(sum->classes, kst.classes, sizeof(sum->classes));
 	sum->unknown = kst.unknown;
 	sum->switches = kst.switches;
 	sum->events = kst.events;
-	ret = rec_sink_domains(sink, &sum->domains, &sum->ndomains, &sum->nvcpus);
 	sum->ncpus = sum->stream.max_cpu + 1;
+	return rec_sink_domains(c->out, &sum->domains, &sum->ndomains, &sum->nvcpus);
+}
+
+static void conv_free(struct conv *c, int ret)
+{
+	if (c->w)
+		tdat_close(c->w);
+	/* a failed conversion leaves no half file behind (a corrupt input
+	 * keeps what came before the bad window: that file is complete) */
+	if (c->created && ret < 0 && ret != -EBADMSG)
+		unlink(c->o->output);
+	rec_sink_free(c->out);
+	rec_sink_free(c->sink);
+	free(c->has_data);
+	if (!c->is_stdin && c->fd >= 0)
+		close(c->fd);
+}
+
+int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *sum,
+		char *err, size_t errlen)
+{
+	struct conv c = { .o = o, .max_cpu = -1, .fd = -1 };
+	int ret, rret = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	sum->hz = o->hz ? o->hz : REC_DEFAULT_HZ;
+	if (rec_tsc2nsec(sum->hz, &sum->mult, &sum->shift)) {
+		snprintf(err, errlen, "cannot convert %" PRIu64 " Hz", sum->hz);
+		return -EINVAL;
+	}
+	c.version = o->file_version ? o->file_version : 7;
+	c.v7 = c.version == 7;
+	ret = open_input(&c, err, errlen);
+	if (!ret)
+		ret = look_first(&c, err, errlen);
+	if (!ret)
+		ret = create_output(&c, sum, err, errlen);
+	if (!ret) {
+		rret = convert_records(&c, sum, err, errlen);
+		ret = rret == -EBADMSG ? 0 : rret;
+	}
+	if (!ret)
+		ret = finish_output(&c, sum, err, errlen);
 	if (!ret && rret == -EBADMSG) {
 		ret = rret;
 		snprintf(err, errlen, "%s: %s (what came before is in %s)", o->input,
 			 sum->read.msg, o->output);
 	}
-out:
-	rec_stream_free(s);
-	if (w)
-		tdat_close(w);
-	/* a failed conversion leaves no half file behind (a corrupt input
-	 * keeps what came before the bad window: that file is complete) */
-	if (created && ret < 0 && ret != -EBADMSG)
-		unlink(o->output);
-	rec_sink_free(sink);
-	rec_sink_free(c.sink);
-	free(c.has_data);
-	if (!is_stdin)
-		close(fd);
+	conv_free(&c, ret);
 	return ret;
 }
 
