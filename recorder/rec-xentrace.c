@@ -169,138 +169,183 @@ int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
 	}
 }
 
+/* Where the reader is in the sequence of windows. */
+struct wread {
+	struct rec_stream	*s;
+	struct rec_read_result	*res;
+	uint8_t			hdr[40];	/* a cpu_change record being collected */
+	unsigned int		hlen, hneed;
+	uint64_t		remain;		/* bytes left in the current window */
+	bool			in_window;
+	int			cpu;
+	uint64_t		off;		/* input offset of the current chunk */
+};
+
+/* A bad window header at @at: -EINVAL before any window, -EBADMSG after. */
+static int bad_header(struct wread *r, uint64_t at)
+{
+	if (!r->res->windows)
+		return -EINVAL;
+	r->res->corrupt_at = at;
+	return -EBADMSG;
+}
+
+/* Bytes of the current window: fed, and the window ended once complete. */
+static int take_window(struct wread *r, const uint8_t *buf, size_t n, size_t *pos)
+{
+	size_t take = n - *pos;
+	int ret;
+
+	if (take > r->remain)
+		take = r->remain;
+	ret = rec_stream_feed(r->s, r->cpu, buf + *pos, take);
+	if (ret)
+		return ret;
+	*pos += take;
+	r->remain -= take;
+	if (r->remain)
+		return 0;
+	r->in_window = false;
+	return rec_stream_end_window(r->s, r->cpu);
+}
+
+/* The first word of a cpu_change record: its length, or a bad header. */
+static int check_first_word(struct wread *r, size_t pos)
+{
+	uint32_t h;
+	uint64_t at = r->off + pos - r->hlen;
+
+	memcpy(&h, r->hdr, 4);
+	r->hneed = 4 + ((h >> 31) ? 8 : 0) + ((h >> 28) & 7) * 4;
+	if ((h & 0x0fffffff) == TRC_CPU_CHANGE && ((h >> 28) & 7) >= 2)
+		return 0;
+	if (!r->res->windows)
+		snprintf(r->res->msg, sizeof(r->res->msg),
+			 "not a xentrace capture: no cpu_change record at offset 0 (found 0x%08x)",
+			 h);
+	else
+		snprintf(r->res->msg, sizeof(r->res->msg),
+			 "invalid window header 0x%08x at offset %" PRIu64 "; ignoring the rest",
+			 h, at);
+	return bad_header(r, at);
+}
+
+/* A complete cpu_change record: the window it opens. */
+static int open_window(struct wread *r, size_t pos)
+{
+	unsigned int w = (r->hdr[3] & 0x80) ? 12 : 4;
+	int32_t c;
+	uint32_t size;
+
+	memcpy(&c, r->hdr + w, 4);
+	memcpy(&size, r->hdr + w + 4, 4);
+	if (c < 0 || c >= REC_MAX_CPUS) {
+		uint64_t at = r->off + pos - r->hlen;
+
+		snprintf(r->res->msg, sizeof(r->res->msg),
+			 "invalid pCPU %d in the window header at offset %" PRIu64
+			 "; ignoring the rest", c, at);
+		return bad_header(r, at);
+	}
+	r->res->windows++;
+	r->cpu = c;
+	r->remain = size;
+	r->hlen = 0;
+	r->hneed = 12;
+	if (r->remain)
+		r->in_window = true;
+	else
+		rec_stream_end_window(r->s, r->cpu);
+	return 0;
+}
+
+/* Bytes of a cpu_change record, collected across chunk ends. */
+static int take_header(struct wread *r, const uint8_t *buf, size_t n, size_t *pos)
+{
+	int ret;
+
+	if (r->hlen < 4) {
+		while (r->hlen < 4 && *pos < n)
+			r->hdr[r->hlen++] = buf[(*pos)++];
+		if (r->hlen < 4)
+			return 0;
+		ret = check_first_word(r, *pos);
+		if (ret)
+			return ret;
+	}
+	while (r->hlen < r->hneed && *pos < n)
+		r->hdr[r->hlen++] = buf[(*pos)++];
+	return r->hlen == r->hneed ? open_window(r, *pos) : 0;
+}
+
+static int take_chunk(struct wread *r, const uint8_t *buf, size_t n)
+{
+	size_t pos = 0;
+	int ret = 0;
+
+	while (!ret && pos < n)
+		ret = r->in_window ? take_window(r, buf, n, &pos) : take_header(r, buf, n, &pos);
+	return ret;
+}
+
+/* The end of the input: empty, complete, or cut inside a window or header. */
+static int end_of_input(struct wread *r)
+{
+	struct rec_read_result *res = r->res;
+
+	if (!r->off) {
+		snprintf(res->msg, sizeof(res->msg), "empty input: not a xentrace capture");
+		return -EINVAL;
+	}
+	if (!r->in_window && !r->hlen)
+		return 0;
+	res->truncated = r->in_window ? r->remain : r->hneed - r->hlen;
+	snprintf(res->msg, sizeof(res->msg),
+		 "truncated capture: the last %s at offset %" PRIu64 " lacks %" PRIu64 " bytes",
+		 r->in_window ? "window" : "window header", r->off, res->truncated);
+	if (r->in_window)
+		rec_stream_end_window(r->s, r->cpu);
+	return 0;
+}
+
 static int read_windows(int fd, uint64_t limit, bool from_start, struct rec_stream *s,
 			struct rec_read_result *res, rec_progress_fn progress, void *pctx)
 {
+	struct wread r = { .s = s, .res = res, .hneed = 12, .cpu = -1 };
+	uint64_t next_progress = PROGRESS_EVERY;
 	struct src src;
-	uint8_t hdr[40];
-	unsigned int hlen = 0, hneed = 12;
-	uint64_t remain = 0, off = 0, next_progress = PROGRESS_EVERY;
-	bool in_window = false;
-	int cpu = -1, ret = 0;
+	int ret;
 
 	memset(res, 0, sizeof(*res));
 	res->corrupt_at = -1;
 	ret = src_open(&src, fd, limit, from_start);
 	if (ret)
 		return ret;
-
 	for (;;) {
 		const uint8_t *buf = NULL;
 		ssize_t n = src_next(&src, &buf);
-		size_t pos = 0;
 
 		if (n < 0) {
 			ret = n;
 			snprintf(res->msg, sizeof(res->msg), "read error at offset %" PRIu64 ": %s",
-				 off, strerror(-ret));
-			goto out;
-		}
-		if (n == 0)
+				 r.off, strerror(-ret));
 			break;
-		while (pos < (size_t)n) {
-			if (in_window) {
-				size_t take = (size_t)n - pos;
-
-				if (take > remain)
-					take = remain;
-				ret = rec_stream_feed(s, cpu, buf + pos, take);
-				if (ret)
-					goto out;
-				pos += take;
-				remain -= take;
-				if (!remain) {
-					in_window = false;
-					ret = rec_stream_end_window(s, cpu);
-					if (ret)
-						goto out;
-				}
-				continue;
-			}
-			/* Collect a cpu_change header across chunk ends. */
-			if (hlen < 4) {
-				uint32_t h;
-
-				while (hlen < 4 && pos < (size_t)n)
-					hdr[hlen++] = buf[pos++];
-				if (hlen < 4)
-					continue;
-				memcpy(&h, hdr, 4);
-				hneed = 4 + ((h >> 31) ? 8 : 0) + ((h >> 28) & 7) * 4;
-				if ((h & 0x0fffffff) != TRC_CPU_CHANGE || ((h >> 28) & 7) < 2) {
-					uint64_t at = off + pos - hlen;
-
-					if (!res->windows) {
-						snprintf(res->msg, sizeof(res->msg),
-							 "not a xentrace capture: no cpu_change record at offset 0 (found 0x%08x)",
-							 h);
-						ret = -EINVAL;
-					} else {
-						snprintf(res->msg, sizeof(res->msg),
-							 "invalid window header 0x%08x at offset %" PRIu64
-							 "; ignoring the rest", h, at);
-						res->corrupt_at = at;
-						ret = -EBADMSG;
-					}
-					goto out;
-				}
-			}
-			while (hlen < hneed && pos < (size_t)n)
-				hdr[hlen++] = buf[pos++];
-			if (hlen == hneed) {
-				unsigned int w = (hdr[3] & 0x80) ? 12 : 4;
-				int32_t c;
-				uint32_t size;
-
-				memcpy(&c, hdr + w, 4);
-				memcpy(&size, hdr + w + 4, 4);
-				if (c < 0 || c >= REC_MAX_CPUS) {
-					uint64_t at = off + pos - hlen;
-
-					snprintf(res->msg, sizeof(res->msg),
-						 "invalid pCPU %d in the window header at offset %" PRIu64
-						 "; ignoring the rest", c, at);
-					if (!res->windows)
-						ret = -EINVAL;
-					else {
-						res->corrupt_at = at;
-						ret = -EBADMSG;
-					}
-					goto out;
-				}
-				res->windows++;
-				cpu = c;
-				remain = size;
-				hlen = 0;
-				hneed = 12;
-				if (remain)
-					in_window = true;
-				else
-					rec_stream_end_window(s, cpu);
-			}
 		}
-		off += n;
-		res->bytes = off;
-		if (progress && off >= next_progress) {
-			progress(pctx, off);
-			next_progress = off + PROGRESS_EVERY;
+		if (n == 0) {
+			ret = end_of_input(&r);
+			break;
+		}
+		ret = take_chunk(&r, buf, n);
+		if (ret)
+			break;
+		r.off += n;
+		res->bytes = r.off;
+		if (progress && r.off >= next_progress) {
+			progress(pctx, r.off);
+			next_progress = r.off + PROGRESS_EVERY;
 		}
 	}
-	if (!off) {
-		snprintf(res->msg, sizeof(res->msg), "empty input: not a xentrace capture");
-		ret = -EINVAL;
-		goto out;
-	}
-	if (in_window || hlen) {
-		res->truncated = in_window ? remain : hneed - hlen;
-		snprintf(res->msg, sizeof(res->msg),
-			 "truncated capture: the last %s at offset %" PRIu64 " lacks %" PRIu64 " bytes",
-			 in_window ? "window" : "window header", off, res->truncated);
-		if (in_window)
-			rec_stream_end_window(s, cpu);
-	}
-out:
-	res->bytes = off;
+	res->bytes = r.off;
 	src_close(&src);
 	return ret;
 }
