@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Shared by the agent/ sources; not installed. */
-#ifndef TCX_AGENT_PRIV_H
-#define TCX_AGENT_PRIV_H
+#ifndef AGENT_INTERNAL_H
+#define AGENT_INTERNAL_H
 
 #include <pthread.h>
 #include <signal.h>
@@ -90,4 +90,4 @@ int agent_stream_start(struct agent_stream *s);
 /* Join the thread; returns its error. */
 int agent_stream_join(struct agent_stream *s);
 
-#endif /* TCX_AGENT_PRIV_H */
+#endif /* AGENT_INTERNAL_H */

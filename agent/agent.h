@@ -9,8 +9,8 @@
  * All functions return 0 or a negative errno value; messages for people go
  * to the configured log.
  */
-#ifndef TCX_AGENT_H
-#define TCX_AGENT_H
+#ifndef AGENT_H
+#define AGENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -121,4 +121,4 @@ int agent_serve_xen(const struct agent_config *cfg);
  */
 void agent_cleanup_stale(FILE *log);
 
-#endif /* TCX_AGENT_H */
+#endif /* AGENT_H */

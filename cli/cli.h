@@ -3,8 +3,8 @@
  * The trace-cmd-xen command line: one function per subcommand, a thin front
  * over the libraries. Exit codes follow trace-cmd: 0 ok, 1 failure, 2 usage.
  */
-#ifndef TCX_CLI_H
-#define TCX_CLI_H
+#ifndef CLI_H
+#define CLI_H
 
 #include <stddef.h>
 
@@ -31,4 +31,4 @@ void tcx_err(const char *cmd, const char *fmt, ...)
  */
 int tcx_read_secret(const char *path, unsigned char *buf, size_t *len);
 
-#endif /* TCX_CLI_H */
+#endif /* CLI_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Helpers shared by the protocol/ sources; not installed. */
-#ifndef TCX_TMSG_PRIV_H
-#define TCX_TMSG_PRIV_H
+#ifndef TMSG_INTERNAL_H
+#define TMSG_INTERNAL_H
 
 #include <stdint.h>
 #include <string.h>
@@ -46,4 +46,4 @@ int tmsg_append(struct tmsg *m, const void *data, size_t len);
 int64_t tmsg_now_ms(void);
 int64_t tmsg_now_ns(void);
 
-#endif /* TCX_TMSG_PRIV_H */
+#endif /* TMSG_INTERNAL_H */

@@ -15,8 +15,8 @@
  *
  * See docs/protocol.md for the conversation and what we add to trace-cmd.
  */
-#ifndef TCX_TMSG_H
-#define TCX_TMSG_H
+#ifndef TMSG_H
+#define TMSG_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -653,4 +653,4 @@ int tmsg_xs_self_domid(unsigned int *domid);
  */
 int tmsg_xs_lookup(unsigned int domid, struct tmsg_xs_agent *out);
 
-#endif /* TCX_TMSG_H */
+#endif /* TMSG_H */

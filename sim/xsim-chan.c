@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Interdomain event channels and grants of the simulated host, enough for
  * libxenvchan: unbound ports bound once by the peer (so one client per

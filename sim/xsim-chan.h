@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only */
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Interdomain event channels and grants of the simulated host (chan.c).
  * "client" is the serve loop's connection index, "gen" tells a reused

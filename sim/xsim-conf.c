@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Host description: an INI-like file, [host] then one [domain NAME] per
  * domain (format in docs/xensim.md).

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * A guest's kernel as a directory shaped like tracefs, DIR/dom<ID>/tracing:
  * format files, control files libtracefs writes, and per-CPU trace_pipe_raw

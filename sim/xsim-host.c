@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * The running host: machine memory (a memfd shared with the shim libraries),
  * Xen's trace buffers in it, the guests' tracefs directories, xenstore, the

@@ -1,10 +1,10 @@
-/* SPDX-License-Identifier: GPL-2.0-only */
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Internals shared by the host (host.c), its control socket (serve.c), the
  * scheduler (sched.c) and the guest kernels (guest.c).
  */
-#ifndef XSIM_HOST_INT_H
-#define XSIM_HOST_INT_H
+#ifndef XSIM_INTERNAL_H
+#define XSIM_INTERNAL_H
 
 #include <pthread.h>
 #include <stdio.h>
@@ -157,4 +157,4 @@ void xsim_guest_input(struct xsim_guest *g, int fd);
 void xsim_guest_tick(struct xsim_guest *g, bool final);
 void xsim_guest_stats(struct xsim_guest *g);
 
-#endif /* XSIM_HOST_INT_H */
+#endif /* XSIM_INTERNAL_H */

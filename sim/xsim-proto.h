@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only */
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Wire protocol between the shim libraries and the xensim daemon: one
  * SOCK_SEQPACKET connection per library handle at $XENSIM_HOST/ctl. Each

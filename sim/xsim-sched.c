@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * The simulated scheduler and workloads: one thread per pCPU runs its vCPUs
  * in real time (a woken vCPU moves to an idle pCPU) and emits the records

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * The control socket: one connection per shim library handle, answered as
  * the hypervisor (sysctls, domctls, mappings, event channels, grants,

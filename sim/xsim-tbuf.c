@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Xen's trace buffers (research/xen.md §1.3): t_info, per-CPU t_buf with
  * mod-2X counters, wrap fillers, LOST records and the half-full VIRQ.

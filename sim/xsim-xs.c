@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * xenstore of the simulated host (research/xen.md §5): the tree a libxl
  * host has for its domains, xenstored's permission rules, and the paths

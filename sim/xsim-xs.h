@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only */
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The simulated host's xenstore tree (xs.c), used by the serve loop. */
 #ifndef XSIM_XS_H
 #define XSIM_XS_H

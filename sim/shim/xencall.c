@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * libxencall.so.1 on xensim. Hypercall buffers are plain page-aligned
  * memory; hypercalls the simulator does not model fail with ENOSYS, as an
@@ -19,7 +19,7 @@
 #include <xen/xen.h>
 #include <xen/hvm/hvm_op.h>
 
-#include "client.h"
+#include "xsim-client.h"
 #include "xsim.h"
 
 struct xencall_handle {

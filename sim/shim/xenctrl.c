@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * libxenctrl.so.4.17 on xensim: the calls xentrace and the project make.
  * Anything else is not exported, so a program needing it fails to load
@@ -12,7 +12,7 @@
 
 #include <xenctrl.h>
 
-#include "client.h"
+#include "xsim-client.h"
 #include "xsim.h"
 
 struct xc_interface_core {

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * libxenevtchn.so.1 on xensim. The fd is a pipe on which the daemon writes
  * pending ports, like /dev/xen/evtchn's read(); a delivered port stays
@@ -10,7 +10,7 @@
 
 #include <xenevtchn.h>
 
-#include "client.h"
+#include "xsim-client.h"
 
 struct xenevtchn_handle {
 	struct xsim_conn conn;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /* libxenforeignmemory.so.1 on xensim: frames of the simulated machine. */
 #include <errno.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 #include <xenforeignmemory.h>
 
-#include "client.h"
+#include "xsim-client.h"
 #include "xsim.h"
 
 struct xenforeignmemory_handle {

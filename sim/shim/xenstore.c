@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * libxenstore.so.4 on xensim. Requests go to the simulated host's store;
  * watch events arrive on a pipe, which is what xs_fileno() returns.
@@ -15,7 +15,7 @@
 #include <xenstore.h>
 #include <xen/io/xs_wire.h>
 
-#include "client.h"
+#include "xsim-client.h"
 
 struct xs_handle {
 	struct xsim_conn conn;

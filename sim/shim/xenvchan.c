@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * libxenvchan.so.4.17 on xensim, written from the documented protocol
  * (research/xen.md §4): a control page (struct vchan_interface) and two
@@ -19,7 +19,7 @@
 #include <libxenvchan.h>
 #include <xenstore.h>
 
-#include "client.h"
+#include "xsim-client.h"
 #include "xsim.h"
 
 #define SMALL_RING	1024

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * record --xen -A end to end on xensim: the built trace-cmd-xen binary
  * (TCX_BIN) records sim/hosts/two-guests.conf while each guest runs our

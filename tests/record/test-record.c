@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * record --xen end to end on xensim, checked against the simulator's
  * ground truth and read back with libtracecmd:

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /* The host description parser and the TSC arithmetic (docs/xensim.md). */
 #include <setjmp.h>
 #include <stdarg.h>

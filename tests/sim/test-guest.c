@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * A simulated guest kernel's tracefs directory, used through libtracefs as
  * the agent will: formats parse, control files take effect, trace_pipe_raw

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * The shim libraries as the project calls them: this binary links Debian's
  * libxenctrl/libxenforeignmemory/libxenevtchn/libxencall and runs with

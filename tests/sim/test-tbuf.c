@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * The trace-buffer producer against the fidelity checklist
  * (research/xen.md §1.3, §1.8): t_info layout and clamp, the one-shot size,

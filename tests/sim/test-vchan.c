@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * libxenvchan between domains of the simulated host, as the agent (server,
  * in a guest, under its data/) and the recorder (client, dom0) will use it:

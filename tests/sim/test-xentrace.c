@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 /*
  * The stock xentrace (Debian's /usr/lib/xen-4.17/bin/xentrace, unmodified)
  * against xensim through the shim libraries, checked with our own reader of

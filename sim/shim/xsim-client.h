@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only */
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What every shim library shares: a connection to the xensim daemon named
  * by $XENSIM_HOST, acting as domain $XENSIM_DOMID (default 0), and mapping

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "xsim-client.h"
 #include "xsim.h"
 
 static int recv_fds(int fd, struct xsim_msg *m, int *fds, int max)
