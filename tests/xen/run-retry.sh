@@ -30,14 +30,16 @@ for ((i = 0; i < ${#args[@]} - 1; i++)); do
 	esac
 done
 first=$(mktemp)
-trap 'rm -f "$first" "$first.err"' EXIT
+trap 'rm -f "$first" "$first.err" "$first.start"' EXIT
+: > "$first.start"
 
 "$here/run-scenario.sh" "${args[@]}" >"$first" 2>"$first.err"
 rc=$?
 run=$builddir/xen-tests/$name
 log=$run/serial.log
 reason=
-if [ $rc != 0 ] && [ -f "$run/boot-stalled" ]; then
+# (written by this run, not left by an earlier one)
+if [ $rc != 0 ] && [ "$run/boot-stalled" -nt "$first.start" ]; then
 	reason=$(head -n1 "$run/boot-stalled")	# "dom0 boot stalled: ..."
 elif [ $rc != 0 ] && grep -q "Triple fault" "$log" 2>/dev/null; then
 	reason="guest triple fault (Xen logged it; the run failed)"
