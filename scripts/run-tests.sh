@@ -1,6 +1,9 @@
 #!/bin/bash
 # Run every test of a configured build directory through meson (TAP, so each
 # test case counts) and print one closing line "N passed, N failed, N skipped".
+# Before it, "retried: N": how many runs were tried again because the
+# emulator, not the project, failed them (the real-Xen tests print a line
+# "# retried: NAME: REASON" each time; one "retry:" line here per retry).
 # Exit status is non-zero if anything failed.
 #
 #   scripts/run-tests.sh BUILDDIR [meson test args...]
@@ -24,9 +27,13 @@ python3 - "$builddir/meson-logs/testlog.json" <<'PY'
 import json, sys
 passed = failed = skipped = 0
 reasons = []
+retries = []
 for line in open(sys.argv[1]):
     t = json.loads(line)
     res = t.get("result")
+    retries += [t["name"] + ": " + l[len("# retried: "):]
+                for l in t.get("stdout", "").splitlines()
+                if l.startswith("# retried: ")]
     # meson records one entry per test; TAP subtests are in its stdout
     sub = [l for l in t.get("stdout", "").splitlines()
            if l.startswith(("ok ", "not ok "))]
@@ -51,6 +58,9 @@ for line in open(sys.argv[1]):
         failed += 1
 for r in reasons:
     print("skipped:", r)
+for r in retries:
+    print("retry:", r)
+print(f"retried: {len(retries)}")
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
 exit $rc

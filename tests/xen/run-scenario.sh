@@ -26,8 +26,13 @@
 # QEMU is a failure, not a skip: the project installs it.
 # --check-only boots nothing: it re-runs the host-side checks on the results
 # of the previous run (e.g. after rebuilding the project's binaries).
+# A dom0 that has not printed "@@ DOM0 UP" (its /init running) within
+# TCX_XEN_BOOT_DEADLINE seconds (default 120) of QEMU's start has stalled in
+# its boot (seen under TCG, in the dom0 kernel): QEMU is stopped there, the
+# run fails with "dom0 boot stalled" and leaves the file boot-stalled in its
+# directory, which run-retry.sh reads. 0 turns the deadline off.
 # Environment: TCX_QEMU overrides the QEMU binary (the harness self-test
-# uses a stub).
+# uses a stub); TCX_XEN_BOOT_DEADLINE, above.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -73,6 +78,12 @@ OPT_IN_WHY=""		# why it is opt-in, for the skip line
 [ -n "$TIMEOUT_ARG" ] && TIMEOUT=$TIMEOUT_ARG
 QEMU=${TCX_QEMU:-qemu-system-x86_64}
 ACCEL=${TCX_QEMU_ACCEL:-tcg}	# e.g. tcg,thread=single (experiments)
+# dom0's /init says "@@ DOM0 UP" 10-20 s after QEMU's start (docs/real-xen.md);
+# no marker by this many seconds: the boot stalled
+BOOT_DEADLINE=${TCX_XEN_BOOT_DEADLINE:-120}
+case $BOOT_DEADLINE in
+''|*[!0-9]*) echo "run-scenario: TCX_XEN_BOOT_DEADLINE=$BOOT_DEADLINE: not a number of seconds" >&2; exit 2 ;;
+esac
 
 RUN=$BUILDDIR/xen-tests/$NAME
 LOG=$RUN/serial.log
@@ -263,7 +274,7 @@ else
 	stamp <"$FIFO" | tee "$LOG" | sed 's/^/# /' &
 fi
 SPID=$!
-t_boot=$SECONDS
+t_boot=$SECONDS q_start=${EPOCHREALTIME/./}
 nice -n 5 "$QEMU" -accel "$ACCEL" -cpu "$CPU" -m "$MEM" -smp "$SMP" \
 	-display none -monitor none -serial stdio -no-reboot \
 	-drive "file=$EXPORT,format=raw,if=virtio,cache=unsafe" \
@@ -271,11 +282,26 @@ nice -n 5 "$QEMU" -accel "$ACCEL" -cpu "$CPU" -m "$MEM" -smp "$SMP" \
 	-initrd "$IMGDIR/vmlinuz $DOM0_ARGS,$RUN/dom0.cpio.gz" \
 	</dev/null >"$FIFO" 2>&1 &
 QPID=$!
-timed_out=0
+timed_out=0 stalled=0 dom0_up=0
+stop_qemu() {	# SIGTERM, SIGKILL if it is still there 2 s later
+	kill -TERM "$QPID" 2>/dev/null
+	for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$QPID" 2>/dev/null || return 0; sleep 0.2; done
+	kill -KILL "$QPID" 2>/dev/null
+}
 while kill -0 "$QPID" 2>/dev/null; do
+	if [ $dom0_up = 0 ] && [ "$BOOT_DEADLINE" -gt 0 ] &&
+		[ $(( ${EPOCHREALTIME/./} - q_start )) -ge $(( BOOT_DEADLINE * 1000000 )) ]; then
+		if grep -q '@@ DOM0 UP' "$LOG" 2>/dev/null; then
+			dom0_up=1
+		else
+			stalled=1
+			stop_qemu
+			break
+		fi
+	fi
 	if [ $(( SECONDS - t_boot )) -ge "$TIMEOUT" ]; then
 		timed_out=1
-		kill -TERM "$QPID" 2>/dev/null; sleep 2; kill -KILL "$QPID" 2>/dev/null
+		stop_qemu
 		break
 	fi
 	sleep 1
@@ -291,6 +317,18 @@ note "QEMU exited rc=$qrc after ${boot_s}s"
 
 # ---- what the boot says -------------------------------------------------------------
 marker() { grep -m1 -E "@@ $1" "$LOG" 2>/dev/null; }
+if [ $stalled = 1 ]; then
+	# the emulator, not the scenario: run-retry.sh runs it once more
+	why="dom0 boot stalled: no \"@@ DOM0 UP\" within ${BOOT_DEADLINE}s of QEMU's start (TCX_XEN_BOOT_DEADLINE)"
+	echo "$why" > "$RUN/boot-stalled"
+	notok "dom0 booted within the boot deadline ($why; QEMU stopped)"
+	show_tail "$LOG" 30
+	rm -f "$EXPORT"
+	note "times: images+overlays $(( t_boot - t_start ))s, QEMU ${boot_s}s"
+	finish
+fi
+up=$(marker 'DOM0 UP' | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
+[ -n "$up" ] && note "dom0 up ${up}s after QEMU's start (boot deadline ${BOOT_DEADLINE}s)"
 if [ $timed_out = 1 ]; then
 	notok "QEMU finished within ${TIMEOUT}s (killed: hang or far too slow)"
 	show_tail "$LOG" 60

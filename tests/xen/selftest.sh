@@ -1,18 +1,25 @@
 #!/bin/bash
 # Self-test of the real-Xen harness (TAP): its failure paths must fail.
 #   tests/xen/selftest.sh [BUILDDIR]
-# 1. A real boot whose dom0 script exits 3 (scenario selftest-dom0-fails):
-#    run-scenario.sh exits non-zero, says why, still returns the results.
-# 2-4. With a stub in place of QEMU (no boot, a second or so each): a hang is
-#    killed at the timeout and fails with the log's tail; Ctrl-C (SIGINT)
-#    and SIGTERM stop the run and kill the "QEMU"; a QEMU that exits without
-#    running the scenario fails.
+# 1. A real boot whose dom0 script exits 3 (scenario selftest-dom0-fails,
+#    through run-retry.sh as meson runs scenarios): the run fails, says why,
+#    still returns the results, and is not taken for a dom0 boot stall (a
+#    stall of this boot, the emulator's doing, is retried once: its
+#    "# retried:" line is repeated here, where scripts/run-tests.sh counts it).
+# 2-7. With a stub in place of QEMU (no boot, seconds each): a hang after
+#    dom0 is up is killed at the timeout and fails with the log's tail;
+#    Ctrl-C (SIGINT) and SIGTERM stop the run and kill the "QEMU"; a QEMU that
+#    exits without running the scenario fails; a dom0 whose boot stalls is
+#    stopped at the boot deadline and retried once, with the first try's files
+#    kept, and a second stall fails naming it; a stall then a good boot
+#    passes; a dom0 that boots and whose scenario fails is not retried.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${1:-$HERE/../../build}
 mkdir -p "$BUILDDIR"
 BUILDDIR=$(cd "$BUILDDIR" && pwd)
 RS=$HERE/run-scenario.sh
+RR=$HERE/run-retry.sh
 W=$BUILDDIR/xen-tests/selftest
 rm -rf "$W"; mkdir -p "$W"
 
@@ -25,16 +32,22 @@ indent() { sed 's/^/#   /' "$1" | tail -n "${2:-15}"; }
 
 if [ "${TCX_SELFTEST_NO_BOOT:-0}" != 1 ]; then	# 1 = only the stub parts
 # ---- 1. a real boot, dom0 script fails -------------------------------------
-"$RS" --tap --builddir "$BUILDDIR" selftest-dom0-fails >"$W/real.tap" 2>&1
+rm -rf "$BUILDDIR/xen-tests/selftest-dom0-fails-first-try"
+"$RR" --tap --builddir "$BUILDDIR" selftest-dom0-fails >"$W/real.tap" 2>&1
 rc=$?
 if grep -q '^1..0 # SKIP' "$W/real.tap"; then
 	sed -n 's/^1..0 # SKIP/1..0 # SKIP/p' "$W/real.tap"
 	exit 0
 fi
-out=$BUILDDIR/xen-tests/selftest-dom0-fails/out
-check $(( rc == 0 )) "a scenario whose dom0 script exits 3 makes run-scenario.sh fail (rc=$rc)"
+grep '^# retried: ' "$W/real.tap"	# a stall of this boot, retried
+run=$BUILDDIR/xen-tests/selftest-dom0-fails
+out=$run/out
+check $(( rc == 0 )) "a scenario whose dom0 script exits 3 makes the run fail (rc=$rc)"
 grep -qE '^not ok .*dom0.sh exited 0 .*rc=3' "$W/real.tap"
 check $? "... and its TAP output names the failure (dom0.sh rc=3)"
+grep -q '@@ DOM0 UP' "$run/serial.log" 2>/dev/null && [ ! -e "$run/boot-stalled" ] &&
+	! grep -q '^not ok .*boot stalled' "$W/real.tap"
+check $? "... and it is not taken for a dom0 boot stall (dom0 came up)"
 [ -f "$out/reached" ] && [ "$(cat "$out/dom0-rc" 2>/dev/null)" = 3 ]
 check $? "... and the results still came back (dom0-rc = 3)"
 grep -q '^trace-cmd-xen version' "$out/tcx-version" 2>/dev/null &&
@@ -50,11 +63,37 @@ STUB=$W/qemu-stub
 cat > "$STUB" <<'STUBEOF'
 #!/bin/bash
 echo $$ > "$STUB_PIDFILE"
+echo "$STUB_MODE" >> "$STUB_PIDFILE.runs"
+mode=$STUB_MODE
+if [ "$mode" = stall-once ]; then	# stall, then boot and pass
+	[ "$(wc -l < "$STUB_PIDFILE.runs")" = 1 ] && mode=stall || mode=boot
+fi
 echo "(XEN) Xen version 4.17 (stub)"
-echo "stub: last line before the hang"
-case $STUB_MODE in
-hang) exec sleep 1000 ;;
+case $mode in
+stall)	# as a dom0 kernel stalled under TCG: a partial boot log, no /init
+	echo "[    3.100000] ACPI: bus type PCI registered"
+	echo "[    4.200000] hpet_acpi_add: no address or irqs in _CRS"
+	exec sleep 1000 ;;
 exit) exit 0 ;;
+esac
+echo "@@ DOM0 UP (up 9.60s) (stub)"
+case $mode in
+hang) echo "stub: last line before the hang"; exec sleep 1000 ;;
+boot)	# dom0.sh exits with STUB_RC (0 by default); results on the "disk"
+	rc=${STUB_RC:-0}
+	echo "@@ TOOLSTACK UP (up 10.30s)"
+	echo "@@ SCENARIO START timeout=60s"
+	sleep "${STUB_SLEEP:-0}"
+	echo "@@ SCENARIO EXIT rc=$rc"
+	for a in "$@"; do
+		case $a in file=*) img=${a#file=}; img=${img%%,*} ;; esac
+	done
+	d=$(mktemp -d)
+	echo "$rc" > "$d/dom0-rc"
+	tar -C "$d" -cf "$img" . && echo "@@ EXPORT DONE bytes=4k"
+	rm -rf "$d"
+	echo "@@ ALL DONE rc=$rc"
+	exit 0 ;;
 esac
 STUBEOF
 chmod +x "$STUB"
@@ -62,11 +101,16 @@ chmod +x "$STUB"
 # own files (xen-tests/selftest-stub/) and leave the real boot's alone
 rm -rf "$W/selftest-stub"
 cp -r "$HERE/scenarios/selftest-dom0-fails" "$W/selftest-stub"
-stub_run() {	# MODE TIMEOUT TAG: run-scenario.sh in the background (pid in BGPID)
+SR=$BUILDDIR/xen-tests/selftest-stub
+stub_run() {	# MODE TIMEOUT TAG [SCRIPT]: run-scenario.sh (or SCRIPT) in the
+		# background (pid in BGPID); boot deadline $DEADLINE (default 120)
+	rm -f "$W/$3.pid" "$W/$3.pid.runs"
 	STUB_MODE=$1 STUB_PIDFILE=$W/$3.pid TCX_QEMU=$STUB \
-		"$RS" --tap --timeout "$2" --builddir "$BUILDDIR" "$W/selftest-stub" >"$W/$3.tap" 2>&1 &
+		TCX_XEN_BOOT_DEADLINE=${DEADLINE:-120} \
+		"${4:-$RS}" --tap --timeout "$2" --builddir "$BUILDDIR" "$W/selftest-stub" >"$W/$3.tap" 2>&1 &
 	BGPID=$!
 }
+runs() { wc -l < "$W/$1.pid.runs" 2>/dev/null || echo 0; }	# TAG: stub invocations
 gone() {	# PIDFILE: the stub's process no longer exists
 	local p
 	p=$(cat "$1" 2>/dev/null) || return 1
@@ -74,15 +118,16 @@ gone() {	# PIDFILE: the stub's process no longer exists
 	return 1
 }
 wait_pidfile() { for _ in $(seq 600); do [ -s "$1" ] && return 0; sleep 0.1; done; return 1; }
-
 # ---- 2. hang -> timeout ---------------------------------------------------------
-stub_run hang 3 hang
+DEADLINE=2 stub_run hang 4 hang
 wait "$BGPID"; rc=$?
-check $(( rc == 0 )) "a hang is stopped at the timeout and fails (rc=$rc)"
-grep -q '^not ok .*finished within 3s' "$W/hang.tap" && grep -q 'stub: last line before the hang' "$W/hang.tap"
+check $(( rc == 0 )) "a hang after dom0 is up is stopped at the timeout and fails (rc=$rc)"
+grep -q '^not ok .*finished within 4s' "$W/hang.tap" && grep -q 'stub: last line before the hang' "$W/hang.tap"
 check $? "... with the tail of its serial log printed"
 gone "$W/hang.pid"
 check $? "... and the hung QEMU killed"
+! grep -q 'boot stalled' "$W/hang.tap" && [ ! -e "$SR/boot-stalled" ]
+check $? "... and not taken for a boot stall (dom0 was up at the 2 s deadline)"
 
 # ---- 3. Ctrl-C and SIGTERM --------------------------------------------------------
 set -m	# own process groups: background jobs may then receive SIGINT
@@ -104,6 +149,46 @@ wait "$BGPID"; rc=$?
 check $(( rc == 0 )) "a boot that never reaches the scenario fails (rc=$rc)"
 grep -q '^not ok .*toolstack is up' "$W/exit.tap" && grep -q '^not ok .*results returned' "$W/exit.tap"
 check $? "... saying dom0 never came up and no results came back"
+
+# ---- 5. a dom0 boot stall, twice: stopped at the deadline, retried, failed --------
+qemu_secs() {	# TAP: the "QEMU exited ... after Ns" of each run, commented or not
+	sed -nE 's/^#( +#)? QEMU exited rc=[0-9]+ after ([0-9]+)s$/\2/p' "$1" | tr '\n' ' '
+}
+rm -rf "$SR-first-try"
+DEADLINE=2 stub_run stall 60 stall "$RR"
+wait "$BGPID"; rc=$?
+secs=$(qemu_secs "$W/stall.tap")
+echo "$secs" | awk '{ exit !(NF == 2 && $1 <= 8 && $2 <= 8) }'
+check $? "a dom0 boot stall is stopped at the 2 s boot deadline, not the 60 s timeout (QEMU ran: ${secs:-?}s)"
+[ "$(grep -c '^# retried: selftest-stub: dom0 boot stalled' "$W/stall.tap")" = 1 ] &&
+	[ "$(runs stall)" = 2 ]
+check $? "... and the scenario retried once (\"# retried:\" line, $(runs stall) QEMU runs)"
+grep -q 'hpet_acpi_add' "$SR-first-try/serial.log" 2>/dev/null &&
+	[ -f "$SR-first-try/boot-stalled" ] &&
+	grep -q "^# the first run's results: .*selftest-stub-first-try" "$W/stall.tap" &&
+	grep -q '^#   not ok .*dom0 boot stalled' "$W/stall.tap"
+check $? "... with the first try's files kept (selftest-stub-first-try/) and its TAP lines shown"
+[ $rc != 0 ] && grep -q '^not ok .*dom0 boot stalled: no "@@ DOM0 UP" within 2s' "$W/stall.tap" &&
+	grep -q '^# selftest-stub: dom0 boot stalled again on the retry' "$W/stall.tap"
+check $? "... and a second stall fails, naming the stall (rc=$rc)"
+gone "$W/stall.pid"
+check $? "... and the stalled QEMU killed"
+
+# ---- 6. a stall, then a good boot: passes ------------------------------------------
+DEADLINE=2 stub_run stall-once 60 once "$RR"
+wait "$BGPID"; rc=$?
+[ $rc = 0 ] && [ "$(runs once)" = 2 ] &&
+	[ "$(grep -c '^# retried: selftest-stub: dom0 boot stalled' "$W/once.tap")" = 1 ] &&
+	grep -q '^# selftest-stub: PASS' "$W/once.tap" && ! grep -q '^not ok' "$W/once.tap"
+check $? "a stall followed by a good boot passes, with one retry (rc=$rc)"
+
+# ---- 7. dom0 boots, its scenario fails: no retry -------------------------------------
+DEADLINE=2 STUB_RC=3 STUB_SLEEP=3 stub_run boot 60 booted "$RR"
+wait "$BGPID"; rc=$?
+[ $rc != 0 ] && [ "$(runs booted)" = 1 ] && ! grep -q '^# retried:' "$W/booted.tap" &&
+	grep -qE '^not ok .*dom0.sh exited 0 .*rc=3' "$W/booted.tap" &&
+	! grep -q 'boot stalled' "$W/booted.tap"
+check $? "a dom0 that boots and whose scenario fails (rc=3, past the deadline) fails with no retry (rc=$rc)"
 
 echo "1..$n"
 [ $nfail -eq 0 ]
