@@ -25,14 +25,14 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder.h"
-#include "simhost.h"
+#include "tlib.h"
 #include "tdat.h"
 
-static struct simhost sim;
+static struct tlib_sim sim;
 
 static void put(unsigned int domid, const char *file, const char *text)
 {
-	assert_int_equal(simhost_put(&sim, domid, file, text), 0);
+	assert_int_equal(tlib_sim_put(&sim, domid, file, text), 0);
 }
 
 /* pages the simulator produced for @dom (all vCPUs), from the truth */
@@ -94,17 +94,17 @@ static void test_two_guests(void **state)
 	char out[400], host[400], err[512];
 	pid_t agent[2];
 
-	assert_int_equal(simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../../sim/hosts/two-guests.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(simhost_boot(&sim, dom[i]), 0);
-		agent[i] = simhost_agent(&sim, dom[i]);
+		assert_int_equal(tlib_sim_boot(&sim, dom[i], "sched"), 0);
+		agent[i] = tlib_sim_agent(&sim, dom[i]);
 		assert_true(agent[i] > 0);
 	}
 	usleep(100 * 1000);	/* the daemon rewrites trace_clock every 20 ms */
 	/* the agents advertise themselves in xenstore */
 	for (int i = 0; i < 2; i++)
-		assert_true(simhost_agent_ready(dom[i], 300, NULL));
+		assert_true(tlib_agent_ready(dom[i], NULL));
 	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
 	for (int i = 0; i < 2; i++) {
 		struct rec_guest_opts o = {
@@ -177,7 +177,7 @@ static void test_two_guests(void **state)
 		kill(agent[i], SIGTERM);
 		waitpid(agent[i], NULL, 0);
 	}
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 
 	for (int i = 0; i < 2; i++) {
 		uint64_t dropped, pages = truth_pages(dom[i], &dropped);
@@ -194,7 +194,7 @@ static void test_two_guests(void **state)
 		assert_int_equal(dropped, 0);
 		assert_int_equal(sum[i].pages, pages);
 	}
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 }
 
 /* One guest's agent is killed mid-capture: its file ends there, valid; the other goes on. */
@@ -207,15 +207,15 @@ static void test_guest_dies(void **state)
 	char out[400], err[512];
 	pid_t agent[2];
 
-	assert_int_equal(simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../../sim/hosts/two-guests.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(simhost_boot(&sim, dom[i]), 0);
-		agent[i] = simhost_agent(&sim, dom[i]);
+		assert_int_equal(tlib_sim_boot(&sim, dom[i], "sched"), 0);
+		agent[i] = tlib_sim_agent(&sim, dom[i]);
 		assert_true(agent[i] > 0);
 	}
 	for (int i = 0; i < 2; i++)
-		assert_true(simhost_agent_ready(dom[i], 300, NULL));
+		assert_true(tlib_agent_ready(dom[i], NULL));
 	snprintf(out, sizeof(out), "%s/dies.dat", sim.tmp);
 	for (int i = 0; i < 2; i++) {
 		/* no time sync: its last sample would only lengthen the stop */
@@ -252,7 +252,7 @@ static void test_guest_dies(void **state)
 	assert_non_null(strstr(sum[1].note, "went away"));
 	kill(agent[0], SIGTERM);
 	waitpid(agent[0], NULL, 0);
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 	{
 		uint64_t dropped, pages = truth_pages(1, &dropped);
 		int cpus, n = report_events(sum[0].path, &cpus);
@@ -267,12 +267,12 @@ static void test_guest_dies(void **state)
 		assert_int_equal((uint64_t)n, sum[1].events);
 		assert_true(sum[1].pages < truth_pages(2, &dropped));
 	}
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 }
 
 static int teardown(void **state)
 {
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 	return 0;
 }
 

@@ -36,7 +36,7 @@
 #include "agent-priv.h"
 #include "mock-xen.h"
 #include "recorder.h"
-#include "simhost.h"
+#include "tlib.h"
 #include "simkernel.h"
 #include "tdat.h"
 #include "tmsg.h"
@@ -68,7 +68,7 @@ static void check_report(const char *file, int cpus, int events)
 	static char out[1 << 16];
 	char want[32];
 
-	assert_int_equal(run_shell(out, sizeof(out), "trace-cmd report -i '%s' 2>&1", file), 0);
+	assert_int_equal(tlib_capture(out, sizeof(out), "trace-cmd report -i '%s' 2>&1", file), 0);
 	snprintf(want, sizeof(want), "cpus=%d", cpus);
 	if (!strstr(out, want) || count(out, " n=") != events)
 		fail_msg("%s: want %s and %d events:\n%.2000s", file, want, events, out);
@@ -80,7 +80,7 @@ static void check_traceid(const char *file, uint64_t id)
 	static char out[1 << 16];
 	char want[64];
 
-	assert_int_equal(dump_options(out, sizeof(out), file), 0);
+	assert_int_equal(tlib_dump_options(out, sizeof(out), file), 0);
 	snprintf(want, sizeof(want), "0x%llX", (unsigned long long)id);
 	if (!strstr(out, "TRACEID") || !strstr(out, want))
 		fail_msg("%s: no TRACEID %s:\n%.2000s", file, want, out);
@@ -98,7 +98,7 @@ static int check_time_shift(const char *file, bool want, uint64_t peer, int64_t 
 	char id[64];
 	int n = 0;
 
-	assert_int_equal(dump_options(out, sizeof(out), file), 0);
+	assert_int_equal(tlib_dump_options(out, sizeof(out), file), 0);
 	if (!want) {
 		if (strstr(out, "TimeShift"))
 			fail_msg("%s: a TIME_SHIFT without time sync:\n%.2000s", file, out);
@@ -349,7 +349,7 @@ static void test_tcp_session(void **state)
 		static char rep[1 << 16];
 
 		for (int i = 0; i < 30; i++) {
-			run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1", gfile);
+			tlib_capture(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1", gfile);
 			if (count(rep, " n=") == SIMK_CPUS * SIMK_PER_CPU)
 				break;
 			usleep(50 * 1000);
@@ -386,7 +386,7 @@ static void test_tcp_session(void **state)
 		static char rep[1 << 16];
 
 		/* both files together, the guest's TSC2NSEC applied */
-		assert_int_equal(run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' -i '%s' "
+		assert_int_equal(tlib_capture(rep, sizeof(rep), "trace-cmd report -i '%s' -i '%s' "
 					   "2>&1", host, gfile), 0);
 		assert_int_equal(count(rep, " n="), SIMK_CPUS * SIMK_PER_CPU + 1);
 	}
@@ -558,10 +558,10 @@ static void test_dies_mid_page(void **state)
 		static char rep[1 << 14];
 
 		/* cmdlines and UNAME came through the metadata */
-		assert_int_equal(run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
+		assert_int_equal(tlib_capture(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
 					   "head -3", sum.path), 0);
 		assert_non_null(strstr(rep, "ticker"));
-		assert_int_equal(dump_options(rep, sizeof(rep), sum.path), 0);
+		assert_int_equal(tlib_dump_options(rep, sizeof(rep), sum.path), 0);
 		assert_non_null(strstr(rep, "Linux fake 6.1"));
 	}
 	close(f.lfd);
@@ -785,7 +785,7 @@ static void test_stock_agent(void **state)
 	waitpid(pid, NULL, 0);
 	assert_true(sum.events > 0);
 	assert_int_equal(sum.bad_pages, 0);
-	assert_int_equal(run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
+	assert_int_equal(tlib_capture(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
 				   "grep -c ' sched_switch: '", sum.path), 0);
 	assert_int_equal(atoi(rep), (int)sum.events);
 	check_traceid(sum.path, sum.traceid);

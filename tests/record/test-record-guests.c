@@ -39,12 +39,12 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder.h"
-#include "simhost.h"
+#include "tlib.h"
 
 #define MAXCPU		16
 #define MAXAGENTS	4
 
-static struct simhost sim;
+static struct tlib_sim sim;
 static pid_t agents[MAXAGENTS];
 static int nagents;
 static char outdir[400];
@@ -73,7 +73,7 @@ static char *path(const char *name)
 static int setup(void **state)
 {
 	nagents = 0;
-	if (simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")))
+	if (tlib_sim_start(&sim, tlib_conf_path("../../sim/hosts/two-guests.conf")))
 		return -1;
 	setenv("XENSIM_HOST", sim.dir, 1);
 	snprintf(outdir, sizeof(outdir), "%s/out", sim.tmp);
@@ -95,14 +95,14 @@ static void stop_agents(void)
 static int teardown(void **state)
 {
 	stop_agents();
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 	return 0;
 }
 
 /* Write @text into a simulated guest kernel's tracefs file. */
 static void put(unsigned int domid, const char *file, const char *text)
 {
-	assert_int_equal(simhost_put(&sim, domid, file, text), 0);
+	assert_int_equal(tlib_sim_put(&sim, domid, file, text), 0);
 }
 
 /*
@@ -145,11 +145,11 @@ static pid_t start_xen_agent(unsigned int domid)
 	pid_t pid;
 
 	boot_guest(domid);
-	pid = simhost_agent(&sim, domid);
+	pid = tlib_sim_agent(&sim, domid);
 	assert_true(pid >= 0);
 	assert_true(nagents < MAXAGENTS);
 	agents[nagents++] = pid;
-	if (!simhost_agent_ready(domid, 500, NULL))
+	if (!tlib_agent_ready(domid, NULL))
 		fail_msg("the agent of domain %u does not advertise itself (see %s/agent%u.log)",
 			 domid, sim.tmp, domid);
 	return pid;
@@ -616,7 +616,7 @@ static void test_two_guests(void **state)
 	nge = dump_guests(path("trace.dat"), ge, 16);
 	assert_non_null(gentry_named(ge, nge, "d0"));
 	stop_agents();
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 
 	for (int i = 0; i < 2; i++) {
 		const struct jguest *jg;
@@ -690,7 +690,7 @@ static void test_mask(void **state)
 		fail_msg("record failed, see %s", show(err));
 	put(gdom[0], "tracing_on", "0\n");
 	stop_agents();
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 	if (!file_has(err, "-M 0x2f000: adding 0x8080000 for the guests (vCPU runs and time sync)"))
 		fail_msg("no note of the classes added, see %s", show(err));
 	/*
@@ -702,8 +702,8 @@ static void test_mask(void **state)
 	assert_non_null(text);
 	cls = strstr(text, "\"classes\"");
 	assert_non_null(cls);
-	hvm = json_num(cls, "\"hvm\"");
-	pv = json_num(cls, "\"pv\"");
+	hvm = tlib_json_num(cls, "\"hvm\"");
+	pv = tlib_json_num(cls, "\"pv\"");
 	print_message("# classes: hvm %lld, pv %lld\n", (long long)hvm, (long long)pv);
 	assert_true(hvm > 1000 && pv >= 0 && pv * 100 < hvm);
 	assert_true(file_has(err, "tsync xen: "));
@@ -734,7 +734,7 @@ static void test_every_event(void **state)
 	assert_int_equal(j.ng, 2);
 	nge = dump_guests(path("trace.dat"), ge, 16);
 	stop_agents();
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 	for (int i = 0; i < 2; i++) {
 		struct gtruth t;
 		struct gread g;
@@ -786,7 +786,7 @@ static void test_agent_killed(void **state)
 	check_host_files();
 	nge = dump_guests(path("trace.dat"), ge, 16);
 	stop_agents();
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 
 	/* the survivor: complete */
 	check_xen_guest(0, ge, nge, &j, &g);

@@ -31,26 +31,26 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder.h"
-#include "simhost.h"
+#include "tlib.h"
 
 #define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
 #define MAXCPU		64
 
-static struct simhost sim;
+static struct tlib_sim sim;
 
 static int setup_basic(void **state)
 {
-	return simhost_start(&sim, conf_path("basic.conf"));
+	return tlib_sim_start(&sim, tlib_conf_path("basic.conf"));
 }
 
 static int setup_stress(void **state)
 {
-	return simhost_start(&sim, conf_path("stress.conf"));
+	return tlib_sim_start(&sim, tlib_conf_path("stress.conf"));
 }
 
 static int cleanup(void **state)
 {
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 	return 0;
 }
 
@@ -327,7 +327,7 @@ static void test_drainable(void **state)
 	struct tracecmd_input *h;
 	struct hvread hr;
 	struct marks mk = { 0 };
-	struct truth t;
+	struct tlib_truth t;
 	uint32_t mult, shift;
 	size_t checked = 0;
 	unsigned long nonmono = 99, d0lines = 0, marklines = 0;
@@ -337,8 +337,8 @@ static void test_drainable(void **state)
 	rpid = spawn(argv, err, NULL);
 	write_marks(rpid, &mk);
 	assert_int_equal(wait_rc(rpid), 0);
-	assert_int_equal(simhost_stop(&sim), 0);
-	assert_int_equal(truth_load(sim.dir, &t), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
 	mult = json_u64(js, "tsc2nsec_mult");
 	shift = json_u64(js, "tsc2nsec_shift");
 
@@ -361,7 +361,7 @@ static void test_drainable(void **state)
 	 * incoming vCPU's runnable->running, a few ticks later).
 	 */
 	for (size_t i = 0; i < t.nrun; i++) {
-		const struct truth_run *r = &t.run[i];
+		const struct tlib_truth_run *r = &t.run[i];
 		int pid = rec_vcpu_pid(r->dom, r->vcpu);
 		long k;
 		uint64_t end;
@@ -435,7 +435,7 @@ static void test_drainable(void **state)
 	assert_true(d0lines > 100);
 	assert_int_equal(marklines, NMARK);
 	hv_free(&hr);
-	truth_free(&t);
+	tlib_truth_free(&t);
 }
 
 static void test_stress(void **state)
@@ -444,7 +444,7 @@ static void test_stress(void **state)
 	char *argv[] = { (char *)tcx(), "record", "--xen", "-q", "--no-dom0", "-S", "2",
 			 "-o", out, "--summary-json", js, "--duration", "1", NULL };
 	struct hvread hr;
-	struct truth t;
+	struct tlib_truth t;
 	uint64_t lost = 0;
 	bool dropped = false;
 
@@ -455,8 +455,8 @@ static void test_stress(void **state)
 	 */
 	for (int attempt = 0; !dropped; attempt++) {
 		assert_int_equal(run(argv, err, NULL), 0);
-		assert_int_equal(simhost_stop(&sim), 0);
-		assert_int_equal(truth_load(sim.dir, &t), 0);
+		assert_int_equal(tlib_sim_stop(&sim), 0);
+		assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
 		dropped = true;
 		for (unsigned int c = 0; c < t.pcpus; c++)
 			dropped &= t.st[c].dropped > 0;
@@ -464,9 +464,9 @@ static void test_stress(void **state)
 			break;
 		print_message("# run %d: a pCPU dropped nothing (a busy machine): again\n",
 			      attempt + 1);
-		truth_free(&t);
-		simhost_cleanup(&sim);
-		assert_int_equal(simhost_start(&sim, conf_path("stress.conf")), 0);
+		tlib_truth_free(&t);
+		tlib_sim_cleanup(&sim);
+		assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("stress.conf")), 0);
 		out = path("trace.dat");
 		js = path("sum.json");
 		err = path("err");
@@ -487,7 +487,7 @@ static void test_stress(void **state)
 	}
 	assert_int_equal(json_u64(js, "lost"), lost);
 	hv_free(&hr);
-	truth_free(&t);
+	tlib_truth_free(&t);
 }
 
 static void test_command(void **state)
