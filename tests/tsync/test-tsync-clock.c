@@ -177,60 +177,47 @@ static void load_clocks(void)
 	assert_true(cap.t0 && cap.end > cap.t0 && (cap.frac == 32 || cap.frac == 48));
 }
 
-static pid_t spawn_agent(unsigned int dom)
-{
-	return tlib_sim_boot(&cap.sim, dom, "sched") ? -1 : tlib_sim_agent(&cap.sim, dom);
-}
-
 static void stop_children(void)
 {
 	for (int i = 0; i <= NG; i++) {
-		if (child[i] > 0) {
-			kill(child[i], SIGTERM);
-			waitpid(child[i], NULL, 0);
-			child[i] = 0;
-		}
+		tlib_kill(child[i], SIGTERM);
+		child[i] = 0;
 	}
 }
 
 /* The capture all three cases read: made once. */
 static int capture(void **state)
 {
-	const char *bin = getenv("TCX_BIN");
 	static char text[1 << 16];
 	char out[400], js[400], log[400];
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "--no-dom0", "-e", "sched", "-A",
+			 "1", "-A", "2", "-A", "3", "--tsync-interval", "0.5", "--duration",
+			 DURATION, "-o", out, "--summary-json", js, NULL };
 	int st;
 
 	(void)state;
 	memset(&cap, 0, sizeof(cap));
-	if (!bin || tlib_sim_start(&cap.sim, tlib_conf_path("../tsync/tsync-clock.conf")))
+	if (!getenv("TCX_BIN") ||
+	    tlib_sim_start(&cap.sim, tlib_conf_path("../tsync/tsync-clock.conf")))
 		return -1;
 	setenv("XENSIM_HOST", cap.sim.dir, 1);
-	for (int i = 0; i < NG; i++)
-		child[i] = spawn_agent(gdom[i]);
-	for (int i = 0; i < NG; i++)
-		if (child[i] <= 0 || !tlib_agent_ready(gdom[i], NULL))
+	for (int i = 0; i < NG; i++) {
+		child[i] = tlib_sim_guest(&cap.sim, gdom[i], "sched", NULL);
+		if (child[i] <= 0)
 			goto fail;
+	}
 	snprintf(out, sizeof(out), "%s/trace.dat", cap.sim.tmp);
 	snprintf(js, sizeof(js), "%s/summary.json", cap.sim.tmp);
 	snprintf(log, sizeof(log), "%s/record.log", cap.sim.tmp);
-	child[NG] = fork();
-	if (!child[NG]) {
-		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execl(bin, bin, "record", "--xen", "--no-dom0", "-e", "sched", "-A", "1", "-A", "2",
-		      "-A", "3", "--tsync-interval", "0.5", "--duration", DURATION, "-o", out,
-		      "--summary-json", js, (char *)NULL);
-		_exit(127);
-	}
-	waitpid(child[NG], &st, 0);
+	child[NG] = tlib_sim_spawn(&cap.sim, argv, -1, "/dev/null", log);
+	st = tlib_wait(child[NG]);
 	child[NG] = 0;
 	stop_children();
 	if (tlib_sim_stop(&cap.sim))
 		goto fail;
 	tlib_capture(text, sizeof(text), "cat '%s'", log);
 	fprintf(stderr, "%s", text);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
+	if (st)
 		goto fail;
 	if (tlib_capture(cap.json, sizeof(cap.json), "cat '%s'", js) ||
 	    tlib_truth_load(cap.sim.dir, &cap.tr))
@@ -299,26 +286,24 @@ struct sample {
 static size_t samples(int i, struct sample *s, size_t max)
 {
 	static char text[1 << 16];
+	static struct tlib_shift sh[4096];
 	char file[460];
-	size_t n = 0;
+	int n;
 
 	snprintf(file, sizeof(file), "%s/trace-%s.dat", cap.sim.tmp, gname[i]);
-	assert_int_equal(tlib_dump_options(text, sizeof(text), file), 0);
-	assert_non_null(strstr(text, "Option TimeShift"));
-	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
-		long long o;
-		unsigned long long mul, frac, t;
-
-		if (!strstr(l, "[offset * scaling"))
-			continue;
-		assert_int_equal(sscanf(l, " %lld %llu %llu %llu", &o, &mul, &frac, &t), 4);
-		assert_int_equal(mul, 1);
-		assert_int_equal(frac, 0);
-		assert_true(n < max);
-		s[n++] = (struct sample){ .t = t, .o = o };
+	n = tlib_time_shift(file, 0, sh, 4096, text, sizeof(text));
+	assert_int_not_equal(n, -1);
+	assert_int_not_equal(n, -2);	/* no "Option TimeShift" */
+	assert_true(n <= 4096);
+	for (int k = 0; k < n; k++) {
+		assert_int_equal(sh[k].fields, 4);
+		assert_int_equal(sh[k].scaling, 1);
+		assert_int_equal(sh[k].frac, 0);
+		assert_true((size_t)k < max);
+		s[k] = (struct sample){ .t = sh[k].ts, .o = sh[k].offset };
 	}
 	assert_true(n >= 2);
-	return n;
+	return (size_t)n;
 }
 
 /*

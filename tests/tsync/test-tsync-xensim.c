@@ -51,8 +51,7 @@ static void end_session(struct tmsg_transport *ctl, struct tmsg_transport *ts,
 		tmsg_close(data[c]);
 	tmsg_close(ctl);
 	tmsg_trace_resp_free(resp);
-	kill(agent, SIGTERM);
-	waitpid(agent, NULL, 0);
+	tlib_kill(agent, SIGTERM);
 	agent_pid = 0;
 }
 
@@ -60,11 +59,8 @@ static void end_session(struct tmsg_transport *ctl, struct tmsg_transport *ts,
 static int teardown(void **state)
 {
 	(void)state;
-	if (agent_pid > 0) {
-		kill(agent_pid, SIGTERM);
-		waitpid(agent_pid, NULL, 0);
-		agent_pid = 0;
-	}
+	tlib_kill(agent_pid, SIGTERM);
+	agent_pid = 0;
 	if (sim.pid > 0) {
 		tlib_sim_stop(&sim);
 		tlib_sim_cleanup(&sim);
@@ -72,27 +68,6 @@ static int teardown(void **state)
 	return 0;
 }
 static const unsigned int doms[NDOM] = { 1, 2, 3 };
-
-static void put(unsigned int domid, const char *file, const char *text)
-{
-	assert_int_equal(tlib_sim_put(&sim, domid, file, text), 0);
-}
-
-static bool truth_has(const char *what)
-{
-	char path[400], line[512];
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/truth", sim.dir);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, what) != NULL;
-	fclose(f);
-	return found;
-}
 
 /*
  * The hypervisor's side in the background: `record --xen --raw` into the
@@ -102,20 +77,14 @@ static bool truth_has(const char *what)
  */
 static pid_t record_raw(char *out, char *raw, size_t len)
 {
-	const char *bin = getenv("TCX_BIN");
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "--no-dom0", "-q", "-o", out,
+			 "--raw", raw, NULL };
 	pid_t pid;
 
 	snprintf(out, len, "%s/trace.dat", sim.tmp);
 	snprintf(raw, len, "%s/raw.bin", sim.tmp);
-	pid = agent_pid = fork();
-	if (!pid) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execl(bin, bin, "record", "--xen", "--no-dom0", "-q", "-o", out, "--raw", raw,
-		      (char *)NULL);
-		_exit(127);
-	}
-	for (int t = 0; t < 500 && !truth_has("tbuf enable"); t++)
+	pid = agent_pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", NULL);
+	for (int t = 0; t < 500 && tlib_truth_count(sim.dir, "tbuf enable") <= 0; t++)
 		usleep(10 * 1000);
 	return pid;
 }
@@ -443,7 +412,7 @@ static void test_xen_protocol(void **state)
 		tsync_gcollect_set_hook(gs[i].c, on_event, &gs[i]);
 	}
 	rec = record_raw(out, raw, sizeof(out));
-	assert_true(truth_has("tbuf enable"));
+	assert_true(tlib_truth_count(sim.dir, "tbuf enable") > 0);
 	usleep(200 * 1000);
 	/* rounds at the start and one second later */
 	for (int k = 0; k < 2; k++) {
@@ -458,7 +427,7 @@ static void test_xen_protocol(void **state)
 	agent_pid = 0;
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	for (int i = 0; i < NDOM; i++)
-		put(doms[i], "tracing_on", "0\n");
+		assert_int_equal(tlib_sim_put(&sim, doms[i], "tracing_on", "0\n"), 0);
 	drain(gs, 300);
 	assert_int_equal(tlib_sim_stop(&sim), 0);
 
@@ -619,7 +588,7 @@ static void test_xen_protocol_smp(void **state)
 	}
 	tsync_gcollect_set_hook(col, on_event_cpu, gs);
 	rec = record_raw(out, raw, sizeof(out));
-	assert_true(truth_has("tbuf enable"));
+	assert_true(tlib_truth_count(sim.dir, "tbuf enable") > 0);
 	usleep(200 * 1000);
 	for (int k = 0; k < 2; k++) {
 		pid = smp_rounds(1 + (uint32_t)k * 1000);
@@ -635,7 +604,7 @@ static void test_xen_protocol_smp(void **state)
 		drain_cpus(gs, col, 20);
 	agent_pid = 0;
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	put(1, "tracing_on", "0\n");
+	assert_int_equal(tlib_sim_put(&sim, 1, "tracing_on", "0\n"), 0);
 	drain_cpus(gs, col, 300);
 	assert_int_equal(tlib_sim_stop(&sim), 0);
 
@@ -724,22 +693,6 @@ static void test_xen_protocol_smp(void **state)
 	tlib_sim_cleanup(&sim);
 }
 
-static int count_truth(const char *prefix)
-{
-	char path[400], line[512];
-	int n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/truth", sim.dir);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += !strncmp(line, prefix, strlen(prefix));
-	fclose(f);
-	return n;
-}
-
 static int null_sink(void *arg, const void *buf, size_t len)
 {
 	(void)buf;
@@ -766,11 +719,10 @@ static void test_agent_xen(void **state)
 	(void)state;
 	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
-	put(1, "trace_clock", "x86-tsc\n");
-	put(1, "tracing_on", "1\n");
-	agent = agent_pid = tlib_sim_agent(&sim, 1);
+	assert_int_equal(tlib_sim_put(&sim, 1, "trace_clock", "x86-tsc\n"), 0);
+	assert_int_equal(tlib_sim_put(&sim, 1, "tracing_on", "1\n"), 0);
+	agent = agent_pid = tlib_sim_guest(&sim, 1, NULL, &a);
 	assert_true(agent > 0);
-	assert_true(tlib_agent_ready(1, &a));
 	assert_int_equal(tmsg_vchan_path(path, sizeof(path), 1, a.port), 0);
 	ctl = tmsg_vchan_client(1, path);
 	assert_non_null(ctl);
@@ -797,7 +749,7 @@ static void test_agent_xen(void **state)
 	end_session(ctl, ts, data, resp.cpus, &resp, agent);
 	assert_int_equal(tlib_sim_stop(&sim), 0);
 	/* the simulator executed each HVMOP_xentrace of the rounds */
-	assert_int_equal(count_truth("xentrace 1 "), 6 * (int)resp.cpus);
+	assert_int_equal(tlib_truth_count(sim.dir, "xentrace 1 "), 6 * (int)resp.cpus);
 	tlib_sim_cleanup(&sim);
 }
 
@@ -853,10 +805,8 @@ static void test_host_session(void **state)
 	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	rec = record_raw(out, raw, sizeof(out));
-	assert_int_equal(tlib_sim_boot(&sim, 1, "sched"), 0);
-	agent = tlib_sim_agent(&sim, 1);
+	agent = tlib_sim_guest(&sim, 1, "sched", &a);
 	assert_true(agent > 0);
-	assert_true(tlib_agent_ready(1, &a));
 	assert_int_equal(tmsg_vchan_path(path, sizeof(path), 1, a.port), 0);
 	ctl = tmsg_vchan_client(1, path);
 	assert_non_null(ctl);
@@ -885,14 +835,13 @@ static void test_host_session(void **state)
 	assert_int_equal(tsync_host_sample(th), 0);
 	usleep(500 * 1000);
 	assert_int_equal(tsync_host_sample(th), 0);
-	put(1, "tracing_on", "0\n");
+	assert_int_equal(tlib_sim_put(&sim, 1, "tracing_on", "0\n"), 0);
 	usleep(200 * 1000);
 	assert_int_equal(tmsg_host_close(ctl, 10000), 0);
 	pthread_join(pr.th, NULL);
-	kill(rec, SIGINT);
-	waitpid(rec, &st, 0);
+	st = tlib_kill(rec, SIGINT);
 	agent_pid = agent;
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(st, 0);
 
 	/* the hypervisor's records, as the recorder's decoder passes them */
 	{
@@ -1048,11 +997,10 @@ static void ptp_guest(unsigned int dom, const char *what)
 	size_t meta = 0;
 	pid_t agent;
 
-	put(dom, "trace_clock", "x86-tsc\n");
+	assert_int_equal(tlib_sim_put(&sim, dom, "trace_clock", "x86-tsc\n"), 0);
 	truth_tclock(dom, &k);
-	agent = agent_pid = tlib_sim_agent(&sim, dom);
+	agent = agent_pid = tlib_sim_guest(&sim, dom, NULL, &a);
 	assert_true(agent > 0);
-	assert_true(tlib_agent_ready(dom, &a));
 	assert_int_equal(tmsg_vchan_path(path, sizeof(path), dom, a.port), 0);
 	ctl = tmsg_vchan_client(dom, path);
 	assert_non_null(ctl);
@@ -1207,21 +1155,19 @@ static void test_rec_guest(void **state)
 	struct tlib_truth tr;
 	char out[400], raw[400], spec[NDOM][8], err[512];
 	static char text[1 << 16];
+	static struct tlib_shift sh[4096];
 	pid_t rec, agent[NDOM];
-	int st;
+	int st, ns;
 
 	(void)state;
 	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync-rec.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	rec = record_raw(out, raw, sizeof(out));
-	assert_true(truth_has("tbuf enable"));
+	assert_true(tlib_truth_count(sim.dir, "tbuf enable") > 0);
 	for (int i = 0; i < NDOM; i++) {
-		assert_int_equal(tlib_sim_boot(&sim, gdom[i], "sched"), 0);
-		agent[i] = tlib_sim_agent(&sim, gdom[i]);
+		agent[i] = tlib_sim_guest(&sim, gdom[i], "sched", NULL);
 		assert_true(agent[i] > 0);
 	}
-	for (int i = 0; i < NDOM; i++)
-		assert_true(tlib_agent_ready(gdom[i], NULL));
 	/* the hypervisor traces: open the guests, samples every 0.5 s */
 	for (int i = 0; i < NDOM; i++) {
 		struct rec_guest_opts o = {
@@ -1238,9 +1184,7 @@ static void test_rec_guest(void **state)
 		rec_guest_request_stop(g[i]);
 	for (int i = 0; i < NDOM; i++)
 		assert_int_equal(rec_guest_stop(g[i]), 0);
-	kill(rec, SIGINT);
-	waitpid(rec, &st, 0);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(tlib_kill(rec, SIGINT), 0);
 
 	/* the capture through the tap, then the solve at close */
 	{
@@ -1257,8 +1201,7 @@ static void test_rec_guest(void **state)
 		rec_guest_summary_print(&sum[i], stderr);
 	}
 	for (int i = 0; i < NDOM; i++) {
-		kill(agent[i], SIGTERM);
-		waitpid(agent[i], NULL, 0);
+		tlib_kill(agent[i], SIGTERM);
 	}
 	agent_pid = 0;
 	assert_int_equal(tlib_sim_stop(&sim), 0);
@@ -1294,11 +1237,12 @@ static void test_rec_guest(void **state)
 					     "\"time_shift\": true"));
 
 		/* the stock trace-cmd sees the TIME_SHIFT and reads the file */
-		assert_int_equal(tlib_dump_options(text, sizeof(text), sum[i].path), 0);
-		snprintf(json, sizeof(json), "0x%llx [peer", (unsigned long long)REC_HOST_TRACEID);
-		if (!strstr(text, "Option TimeShift") || !strcasestr(text, json))
+		ns = tlib_time_shift(sum[i].path, REC_HOST_TRACEID, sh, 4096, text, sizeof(text));
+		assert_int_not_equal(ns, -1);
+		if (ns == -2)
 			fail_msg("%s: no TIME_SHIFT for the host's trace id:\n%.2000s",
 				 sum[i].path, text);
+		assert_true(ns <= 4096);
 		/* unscaled guests: every sample's host - guest is -off, within the bound */
 		if (gdom[i] != 3) {
 			uint64_t ratio = 0;
@@ -1306,12 +1250,9 @@ static void test_rec_guest(void **state)
 			int n = 0;
 
 			truth_clock(gdom[i], &ratio, &off);
-			for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
-				int64_t o;
+			for (int j = 0; j < ns; j++) {
+				int64_t o = sh[j].offset;
 
-				if (!strstr(l, "[offset * scaling"))
-					continue;
-				o = strtoll(l, NULL, 10);
 				n++;
 				if (tsync_clock_ticks_to_ns(&clk, (uint64_t)llabs(o + off)) >
 				    (uint64_t)sum[i].tsync_bound_ns)
@@ -1358,11 +1299,14 @@ static void test_rec_guest(void **state)
  */
 static void test_record_cmd(void **state)
 {
-	const char *bin = getenv("TCX_BIN");
 	static const unsigned int gdom[2] = { 1, 3 };
 	static const char *const gname[2] = { "pvh", "scaled" };
 	static char text[1 << 16], json[1 << 14];
 	char out[400], js[400], log[400], gfile[420];
+	/* -e: the events the simulated guest kernels emit (their formats) */
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "--no-dom0", "-e", "sched", "-A",
+			 "1", "-A", "3", "--tsync-interval", "0.5", "--duration", "2", "-o", out,
+			 "--summary-json", js, NULL };
 	struct tlib_truth tr;
 	pid_t rec, agent[2];
 	int64_t mult, shift;
@@ -1372,35 +1316,22 @@ static void test_record_cmd(void **state)
 	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync-rec.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(tlib_sim_boot(&sim, gdom[i], "sched"), 0);
-		agent[i] = tlib_sim_agent(&sim, gdom[i]);
+		agent[i] = tlib_sim_guest(&sim, gdom[i], "sched", NULL);
 		assert_true(agent[i] > 0);
 	}
-	for (int i = 0; i < 2; i++)
-		assert_true(tlib_agent_ready(gdom[i], NULL));
 	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
 	snprintf(js, sizeof(js), "%s/summary.json", sim.tmp);
 	snprintf(log, sizeof(log), "%s/record.log", sim.tmp);
-	rec = agent_pid = fork();
-	if (!rec) {
-		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-			_exit(126);
-		/* -e: the events the simulated guest kernels emit (their formats) */
-		execl(bin, bin, "record", "--xen", "--no-dom0", "-e", "sched", "-A", "1", "-A", "3",
-		      "--tsync-interval", "0.5", "--duration", "2", "-o", out,
-		      "--summary-json", js, (char *)NULL);
-		_exit(127);
-	}
-	waitpid(rec, &st, 0);
+	rec = agent_pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", log);
+	st = tlib_wait(rec);
 	agent_pid = 0;
 	for (int i = 0; i < 2; i++) {
-		kill(agent[i], SIGTERM);
-		waitpid(agent[i], NULL, 0);
+		tlib_kill(agent[i], SIGTERM);
 	}
 	assert_int_equal(tlib_sim_stop(&sim), 0);
 	assert_int_equal(tlib_capture(text, sizeof(text), "cat '%s'", log), 0);
 	fprintf(stderr, "%s", text);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(st, 0);
 	/* the human summary has each guest's tsync line */
 	assert_non_null(strstr(text, "tsync xen: "));
 	assert_int_equal(tlib_capture(json, sizeof(json), "cat '%s'", js), 0);
