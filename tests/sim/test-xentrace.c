@@ -267,21 +267,6 @@ static void scratch(const struct tlib_sim *host, const char *name,
 	snprintf(buf, len, "%s/%s", host->tmp, name);
 }
 
-static unsigned int count_lines(const char *dir, const char *prefix)
-{
-	char path[512], line[256];
-	unsigned int n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/truth", dir);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		n += !strncmp(line, prefix, strlen(prefix));
-	fclose(f);
-	return n;
-}
-
 static void drainable(const char *conf, unsigned int min_migrations)
 {
 	struct tlib_truth t;
@@ -355,8 +340,8 @@ static void drainable(const char *conf, unsigned int min_migrations)
 	}
 	assert_true(compared >= 5);	/* dom0 x2, guest1 x2, guest2, idle */
 	/* vCPUs moved between pCPUs while traced */
-	print_message("# %u migrations\n", count_lines(sim.dir, "migrate "));
-	assert_true(count_lines(sim.dir, "migrate ") >= min_migrations);
+	print_message("# %d migrations\n", tlib_truth_count(sim.dir, "migrate "));
+	assert_true(tlib_truth_count(sim.dir, "migrate ") >= (int)min_migrations);
 	tlib_truth_free(&t);
 	tlib_sim_cleanup(&sim);
 }
@@ -450,12 +435,11 @@ static void test_second_xentrace_fails(void **state)
 	scratch(&sim, "one.bin", out1, sizeof(out1));
 	scratch(&sim, "two.bin", out2, sizeof(out2));
 	scratch(&sim, "two.err", err, sizeof(err));
-	first = fork();
-	assert_true(first >= 0);
-	if (!first) {
+	{
 		char *argv[] = { XENTRACE, "-T", "2", out1, NULL };
 
-		_exit(tlib_sim_run(&sim, argv, NULL, "/dev/null"));
+		first = tlib_sim_spawn(&sim, argv, -1, NULL, "/dev/null");
+		assert_true(first > 0);
 	}
 	usleep(700 * 1000);
 	{
@@ -469,12 +453,7 @@ static void test_second_xentrace_fails(void **state)
 		said |= strstr(line, "failed to bind to VIRQ port") != NULL;
 	fclose(f);
 	assert_true(said);
-	{
-		int st;
-
-		assert_int_equal(waitpid(first, &st, 0), first);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	}
+	assert_int_equal(tlib_wait(first), 0);
 	assert_int_equal(tlib_sim_stop(&sim), 0);
 	tlib_sim_cleanup(&sim);
 }
