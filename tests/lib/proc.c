@@ -71,11 +71,6 @@ int tlib_wait(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-int tlib_run(char *const argv[], const struct tlib_spawn_opts *o)
-{
-	return tlib_wait(tlib_spawn(argv, o));
-}
-
 int tlib_kill(pid_t pid, int sig)
 {
 	if (pid <= 0)

@@ -46,13 +46,6 @@ pid_t tlib_spawn(char *const argv[], const struct tlib_spawn_opts *o);
 int tlib_wait(pid_t pid);
 
 /**
- * tlib_run() - tlib_spawn() @argv and tlib_wait() for it.
- *
- * Return: as tlib_wait().
- */
-int tlib_run(char *const argv[], const struct tlib_spawn_opts *o);
-
-/**
  * tlib_kill() - send @sig to @pid and wait for it; nothing if @pid <= 0.
  *
  * Return: as tlib_wait(), -1 for no process.
