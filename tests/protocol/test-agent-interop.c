@@ -32,6 +32,7 @@
 
 #include "agent-internal.h"
 #include "simkernel.h"
+#include "tlib.h"
 #include "tmsg.h"
 
 #define TRACE_CMD	"/usr/bin/trace-cmd"
@@ -45,31 +46,13 @@ struct agent_proc {
 	char log[128];
 };
 
-static unsigned int free_port(void)
-{
-	unsigned int port;
-	int fd = tmsg_tcp_listen(NULL, 0, &port);
-
-	assert_true(fd >= 0);
-	close(fd);
-	return port;
-}
-
+/* @argv in the scratch directory, stdout and stderr into @log */
 static pid_t spawn(char *const argv[], const char *log)
 {
-	pid_t pid = fork();
+	struct tlib_spawn_opts o = { .out = log, .err = log, .cwd = dir };
+	pid_t pid = tlib_spawn(argv, &o);
 
-	assert_true(pid >= 0);
-	if (!pid) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		if (chdir(dir))
-			_exit(126);
-		execv(argv[0], argv);
-		_exit(127);
-	}
+	assert_true(pid > 0);
 	return pid;
 }
 
@@ -111,7 +94,9 @@ static void start_agent2(struct agent_proc *a, const char *extra,
 			  (char *)extra, (char *)extra2, NULL };
 	int fd;
 
-	a->port = free_port();
+	fd = tlib_free_port();
+	assert_true(fd > 0);
+	a->port = (unsigned int)fd;
 	snprintf(port, sizeof(port), "%u", a->port);
 	snprintf(a->log, sizeof(a->log), "%s/agent-%u.log", dir, a->port);
 	a->pid = spawn(argv, a->log);
@@ -137,20 +122,6 @@ static void stop_agent(struct agent_proc *a)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-static int grep_count(const char *path, const char *needle)
-{
-	char line[1024];
-	int n = 0;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
-}
-
 /* First line of @path containing @needle, copied into @out. */
 static bool grep_line(const char *path, const char *needle, char *out,
 		      size_t len)
@@ -173,17 +144,6 @@ static bool grep_line(const char *path, const char *needle, char *out,
 	return found;
 }
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 /* Stock record against the agent for about @ms, then Ctrl-C. */
 static int stock_record_tsync(const struct agent_proc *a, const char *out,
 			      const char *guest_opts, int ms, bool tsync);
@@ -191,7 +151,7 @@ static int stock_record_tsync(const struct agent_proc *a, const char *out,
 /* Sessions that started tracing or were refused, from the agent's log. */
 static int session_marks(const struct agent_proc *a)
 {
-	return grep_count(a->log, ": tracing ") + grep_count(a->log, " refused: ");
+	return tlib_count_lines(a->log, ": tracing ") + tlib_count_lines(a->log, " refused: ");
 }
 
 static int stock_record(const struct agent_proc *a, const char *out,
@@ -243,41 +203,41 @@ static void test_stock_record_drives_agent(void **state)
 	assert_int_equal(access(guest, R_OK), 0);
 	assert_int_equal(access(host, R_OK), 0);
 	snprintf(rep, sizeof(rep), "%s/guest-report.txt", dir);
-	assert_int_equal(sh(TRACE_CMD " report -i %s > %s 2>&1", guest, rep), 0);
-	assert_int_equal(grep_count(rep, "cpus="), 1);
-	assert_true(grep_count(rep, "sched_switch:") > 0);
-	assert_int_equal(grep_count(rep, "UNKNOWN EVENT"), 0);
+	assert_int_equal(tlib_sh(TRACE_CMD " report -i %s > %s 2>&1", guest, rep), 0);
+	assert_int_equal(tlib_count_lines(rep, "cpus="), 1);
+	assert_true(tlib_count_lines(rep, "sched_switch:") > 0);
+	assert_int_equal(tlib_count_lines(rep, "UNKNOWN EVENT"), 0);
 
 	/* host.dat's GUEST option carries the guest file's TRACEID */
-	assert_int_equal(sh(TRACE_CMD " dump --options -i %s > %s/g-opts.txt 2>&1",
+	assert_int_equal(tlib_sh(TRACE_CMD " dump --options -i %s > %s/g-opts.txt 2>&1",
 			    guest, dir), 0);
-	assert_int_equal(sh(TRACE_CMD " dump --options -i %s > %s/h-opts.txt 2>&1",
+	assert_int_equal(tlib_sh(TRACE_CMD " dump --options -i %s > %s/h-opts.txt 2>&1",
 			    host, dir), 0);
 	snprintf(rep, sizeof(rep), "%s/h-opts.txt", dir);
 	assert_true(grep_line(rep, "[trace id]", line, sizeof(line)));
 	sscanf(line, "%63s", id);
 	snprintf(rep, sizeof(rep), "%s/g-opts.txt", dir);
-	assert_int_equal(grep_count(rep, id), 1);
+	assert_int_equal(tlib_count_lines(rep, id), 1);
 
 	/* symbols for the host's report, as the stock agent sends them */
-	assert_int_equal(sh(TRACE_CMD " dump --summary -i %s > %s/g-sum.txt 2>&1",
+	assert_int_equal(tlib_sh(TRACE_CMD " dump --summary -i %s > %s/g-sum.txt 2>&1",
 			    guest, dir), 0);
 	snprintf(rep, sizeof(rep), "%s/g-sum.txt", dir);
-	assert_int_equal(grep_count(rep, "[Kallsyms, 0 bytes]"), 0);
-	assert_int_equal(grep_count(rep, "[Kallsyms,"), 1);
+	assert_int_equal(tlib_count_lines(rep, "[Kallsyms, 0 bytes]"), 0);
+	assert_int_equal(tlib_count_lines(rep, "[Kallsyms,"), 1);
 
 	/* both files together */
-	assert_int_equal(sh(TRACE_CMD " report -i %s -i %s > %s/both.txt 2>&1",
+	assert_int_equal(tlib_sh(TRACE_CMD " report -i %s -i %s > %s/both.txt 2>&1",
 			    host, guest, dir), 0);
 	snprintf(rep, sizeof(rep), "%s/both.txt", dir);
-	assert_true(grep_count(rep, "h-127.0.0.1.dat:") > 1);
+	assert_true(tlib_count_lines(rep, "h-127.0.0.1.dat:") > 1);
 
 	snprintf(rep, sizeof(rep), "%s", a.log);
-	assert_int_equal(grep_count(rep, "pages sent"), 1);
-	assert_int_equal(grep_count(rep, "session failed"), 0);
+	assert_int_equal(tlib_count_lines(rep, "pages sent"), 1);
+	assert_int_equal(tlib_count_lines(rep, "session failed"), 0);
 	stop_agent(&a);
 	/* our instance is gone */
-	assert_int_equal(sh("ls /sys/kernel/tracing/instances | grep -q tcx-agent-%d",
+	assert_int_equal(tlib_sh("ls /sys/kernel/tracing/instances | grep -q tcx-agent-%d",
 			    (int)a.pid) != 0, 1);
 }
 
@@ -292,17 +252,17 @@ static void test_disallowed_option(void **state)
 	/* the stock host gives up; nothing was traced on the agent */
 	assert_true(!WIFEXITED(status) || WEXITSTATUS(status) != 0);
 	snprintf(guest, sizeof(guest), "%s/bad-127.0.0.1.dat", dir);
-	assert_int_equal(grep_count(a.log, "option \"-p\" is not allowed"), 1);
-	assert_int_equal(grep_count(a.log, ": tracing "), 0);
+	assert_int_equal(tlib_count_lines(a.log, "option \"-p\" is not allowed"), 1);
+	assert_int_equal(tlib_count_lines(a.log, ": tracing "), 0);
 	/* and the next session works, this time with the host offering
 	 * time sync (the agent answers none) */
 	stock_record_tsync(&a, "good", "-e sched:sched_wakeup", 1000, true);
 	snprintf(guest, sizeof(guest), "%s/good-127.0.0.1.dat", dir);
-	assert_int_equal(sh(TRACE_CMD " report -i %s > %s/good.txt 2>&1",
+	assert_int_equal(tlib_sh(TRACE_CMD " report -i %s > %s/good.txt 2>&1",
 			    guest, dir), 0);
 	snprintf(guest, sizeof(guest), "%s/good.txt", dir);
-	assert_true(grep_count(guest, "sched_wakeup:") > 0);
-	assert_int_equal(grep_count(guest, "sched_switch:"), 0);
+	assert_true(tlib_count_lines(guest, "sched_wakeup:") > 0);
+	assert_int_equal(tlib_count_lines(guest, "sched_switch:"), 0);
 	stop_agent(&a);
 }
 
@@ -459,9 +419,9 @@ static void test_own_session_and_vanishing_peer(void **state)
 	assert_int_equal(tmsg_wait_for(o.ctl, TMSG_CLOSE_RESP, m, 15000), 0);
 	own_free(&o);
 	stop_agent(&a);
-	assert_int_equal(grep_count(a.log, ": tracing "), 4);
-	assert_int_equal(grep_count(a.log, "pages sent"), 4);
-	assert_int_equal(grep_count(a.log, "peer asks for: -e sched:sched_switch -b 512"), 3);
+	assert_int_equal(tlib_count_lines(a.log, ": tracing "), 4);
+	assert_int_equal(tlib_count_lines(a.log, "pages sent"), 4);
+	assert_int_equal(tlib_count_lines(a.log, "peer asks for: -e sched:sched_switch -b 512"), 3);
 	free(m);
 }
 
@@ -474,17 +434,17 @@ static void test_killed_agent_cleaned_up(void **state)
 
 	start_agent(&a, "--insecure");
 	own_start(&a, &o, m);
-	assert_int_equal(sh("ls /sys/kernel/tracing/instances | grep -q '^tcx-agent-%d-'",
+	assert_int_equal(tlib_sh("ls /sys/kernel/tracing/instances | grep -q '^tcx-agent-%d-'",
 			    (int)a.pid), 0);
 	kill(a.pid, SIGKILL);
 	reap(a.pid, 5000);
 	own_free(&o);
-	assert_int_equal(sh("ls /sys/kernel/tracing/instances | grep -q '^tcx-agent-%d-'",
+	assert_int_equal(tlib_sh("ls /sys/kernel/tracing/instances | grep -q '^tcx-agent-%d-'",
 			    (int)a.pid), 0);
 	start_agent(&b, "--insecure");
-	assert_int_not_equal(sh("ls /sys/kernel/tracing/instances | grep -q '^tcx-agent-%d-'",
+	assert_int_not_equal(tlib_sh("ls /sys/kernel/tracing/instances | grep -q '^tcx-agent-%d-'",
 				(int)a.pid), 0);
-	assert_int_equal(grep_count(b.log, "removed stale instance"), 1);
+	assert_int_equal(tlib_count_lines(b.log, "removed stale instance"), 1);
 	stop_agent(&b);
 	free(m);
 }
@@ -508,13 +468,13 @@ static void test_simulated_kernel(void **state)
 	start_agent2(&a, "--insecure", arg);
 	stock_record(&a, "sim", "-e tcx:tick", 1000);
 	stop_agent(&a);
-	assert_int_equal(grep_count(a.log, "simulated kernel"), 1);
-	assert_int_equal(sh(TRACE_CMD " report -i %s/sim-127.0.0.1.dat > %s/sim.txt 2>&1",
+	assert_int_equal(tlib_count_lines(a.log, "simulated kernel"), 1);
+	assert_int_equal(tlib_sh(TRACE_CMD " report -i %s/sim-127.0.0.1.dat > %s/sim.txt 2>&1",
 			    dir, dir), 0);
 	snprintf(path, sizeof(path), "%s/sim.txt", dir);
-	assert_int_equal(grep_count(path, "tick:"), SIMK_CPUS * SIMK_PER_CPU);
-	assert_int_equal(grep_count(path, "n=119"), 1);
-	assert_int_equal(grep_count(path, "cpus=2"), 1);
+	assert_int_equal(tlib_count_lines(path, "tick:"), SIMK_CPUS * SIMK_PER_CPU);
+	assert_int_equal(tlib_count_lines(path, "n=119"), 1);
+	assert_int_equal(tlib_count_lines(path, "cpus=2"), 1);
 }
 
 static void test_secret_and_garbage(void **state)
@@ -561,9 +521,9 @@ static void test_secret_and_garbage(void **state)
 	/* and the stock host, without the secret: refused */
 	stock_record(&a, "nosecret", "", 300);
 	stop_agent(&a);
-	assert_int_equal(grep_count(a.log, "invalid message"), 2);
-	assert_int_equal(grep_count(a.log, "requires a secret"), 2);
-	assert_int_equal(grep_count(a.log, ": tracing "), 0);
+	assert_int_equal(tlib_count_lines(a.log, "invalid message"), 2);
+	assert_int_equal(tlib_count_lines(a.log, "requires a secret"), 2);
+	assert_int_equal(tlib_count_lines(a.log, ": tracing "), 0);
 }
 
 static int setup(void **state)
@@ -579,7 +539,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	if (!getenv("TCX_KEEP"))
-		return sh("rm -rf '%s'", dir) ? -1 : 0;
+		return tlib_rmtree(dir);
 	return 0;
 }
 

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "tdat.h"
+#include "tlib.h"
 #include "tmsg.h"
 
 #define NCPUS		2
@@ -161,20 +162,13 @@ static void make_trace(struct v6_file *f)
 static void start_listen(unsigned int port)
 {
 	char pstr[16], log[128];
+	char *argv[] = { TRACE_CMD, "listen", "-p", pstr, "-d", dir, NULL };
+	struct tlib_spawn_opts o = { .out = log, .err = log };
 
 	snprintf(pstr, sizeof(pstr), "%u", port);
 	snprintf(log, sizeof(log), "%s/listen.log", dir);
-	listen_pid = fork();
-	assert_true(listen_pid >= 0);
-	if (!listen_pid) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(TRACE_CMD, "trace-cmd", "listen", "-p", pstr, "-d", dir,
-		      (char *)NULL);
-		_exit(127);
-	}
+	listen_pid = tlib_spawn(argv, &o);
+	assert_true(listen_pid > 0);
 }
 
 static int connect_retry(const char *port)
@@ -187,20 +181,6 @@ static int connect_retry(const char *port)
 		usleep(100 * 1000);
 	}
 	return -1;
-}
-
-static int count_lines(const char *path, const char *needle)
-{
-	char line[512];
-	int n = 0;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
 }
 
 static void test_listen_interop(void **state)
@@ -267,10 +247,10 @@ static void test_listen_interop(void **state)
 		 g.gl_pathv[0], out);
 	assert_int_equal(system(cmd), 0);
 	globfree(&g);
-	assert_int_equal(count_lines(out, "tick:"), NCPUS * PER_CPU);
-	assert_int_equal(count_lines(out, "n=119"), 1);	/* cpu 1, last */
-	assert_int_equal(count_lines(out, "cpus=2"), 1);
-	assert_int_equal(count_lines(out, "ticker-77"), NCPUS * PER_CPU);
+	assert_int_equal(tlib_count_lines(out, "tick:"), NCPUS * PER_CPU);
+	assert_int_equal(tlib_count_lines(out, "n=119"), 1);	/* cpu 1, last */
+	assert_int_equal(tlib_count_lines(out, "cpus=2"), 1);
+	assert_int_equal(tlib_count_lines(out, "ticker-77"), NCPUS * PER_CPU);
 	free(f.buf);
 	free(m);
 }
@@ -283,8 +263,6 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	if (listen_pid > 0) {
 		kill(listen_pid, SIGINT);
 		for (int i = 0; i < 20 && !waitpid(listen_pid, NULL, WNOHANG); i++)
@@ -292,11 +270,8 @@ static int teardown(void **state)
 		kill(listen_pid, SIGKILL);
 		waitpid(listen_pid, NULL, 0);
 	}
-	if (!getenv("TCX_KEEP")) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd))
-			return -1;
-	}
+	if (!getenv("TCX_KEEP"))
+		return tlib_rmtree(dir);
 	return 0;
 }
 

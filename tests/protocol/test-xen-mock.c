@@ -26,6 +26,7 @@
 #include "agent-internal.h"
 #include "mock-xen.h"
 #include "simkernel.h"
+#include "tlib.h"
 #include "tmsg.h"
 
 static char dir[64];
@@ -254,13 +255,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	mock_xen_reset();
 	if (getenv("TCX_KEEP"))
 		return 0;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) ? -1 : 0;
+	return tlib_rmtree(dir);
 }
 
 int main(void)

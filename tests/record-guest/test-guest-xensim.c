@@ -25,62 +25,41 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder-internal.h"
-#include "simhost.h"
+#include "tlib.h"
 #include "tdat.h"
 
-static struct simhost sim;
-
-static void put(unsigned int domid, const char *file, const char *text)
-{
-	assert_int_equal(simhost_put(&sim, domid, file, text), 0);
-}
+static struct tlib_sim sim;
 
 /* pages the simulator produced for @dom (all vCPUs), from the truth */
 static uint64_t truth_pages(unsigned int dom, uint64_t *dropped)
 {
-	char path[400], line[512], pat[48];
+	struct tlib_gstats g;
 	uint64_t pages = 0;
-	FILE *f;
 
-	*dropped = 0;
-	snprintf(path, sizeof(path), "%s/truth", sim.dir);
-	snprintf(pat, sizeof(pat), "gstats domid=%u ", dom);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		const char *p, *d;
-
-		if (strncmp(line, pat, strlen(pat)))
-			continue;
-		p = strstr(line, " pages=");
-		d = strstr(line, "dropped_pages=");
-		if (p)
-			pages += strtoull(p + 7, NULL, 10);
-		if (d)
-			*dropped += strtoull(d + 14, NULL, 10);
-	}
-	fclose(f);
+	assert_int_equal(tlib_truth_gstats(sim.dir, dom, &g), 0);
+	for (unsigned int v = 0; v < g.vcpus; v++)
+		pages += g.pages[v];
+	*dropped = g.dropped;
 	return pages;
 }
 
 static int report_events(const char *file, int *cpus)
 {
-	char cmd[600], line[1024];
+	static char text[1 << 24];
+	char *line, *save;
 	int n = 0;
-	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "trace-cmd report -i '%s' 2>&1", file);
-	p = popen(cmd, "r");
-	assert_non_null(p);
+	assert_int_equal(tlib_capture(text, sizeof(text), "trace-cmd report -i '%s' 2>&1",
+				      file), 0);
+	assert_true(strlen(text) < sizeof(text) - 1);
 	*cpus = -1;
-	while (fgets(line, sizeof(line), p)) {
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (!strncmp(line, "cpus=", 5))
 			*cpus = atoi(line + 5);
 		else if (strstr(line, "sched_switch:") || strstr(line, "sched_wakeup:") ||
 			 strstr(line, "tcx-tsync "))
 			n++;	/* the events, and time sync's markers */
 	}
-	assert_int_equal(pclose(p), 0);
 	return n;
 }
 
@@ -94,17 +73,14 @@ static void test_two_guests(void **state)
 	char out[400], host[400], err[512];
 	pid_t agent[2];
 
-	assert_int_equal(simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../../sim/hosts/two-guests.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
+	/* the agents advertise themselves in xenstore */
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(simhost_boot(&sim, dom[i]), 0);
-		agent[i] = simhost_agent(&sim, dom[i]);
+		agent[i] = tlib_sim_guest(&sim, dom[i], "sched", NULL);
 		assert_true(agent[i] > 0);
 	}
 	usleep(100 * 1000);	/* the daemon rewrites trace_clock every 20 ms */
-	/* the agents advertise themselves in xenstore */
-	for (int i = 0; i < 2; i++)
-		assert_true(simhost_agent_ready(dom[i], 300, NULL));
 	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
 	for (int i = 0; i < 2; i++) {
 		struct rec_guest_opts o = {
@@ -120,7 +96,7 @@ static void test_two_guests(void **state)
 	sleep(2);
 	/* tracing off in the guests; their last partial pages follow (50 ms) */
 	for (int i = 0; i < 2; i++)
-		put(dom[i], "tracing_on", "0\n");
+		assert_int_equal(tlib_sim_put(&sim, dom[i], "tracing_on", "0\n"), 0);
 	usleep(400 * 1000);
 	for (int i = 0; i < 2; i++)
 		rec_guest_request_stop(g[i]);
@@ -174,10 +150,9 @@ static void test_two_guests(void **state)
 		assert_non_null(strstr(sum[i].tsync_note, "no marker round"));
 	}
 	for (int i = 0; i < 2; i++) {
-		kill(agent[i], SIGTERM);
-		waitpid(agent[i], NULL, 0);
+		tlib_kill(agent[i], SIGTERM);
 	}
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 
 	for (int i = 0; i < 2; i++) {
 		uint64_t dropped, pages = truth_pages(dom[i], &dropped);
@@ -194,7 +169,7 @@ static void test_two_guests(void **state)
 		assert_int_equal(dropped, 0);
 		assert_int_equal(sum[i].pages, pages);
 	}
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 }
 
 /* One guest's agent is killed mid-capture: its file ends there, valid; the other goes on. */
@@ -207,15 +182,12 @@ static void test_guest_dies(void **state)
 	char out[400], err[512];
 	pid_t agent[2];
 
-	assert_int_equal(simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../../sim/hosts/two-guests.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(simhost_boot(&sim, dom[i]), 0);
-		agent[i] = simhost_agent(&sim, dom[i]);
+		agent[i] = tlib_sim_guest(&sim, dom[i], "sched", NULL);
 		assert_true(agent[i] > 0);
 	}
-	for (int i = 0; i < 2; i++)
-		assert_true(simhost_agent_ready(dom[i], 300, NULL));
 	snprintf(out, sizeof(out), "%s/dies.dat", sim.tmp);
 	for (int i = 0; i < 2; i++) {
 		/* no time sync: its last sample would only lengthen the stop */
@@ -228,8 +200,7 @@ static void test_guest_dies(void **state)
 			fail_msg("%s", err);
 	}
 	usleep(800 * 1000);
-	kill(agent[1], SIGKILL);
-	waitpid(agent[1], NULL, 0);
+	tlib_kill(agent[1], SIGKILL);
 	/* seen while the other runs (how soon depends on the machine's load) */
 	for (int t = 0; t < 200; t++) {
 		rec_guest_stats(g[1], &mid);
@@ -241,7 +212,7 @@ static void test_guest_dies(void **state)
 	rec_guest_stats(g[0], &mid);
 	assert_false(mid.died);
 	for (int i = 0; i < 2; i++)
-		put(dom[i], "tracing_on", "0\n");
+		assert_int_equal(tlib_sim_put(&sim, dom[i], "tracing_on", "0\n"), 0);
 	usleep(400 * 1000);
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(rec_guest_close(g[i], &sum[i]), 0);
@@ -250,9 +221,8 @@ static void test_guest_dies(void **state)
 	assert_false(sum[0].died);
 	assert_true(sum[1].died);
 	assert_non_null(strstr(sum[1].note, "went away"));
-	kill(agent[0], SIGTERM);
-	waitpid(agent[0], NULL, 0);
-	assert_int_equal(simhost_stop(&sim), 0);
+	tlib_kill(agent[0], SIGTERM);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 	{
 		uint64_t dropped, pages = truth_pages(1, &dropped);
 		int cpus, n = report_events(sum[0].path, &cpus);
@@ -267,12 +237,12 @@ static void test_guest_dies(void **state)
 		assert_int_equal((uint64_t)n, sum[1].events);
 		assert_true(sum[1].pages < truth_pages(2, &dropped));
 	}
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 }
 
 static int teardown(void **state)
 {
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 	return 0;
 }
 

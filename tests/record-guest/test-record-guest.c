@@ -36,7 +36,7 @@
 #include "agent-internal.h"
 #include "mock-xen.h"
 #include "recorder-internal.h"
-#include "simhost.h"
+#include "tlib.h"
 #include "simkernel.h"
 #include "tdat.h"
 #include "tmsg.h"
@@ -68,7 +68,7 @@ static void check_report(const char *file, int cpus, int events)
 	static char out[1 << 16];
 	char want[32];
 
-	assert_int_equal(run_shell(out, sizeof(out), "trace-cmd report -i '%s' 2>&1", file), 0);
+	assert_int_equal(tlib_capture(out, sizeof(out), "trace-cmd report -i '%s' 2>&1", file), 0);
 	snprintf(want, sizeof(want), "cpus=%d", cpus);
 	if (!strstr(out, want) || count(out, " n=") != events)
 		fail_msg("%s: want %s and %d events:\n%.2000s", file, want, events, out);
@@ -80,7 +80,7 @@ static void check_traceid(const char *file, uint64_t id)
 	static char out[1 << 16];
 	char want[64];
 
-	assert_int_equal(dump_options(out, sizeof(out), file), 0);
+	assert_int_equal(tlib_dump_options(out, sizeof(out), file), 0);
 	snprintf(want, sizeof(want), "0x%llX", (unsigned long long)id);
 	if (!strstr(out, "TRACEID") || !strstr(out, want))
 		fail_msg("%s: no TRACEID %s:\n%.2000s", file, want, out);
@@ -95,28 +95,25 @@ static void check_traceid(const char *file, uint64_t id)
 static int check_time_shift(const char *file, bool want, uint64_t peer, int64_t max_off)
 {
 	static char out[1 << 16];
-	char id[64];
-	int n = 0;
+	static struct tlib_shift sh[4096];
+	int n;
 
-	assert_int_equal(dump_options(out, sizeof(out), file), 0);
 	if (!want) {
+		assert_int_equal(tlib_dump_options(out, sizeof(out), file), 0);
 		if (strstr(out, "TimeShift"))
 			fail_msg("%s: a TIME_SHIFT without time sync:\n%.2000s", file, out);
 		return 0;
 	}
-	snprintf(id, sizeof(id), "0x%llx [peer", (unsigned long long)peer);
-	if (!strstr(out, "Option TimeShift") || !strcasestr(out, id))
-		fail_msg("%s: no TIME_SHIFT for %s:\n%.2000s", file, id, out);
-	for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
-		long long off;
-
-		if (!strstr(l, "[offset * scaling"))
-			continue;
-		off = strtoll(l, NULL, 10);
-		n++;
-		if (llabs(off) > max_off)
-			fail_msg("%s: TIME_SHIFT offset %lld ticks on one TSC", file, off);
-	}
+	n = tlib_time_shift(file, peer, sh, 4096, out, sizeof(out));
+	assert_int_not_equal(n, -1);
+	if (n == -2)
+		fail_msg("%s: no TIME_SHIFT for 0x%llx [peer:\n%.2000s", file,
+			 (unsigned long long)peer, out);
+	assert_true(n <= 4096);
+	for (int i = 0; i < n; i++)
+		if (llabs(sh[i].offset) > max_off)
+			fail_msg("%s: TIME_SHIFT offset %lld ticks on one TSC", file,
+				 (long long)sh[i].offset);
 	return n;
 }
 
@@ -155,16 +152,6 @@ static void check_host_entry(struct rec_guest *g, const char *host, const int *w
 	tracecmd_close(h);
 }
 
-static int free_port(void)
-{
-	unsigned int port = 0;
-	int fd = tmsg_tcp_listen("127.0.0.1", 0, &port);
-
-	assert_true(fd >= 0);
-	close(fd);
-	return (int)port;
-}
-
 struct agent_proc {
 	pid_t pid;
 	int port;
@@ -177,35 +164,24 @@ struct agent_proc {
 static void start_agent_auth(struct agent_proc *a, const char *tag, const char *auth)
 {
 	char port[16], log[160];
-	struct timespec t = { 0, 20 * 1000000 };
+	char *argv[] = { (char *)tcx_bin, "agent", "-N", "127.0.0.1", "-p", port, (char *)auth,
+			 "--tracing-dir", a->simk, NULL };
+	struct tlib_spawn_opts so = { .out = log, .err = log };
+	int fd;
 
 	snprintf(a->simk, sizeof(a->simk), "%s/simk-%s", dir, tag);
 	assert_int_equal(simk_create(a->simk, &a->pages), 0);
-	a->port = free_port();
+	a->port = tlib_free_port();
+	assert_true(a->port > 0);
 	snprintf(port, sizeof(port), "%d", a->port);
 	snprintf(log, sizeof(log), "%s/agent-%s.log", dir, tag);
-	a->pid = fork();
-	assert_true(a->pid >= 0);
-	if (!a->pid) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fd, 2);
-		dup2(fd, 1);
-		execl(tcx_bin, tcx_bin, "agent", "-N", "127.0.0.1", "-p", port,
-		      auth, "--tracing-dir", a->simk, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 250; i++) {
-		int fd = tmsg_tcp_connect("127.0.0.1", port, 100);
-
-		if (fd >= 0) {
-			/* a silent first connection: the agent drops it */
-			close(fd);
-			return;
-		}
-		nanosleep(&t, NULL);
-	}
-	fail_msg("the agent does not listen on %d (see %s)", a->port, log);
+	a->pid = tlib_spawn(argv, &so);
+	assert_true(a->pid > 0);
+	fd = tlib_connect_wait(a->port, 5000);
+	if (fd < 0)
+		fail_msg("the agent does not listen on %d (see %s)", a->port, log);
+	/* a silent first connection: the agent drops it */
+	close(fd);
 }
 
 static void start_agent(struct agent_proc *a, const char *tag)
@@ -215,12 +191,7 @@ static void start_agent(struct agent_proc *a, const char *tag)
 
 static void stop_agent(struct agent_proc *a, int sig)
 {
-	int st;
-
-	if (a->pid > 0) {
-		kill(a->pid, sig);
-		waitpid(a->pid, &st, 0);
-	}
+	tlib_kill(a->pid, sig);
 	a->pid = 0;
 	simk_free(&a->pages);
 }
@@ -349,7 +320,7 @@ static void test_tcp_session(void **state)
 		static char rep[1 << 16];
 
 		for (int i = 0; i < 30; i++) {
-			run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1", gfile);
+			tlib_capture(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1", gfile);
 			if (count(rep, " n=") == SIMK_CPUS * SIMK_PER_CPU)
 				break;
 			usleep(50 * 1000);
@@ -386,7 +357,7 @@ static void test_tcp_session(void **state)
 		static char rep[1 << 16];
 
 		/* both files together, the guest's TSC2NSEC applied */
-		assert_int_equal(run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' -i '%s' "
+		assert_int_equal(tlib_capture(rep, sizeof(rep), "trace-cmd report -i '%s' -i '%s' "
 					   "2>&1", host, gfile), 0);
 		assert_int_equal(count(rep, " n="), SIMK_CPUS * SIMK_PER_CPU + 1);
 	}
@@ -558,10 +529,10 @@ static void test_dies_mid_page(void **state)
 		static char rep[1 << 14];
 
 		/* cmdlines and UNAME came through the metadata */
-		assert_int_equal(run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
+		assert_int_equal(tlib_capture(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
 					   "head -3", sum.path), 0);
 		assert_non_null(strstr(rep, "ticker"));
-		assert_int_equal(dump_options(rep, sizeof(rep), sum.path), 0);
+		assert_int_equal(tlib_dump_options(rep, sizeof(rep), sum.path), 0);
 		assert_non_null(strstr(rep, "Linux fake 6.1"));
 	}
 	close(f.lfd);
@@ -621,7 +592,7 @@ static void test_errors(void **state)
 
 	snprintf(out, sizeof(out), "%s/err.dat", dir);
 	/* nobody listens */
-	snprintf(spec, sizeof(spec), "127.0.0.1:%d", free_port());
+	snprintf(spec, sizeof(spec), "127.0.0.1:%d", tlib_free_port());
 	o = opts(spec, out);
 	ret = rec_guest_open(&g, &o, err, sizeof(err));
 	assert_true(ret < 0);
@@ -751,19 +722,15 @@ static void test_stock_agent(void **state)
 	struct rec_guest *g;
 	char spec[64], out[128], port[16], err[512];
 	static char rep[1 << 16];
-	int p = free_port();
+	char *argv[] = { "trace-cmd", "agent", "-N", "127.0.0.1", "-p", port, NULL };
+	struct tlib_spawn_opts so = { .out = "/dev/null", .err = "/dev/null" };
+	int p = tlib_free_port();
 	pid_t pid;
 
+	assert_true(p > 0);
 	snprintf(port, sizeof(port), "%d", p);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		if (!freopen("/dev/null", "w", stderr) || !freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execlp("trace-cmd", "trace-cmd", "agent", "-N", "127.0.0.1", "-p", port,
-		       (char *)NULL);
-		_exit(127);
-	}
+	pid = tlib_spawn(argv, &so);
+	assert_true(pid > 0);
 	/* listening? (a probe connection would take its one session slot) */
 	for (int i = 0; i < 250 && !listening(p); i++)
 		usleep(20 * 1000);
@@ -774,18 +741,16 @@ static void test_stock_agent(void **state)
 	o.extra_args = extra;
 	o.nr_extra_args = 2;
 	if (rec_guest_open(&g, &o, err, sizeof(err))) {
-		kill(pid, SIGTERM);
-		waitpid(pid, NULL, 0);
+		tlib_kill(pid, SIGTERM);
 		fail_msg("%s", err);
 	}
 	usleep(1000 * 1000);
 	assert_int_equal(rec_guest_close(g, &sum), 0);
 	rec_guest_summary_print(&sum, stderr);
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
+	tlib_kill(pid, SIGTERM);
 	assert_true(sum.events > 0);
 	assert_int_equal(sum.bad_pages, 0);
-	assert_int_equal(run_shell(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
+	assert_int_equal(tlib_capture(rep, sizeof(rep), "trace-cmd report -i '%s' 2>&1 | "
 				   "grep -c ' sched_switch: '", sum.path), 0);
 	assert_int_equal(atoi(rep), (int)sum.events);
 	check_traceid(sum.path, sum.traceid);
@@ -896,12 +861,7 @@ static void test_vchan_session(void **state)
 	r.cfg = (struct agent_config){ .domid = MOCK_DOMID, .peer_domid = 0, .sessions = 1,
 				       .tracing_dir = simk, .log = lf };
 	assert_int_equal(pthread_create(&r.th, NULL, agent_main, &r), 0);
-	for (int i = 0; i < 200 && !ad.ready; i++) {
-		if (tmsg_xs_lookup(MOCK_DOMID, &ad))
-			ad.ready = false;
-		usleep(10 * 1000);
-	}
-	assert_true(ad.ready);
+	assert_true(tlib_agent_ready(MOCK_DOMID, &ad));
 
 	snprintf(out, sizeof(out), "%s/xen.dat", dir);
 	o = opts("guest5", out);
@@ -978,12 +938,9 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	if (getenv("TCX_KEEP"))
 		return 0;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) ? -1 : 0;
+	return tlib_rmtree(dir);
 }
 
 int main(int argc, char **argv)

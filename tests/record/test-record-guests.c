@@ -26,11 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,12 +36,12 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder-internal.h"
-#include "simhost.h"
+#include "tlib.h"
 
 #define MAXCPU		16
 #define MAXAGENTS	4
 
-static struct simhost sim;
+static struct tlib_sim sim;
 static pid_t agents[MAXAGENTS];
 static int nagents;
 static char outdir[400];
@@ -52,28 +49,10 @@ static char outdir[400];
 /* two-guests.conf */
 static const unsigned int gdom[2] = { 1, 2 }, gvcpus[2] = { 2, 1 };
 
-static const char *tcx(void)
-{
-	const char *b = getenv("TCX_BIN");
-
-	return b ? b : "trace-cmd-xen";
-}
-
-/* @name in the test's scratch directory (32 rotating buffers) */
-static char *path(const char *name)
-{
-	static char buf[32][512];
-	static int i;
-
-	i = (i + 1) % 32;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s", outdir, name);
-	return buf[i];
-}
-
 static int setup(void **state)
 {
 	nagents = 0;
-	if (simhost_start(&sim, conf_path("../../sim/hosts/two-guests.conf")))
+	if (tlib_sim_start(&sim, tlib_conf_path("../../sim/hosts/two-guests.conf")))
 		return -1;
 	setenv("XENSIM_HOST", sim.dir, 1);
 	snprintf(outdir, sizeof(outdir), "%s/out", sim.tmp);
@@ -95,73 +74,22 @@ static void stop_agents(void)
 static int teardown(void **state)
 {
 	stop_agents();
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 	return 0;
-}
-
-/* Write @text into a simulated guest kernel's tracefs file. */
-static void put(unsigned int domid, const char *file, const char *text)
-{
-	assert_int_equal(simhost_put(&sim, domid, file, text), 0);
-}
-
-/*
- * The guest's "boot script": our agent reads a simulated kernel as it is,
- * so the guest selects x86-tsc and turns sched_switch and tracing on.
- */
-static void boot_guest(unsigned int domid)
-{
-	put(domid, "trace_clock", "x86-tsc\n");
-	put(domid, "events/sched/sched_switch/enable", "1\n");
-	put(domid, "tracing_on", "1\n");
-}
-
-/* @domid: the simulated domain the child runs in (its TSC), or NULL: dom0 */
-static pid_t start_child_in(char *const argv[], const char *log, const char *domid)
-{
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid)
-		return pid;
-	if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-		_exit(126);
-	setenv("XENSIM_HOST", sim.dir, 1);
-	setenv("LD_LIBRARY_PATH", getenv("XENSIM_LIBDIR"), 1);
-	if (domid)
-		setenv("XENSIM_DOMID", domid, 1);
-	execv(argv[0], argv);
-	_exit(127);
-}
-
-static pid_t start_child(char *const argv[], const char *log)
-{
-	return start_child_in(argv, log, NULL);
 }
 
 /* `agent --xen` in guest @domid, advertised in xenstore when this returns. */
 static pid_t start_xen_agent(unsigned int domid)
 {
-	pid_t pid;
+	/* the guests trace sched_switch only */
+	pid_t pid = tlib_sim_guest(&sim, domid, "sched/sched_switch", NULL);
 
-	boot_guest(domid);
-	pid = simhost_agent(&sim, domid);
-	assert_true(pid >= 0);
-	assert_true(nagents < MAXAGENTS);
-	agents[nagents++] = pid;
-	if (!simhost_agent_ready(domid, 500, NULL))
+	if (pid < 0)
 		fail_msg("the agent of domain %u does not advertise itself (see %s/agent%u.log)",
 			 domid, sim.tmp, domid);
+	assert_true(nagents < MAXAGENTS);
+	agents[nagents++] = pid;
 	return pid;
-}
-
-static int wait_rc(pid_t pid)
-{
-	int st;
-
-	if (waitpid(pid, &st, 0) != pid)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* Run trace-cmd-xen with @argv (after the binary), stderr into @err. */
@@ -171,47 +99,13 @@ static int tcx_run(const char *err, ...)
 	va_list ap;
 	int n = 0;
 
-	argv[n++] = (char *)tcx();
+	argv[n++] = (char *)tlib_tcx();
 	va_start(ap, err);
 	while (n < 47 && (argv[n] = va_arg(ap, char *)))
 		n++;
 	va_end(ap);
 	argv[n] = NULL;
-	return wait_rc(start_child(argv, err));
-}
-
-static char *slurp(const char *file)
-{
-	static char buf[65536];
-	FILE *f = fopen(file, "r");
-	size_t n = 0;
-
-	buf[0] = 0;
-	if (f) {
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-	}
-	buf[n] = 0;
-	return buf;
-}
-
-/* @file's lines as TAP comments; returns @file */
-static const char *show(const char *file)
-{
-	char *s = slurp(file), *save, *l;
-
-	for (l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-		print_message("#   %s\n", l);
-	return file;
-}
-
-static bool file_has(const char *file, const char *needle)
-{
-	bool has = strstr(slurp(file), needle) != NULL;
-
-	if (!has)
-		print_message("# %s lacks \"%s\":\n", show(file), needle);
-	return has;
+	return tlib_wait(tlib_sim_spawn(&sim, argv, -1, "/dev/null", err));
 }
 
 static bool exists(const char *file)
@@ -235,41 +129,6 @@ static void assert_outdir_empty(void)
 	}
 	closedir(d);
 	assert_int_equal(n, 0);
-}
-
-/* ---- the simulator's truth: guest events per vCPU ---- */
-
-struct gtruth {
-	uint64_t events[MAXCPU], pages[MAXCPU], dropped;
-	unsigned int vcpus;
-};
-
-static void gtruth_load(unsigned int dom, struct gtruth *t)
-{
-	char p[400], line[512], pat[48];
-	FILE *f;
-
-	memset(t, 0, sizeof(*t));
-	snprintf(p, sizeof(p), "%s/truth", sim.dir);
-	snprintf(pat, sizeof(pat), "gstats domid=%u ", dom);
-	f = fopen(p, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned int d, v;
-		unsigned long long ev, pg, dr;
-
-		if (strncmp(line, pat, strlen(pat)))
-			continue;
-		assert_int_equal(sscanf(line, "gstats domid=%u vcpu=%u events=%llu pages=%llu "
-					"dropped_pages=%llu", &d, &v, &ev, &pg, &dr), 5);
-		assert_true(v < MAXCPU);
-		t->events[v] = ev;
-		t->pages[v] = pg;
-		t->dropped += dr;
-		if (v + 1 > t->vcpus)
-			t->vcpus = v + 1;
-	}
-	fclose(f);
 }
 
 /* ---- a guest file through libtracecmd ---- */
@@ -330,18 +189,19 @@ struct report {
 	uint64_t events, switches, unknown;
 };
 
+/* room for every line of a report here, whatever the load */
+static char rep_text[1 << 24];
+
 static void report(const char *file, struct report *r)
 {
-	char cmd[700], line[2048];
-	FILE *p;
+	char *line, *save;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	r->cpus = -1;
-	snprintf(cmd, sizeof(cmd), "trace-cmd report -i '%s' 2>&1", file);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	while (fgets(line, sizeof(line), p)) {
+	rc = tlib_capture(rep_text, sizeof(rep_text), "trace-cmd report -i '%s' 2>&1", file);
+	assert_true(strlen(rep_text) < sizeof(rep_text) - 1);
+	for (line = strtok_r(rep_text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		const char *b = strchr(line, '[');
 		double ts;
 		int cpu;
@@ -357,7 +217,6 @@ static void report(const char *file, struct report *r)
 				r->switches++;
 		}
 	}
-	rc = pclose(p);
 	if (rc)
 		fail_msg("trace-cmd report -i %s: status %d", file, rc);
 }
@@ -373,14 +232,12 @@ struct gentry {
 
 static int dump_guests(const char *file, struct gentry *e, int max)
 {
-	char cmd[700], line[512];
+	char *line, *save;
 	int n = -1, rc;
-	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "trace-cmd dump --options -i '%s' 2>&1", file);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	while (fgets(line, sizeof(line), p)) {
+	rc = tlib_dump_options(rep_text, sizeof(rep_text), file);
+	assert_true(strlen(rep_text) < sizeof(rep_text) - 1);
+	for (line = strtok_r(rep_text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char name[64];
 		unsigned long long id;
 		int a, b;
@@ -403,7 +260,6 @@ static int dump_guests(const char *file, struct gentry *e, int max)
 			 sscanf(line, "%d %d", &a, &b) == 2 && a >= 0 && a < MAXCPU)
 			e[n].pid[a] = b;
 	}
-	rc = pclose(p);
 	if (rc)
 		fail_msg("trace-cmd dump --options -i %s: status %d", file, rc);
 	return n + 1;
@@ -440,7 +296,7 @@ struct jsum {
 
 static void json_load(const char *file, struct jsum *j)
 {
-	char cmd[1200], line[1024], *txt = path("json.txt");
+	char cmd[1200], line[1024], *txt = tlib_path(outdir, "json.txt");
 	FILE *f;
 
 	memset(j, 0, sizeof(*j));
@@ -455,7 +311,7 @@ static void json_load(const char *file, struct jsum *j)
 		 " g[\"note\"] or \"-\")\n"
 		 "' '%s' > '%s'", file, txt);
 	if (system(cmd))
-		fail_msg("%s does not parse as the summary JSON", show(file));
+		fail_msg("%s does not parse as the summary JSON", tlib_show(file));
 	f = fopen(txt, "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
@@ -513,8 +369,8 @@ static void check_xen_guest(int i, const struct gentry *ge, int nge, const struc
 	snprintf(file, sizeof(file), "trace-guest%u.dat", gdom[i]);
 	snprintf(dname, sizeof(dname), "d%u", gdom[i]);
 
-	report(path(file), &r);
-	gread_file(path(file), (int)gvcpus[i], g);
+	report(tlib_path(outdir, file), &r);
+	gread_file(tlib_path(outdir, file), (int)gvcpus[i], g);
 	print_message("# %s: report cpus=%d, %lu events (%lu sched_switch), %lu unknown; "
 		      "libtracecmd %lu sched_switch, %lu print\n", file, r.cpus,
 		      (unsigned long)r.events, (unsigned long)r.switches,
@@ -574,15 +430,15 @@ static void check_host_files(void)
 	struct tracecmd_input *h;
 	char cmd[1200];
 
-	h = tracecmd_open(path("trace.dat"), 0);
+	h = tracecmd_open(tlib_path(outdir, "trace.dat"), 0);
 	assert_non_null(h);
 	tracecmd_close(h);
-	h = tracecmd_open(path("trace-dom0.dat"), 0);
+	h = tracecmd_open(tlib_path(outdir, "trace-dom0.dat"), 0);
 	assert_non_null(h);
 	assert_true(tracecmd_get_traceid(h) == rec_guest_traceid(0));
 	tracecmd_close(h);
 	snprintf(cmd, sizeof(cmd), "trace-cmd report -i '%s' -i '%s' > /dev/null 2>&1",
-		 path("trace.dat"), path("trace-dom0.dat"));
+		 tlib_path(outdir, "trace.dat"), tlib_path(outdir, "trace-dom0.dat"));
 	assert_int_equal(system(cmd), 0);
 }
 
@@ -591,7 +447,7 @@ static void check_host_files(void)
 /* Two guests, one by name, one by domid, for 2 s. */
 static void test_two_guests(void **state)
 {
-	char *err = path("err"), *js = path("sum.json"), cmd[2400];
+	char *err = tlib_path(outdir, "err"), *js = tlib_path(outdir, "sum.json"), cmd[2400];
 	unsigned long m[2] = { 0 }, unknown = 99, nonmono = 99;
 	uint64_t total[2] = { 0 };
 	struct gentry ge[16];
@@ -602,25 +458,25 @@ static void test_two_guests(void **state)
 	for (int i = 0; i < 2; i++)
 		start_xen_agent(gdom[i]);
 	if (tcx_run(err, "record", "--xen", "-A", "guest1", "-A", "2", "-e",
-		    "sched:sched_switch", "--duration", "2", "-o", path("trace.dat"),
+		    "sched:sched_switch", "--duration", "2", "-o", tlib_path(outdir, "trace.dat"),
 		    "--summary-json", js, NULL))
-		fail_msg("record failed, see %s", show(err));
+		fail_msg("record failed, see %s", tlib_show(err));
 	for (int i = 0; i < 2; i++)	/* nothing more for the simulator to count */
-		put(gdom[i], "tracing_on", "0\n");
-	assert_true(file_has(err, "guest guest1 (domain 1): "));
-	assert_true(file_has(err, "guest guest2 (domain 2): "));
+		assert_int_equal(tlib_sim_put(&sim, gdom[i], "tracing_on", "0\n"), 0);
+	assert_true(tlib_file_has(err, "guest guest1 (domain 1): "));
+	assert_true(tlib_file_has(err, "guest guest2 (domain 2): "));
 	check_host_files();
 	json_load(js, &j);
 	assert_string_equal(j.error, "");
 	assert_int_equal(j.ng, 2);
-	nge = dump_guests(path("trace.dat"), ge, 16);
+	nge = dump_guests(tlib_path(outdir, "trace.dat"), ge, 16);
 	assert_non_null(gentry_named(ge, nge, "d0"));
 	stop_agents();
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 
 	for (int i = 0; i < 2; i++) {
 		const struct jguest *jg;
-		struct gtruth t;
+		struct tlib_gstats t;
 		struct gread g;
 		int pids[MAXCPU];
 		char name[16];
@@ -632,10 +488,10 @@ static void test_two_guests(void **state)
 		assert_string_equal(jg->note, "");
 		for (unsigned int v = 0; v < gvcpus[i]; v++)
 			pids[v] = rec_vcpu_pid(gdom[i], v);
-		check_cpumap(path("trace.dat"), g.traceid, name, (int)gvcpus[i], pids);
+		check_cpumap(tlib_path(outdir, "trace.dat"), g.traceid, name, (int)gvcpus[i], pids);
 
 		/* the simulator produced at least what the file holds, CPU by CPU */
-		gtruth_load(gdom[i], &t);
+		assert_int_equal(tlib_truth_gstats(sim.dir, gdom[i], &t), 0);
 		assert_int_equal(t.vcpus, gvcpus[i]);
 		assert_int_equal(t.dropped, 0);
 		for (unsigned int v = 0; v < gvcpus[i]; v++) {
@@ -653,11 +509,11 @@ static void test_two_guests(void **state)
 		 "/UNKNOWN EVENT/ {u++} "
 		 "{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+[.][0-9]+:$/) "
 		 "{t = $i + 0; if (t < p) bad++; p = t; break}} "
-		 "END {print a + 0, b + 0, u + 0, bad + 0}' > '%s'", path("trace.dat"),
-		 path("trace-dom0.dat"), path("trace-guest1.dat"), path("trace-guest2.dat"),
-		 path("merged"));
+		 "END {print a + 0, b + 0, u + 0, bad + 0}' > '%s'", tlib_path(outdir, "trace.dat"),
+		 tlib_path(outdir, "trace-dom0.dat"), tlib_path(outdir, "trace-guest1.dat"), tlib_path(outdir, "trace-guest2.dat"),
+		 tlib_path(outdir, "merged"));
 	assert_int_equal(system(cmd), 0);
-	f = fopen(path("merged"), "r");
+	f = fopen(tlib_path(outdir, "merged"), "r");
 	assert_non_null(f);
 	assert_int_equal(fscanf(f, "%lu %lu %lu %lu", &m[0], &m[1], &unknown, &nonmono), 4);
 	fclose(f);
@@ -678,35 +534,36 @@ static void test_two_guests(void **state)
  */
 static void test_mask(void **state)
 {
-	char *err = path("err"), *js = path("sum.json"), *text;
+	char *err = tlib_path(outdir, "err"), *js = tlib_path(outdir, "sum.json"), *text;
 	const char *cls;
 	int64_t hvm, pv;
 
 	(void)state;
 	start_xen_agent(gdom[0]);
 	if (tcx_run(err, "record", "--xen", "-A", "guest1", "-M", "sched", "-e",
-		    "sched:sched_switch", "--duration", "1", "-o", path("trace.dat"),
+		    "sched:sched_switch", "--duration", "1", "-o", tlib_path(outdir, "trace.dat"),
 		    "--summary-json", js, NULL))
-		fail_msg("record failed, see %s", show(err));
-	put(gdom[0], "tracing_on", "0\n");
+		fail_msg("record failed, see %s", tlib_show(err));
+	assert_int_equal(tlib_sim_put(&sim, gdom[0], "tracing_on", "0\n"), 0);
 	stop_agents();
-	assert_int_equal(simhost_stop(&sim), 0);
-	if (!file_has(err, "-M 0x2f000: adding 0x8080000 for the guests (vCPU runs and time sync)"))
-		fail_msg("no note of the classes added, see %s", show(err));
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	if (!tlib_file_has(err, "-M 0x2f000: adding 0x8080000 for the guests (vCPU runs and time sync)"))
+		fail_msg("no note of the classes added, see %s", tlib_show(err));
 	/*
 	 * Xen traced the PV class only until the guest's type was known
 	 * (milliseconds; the simulated dom0 makes a PV record per 30 HVM
 	 * ones): under 1 % of the HVM exits
 	 */
-	text = slurp(js);
+	text = tlib_slurp(js, NULL);
 	assert_non_null(text);
 	cls = strstr(text, "\"classes\"");
 	assert_non_null(cls);
-	hvm = json_num(cls, "\"hvm\"");
-	pv = json_num(cls, "\"pv\"");
+	hvm = tlib_json_num(cls, "\"hvm\"");
+	pv = tlib_json_num(cls, "\"pv\"");
 	print_message("# classes: hvm %lld, pv %lld\n", (long long)hvm, (long long)pv);
 	assert_true(hvm > 1000 && pv >= 0 && pv * 100 < hvm);
-	assert_true(file_has(err, "tsync xen: "));
+	assert_true(tlib_file_has(err, "tsync xen: "));
+	free(text);
 }
 
 /*
@@ -716,7 +573,7 @@ static void test_mask(void **state)
  */
 static void test_every_event(void **state)
 {
-	char *err = path("err"), *js = path("sum.json");
+	char *err = tlib_path(outdir, "err"), *js = tlib_path(outdir, "sum.json");
 	char script[1400];
 	struct gentry ge[16];
 	struct jsum j;
@@ -728,19 +585,19 @@ static void test_every_event(void **state)
 		 "sleep 1.5; echo 0 > %s/dom1/tracing/tracing_on; "
 		 "echo 0 > %s/dom2/tracing/tracing_on; sleep 1", sim.dir, sim.dir);
 	if (tcx_run(err, "record", "--xen", "-q", "-A", "guest1", "-A", "guest2", "-o",
-		    path("trace.dat"), "--summary-json", js, "--", "/bin/sh", "-c", script, NULL))
-		fail_msg("record failed, see %s", show(err));
+		    tlib_path(outdir, "trace.dat"), "--summary-json", js, "--", "/bin/sh", "-c", script, NULL))
+		fail_msg("record failed, see %s", tlib_show(err));
 	json_load(js, &j);
 	assert_int_equal(j.ng, 2);
-	nge = dump_guests(path("trace.dat"), ge, 16);
+	nge = dump_guests(tlib_path(outdir, "trace.dat"), ge, 16);
 	stop_agents();
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 	for (int i = 0; i < 2; i++) {
-		struct gtruth t;
+		struct tlib_gstats t;
 		struct gread g;
 
 		check_xen_guest(i, ge, nge, &j, &g);
-		gtruth_load(gdom[i], &t);
+		assert_int_equal(tlib_truth_gstats(sim.dir, gdom[i], &t), 0);
 		assert_int_equal(t.dropped, 0);
 		for (unsigned int v = 0; v < gvcpus[i]; v++) {
 			print_message("# guest%u vCPU %u: file %lu events, simulator %lu\n",
@@ -760,10 +617,10 @@ static void test_every_event(void **state)
  */
 static void test_agent_killed(void **state)
 {
-	char *err = path("err"), *js = path("sum.json");
+	char *err = tlib_path(outdir, "err"), *js = tlib_path(outdir, "sum.json");
 	char script[1400];
 	const struct jguest *jg;
-	struct gtruth t;
+	struct tlib_gstats t;
 	struct gread g;
 	struct report r;
 	struct gentry ge[16];
@@ -777,22 +634,22 @@ static void test_agent_killed(void **state)
 		 "sleep 1; kill -KILL %d; sleep 1.5; echo 0 > %s/dom1/tracing/tracing_on; "
 		 "sleep 1", (int)victim, sim.dir);
 	if (tcx_run(err, "record", "--xen", "-A", "guest1", "-A", "guest2", "-o",
-		    path("trace.dat"), "--summary-json", js, "--", "/bin/sh", "-c", script, NULL))
-		fail_msg("record failed, see %s", show(err));
-	assert_true(file_has(err, "went away"));
+		    tlib_path(outdir, "trace.dat"), "--summary-json", js, "--", "/bin/sh", "-c", script, NULL))
+		fail_msg("record failed, see %s", tlib_show(err));
+	assert_true(tlib_file_has(err, "went away"));
 	json_load(js, &j);
 	assert_string_equal(j.error, "");
 	assert_int_equal(j.ng, 2);
 	check_host_files();
-	nge = dump_guests(path("trace.dat"), ge, 16);
+	nge = dump_guests(tlib_path(outdir, "trace.dat"), ge, 16);
 	stop_agents();
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 
 	/* the survivor: complete */
 	check_xen_guest(0, ge, nge, &j, &g);
 	jg = jguest_named(&j, "guest1");
 	assert_false(jg->died);
-	gtruth_load(1, &t);
+	assert_int_equal(tlib_truth_gstats(sim.dir, 1, &t), 0);
 	for (unsigned int v = 0; v < gvcpus[0]; v++)
 		assert_int_equal(g.events[v], t.events[v]);
 
@@ -801,16 +658,16 @@ static void test_agent_killed(void **state)
 	print_message("# guest2 died: \"%s\"\n", jg->note);
 	assert_true(jg->died);
 	assert_true(strlen(jg->note) > 0);
-	report(path("trace-guest2.dat"), &r);
+	report(tlib_path(outdir, "trace-guest2.dat"), &r);
 	assert_int_equal(r.cpus, 1);
 	assert_int_equal(r.unknown, 0);
-	gread_file(path("trace-guest2.dat"), 1, &g);
+	gread_file(tlib_path(outdir, "trace-guest2.dat"), 1, &g);
 	assert_int_equal(g.backwards, 0);
 	assert_int_equal(g.other, 0);
 	assert_int_equal(g.total, r.events);
 	assert_int_equal(g.total, jg->events);
 	assert_true(g.total > 0);
-	gtruth_load(2, &t);
+	assert_int_equal(tlib_truth_gstats(sim.dir, 2, &t), 0);
 	print_message("# guest2: file %lu events, simulator %lu\n", (unsigned long)g.total,
 		      (unsigned long)t.events[0]);
 	assert_true(g.total < t.events[0]);
@@ -830,8 +687,8 @@ static void test_agent_killed(void **state)
  */
 static void test_sigint(void **state)
 {
-	char *err = path("../err"), *js = path("sum.json"), *gf = path("run-guest1.dat");
-	char *argv[] = { (char *)tcx(), "record", "--xen", "-A", "guest1", "-o", path("run.dat"),
+	char *err = tlib_path(outdir, "../err"), *js = tlib_path(outdir, "sum.json"), *gf = tlib_path(outdir, "run-guest1.dat");
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-A", "guest1", "-o", tlib_path(outdir, "run.dat"),
 			 "--summary-json", js, NULL };
 	const struct jguest *jg;
 	struct report r;
@@ -840,17 +697,17 @@ static void test_sigint(void **state)
 	pid_t pid;
 
 	start_xen_agent(1);
-	pid = start_child(argv, err);
+	pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", err);
 	/* the guest file exists once its metadata arrived: the capture runs */
 	for (int t = 0; t < 3000 && !exists(gf); t++)
 		usleep(10 * 1000);
 	assert_true(exists(gf));
 	sleep(1);
 	kill(pid, SIGINT);
-	assert_int_equal(wait_rc(pid), 0);
-	assert_true(file_has(err, "stopped by signal 2"));
-	assert_true(exists(path("run.dat")));
-	assert_true(exists(path("run-dom0.dat")));
+	assert_int_equal(tlib_wait(pid), 0);
+	assert_true(tlib_file_has(err, "stopped by signal 2"));
+	assert_true(exists(tlib_path(outdir, "run.dat")));
+	assert_true(exists(tlib_path(outdir, "run-dom0.dat")));
 	report(gf, &r);
 	assert_int_equal(r.cpus, 2);
 	assert_int_equal(r.unknown, 0);
@@ -869,29 +726,29 @@ static void test_sigint(void **state)
 /* One failing record: @rc, @msg in its stderr, nothing on disk. */
 static void expect_fail(int rc, const char *msg, ...)
 {
-	char *argv[40], *err = path("../err");
+	char *argv[40], *err = tlib_path(outdir, "../err");
 	va_list ap;
 	int n = 0, got;
 
-	argv[n++] = (char *)tcx();
+	argv[n++] = (char *)tlib_tcx();
 	argv[n++] = "record";
 	argv[n++] = "--xen";
 	argv[n++] = "-q";
 	argv[n++] = "--duration";
 	argv[n++] = "1";
 	argv[n++] = "-o";
-	argv[n++] = path("trace.dat");
+	argv[n++] = tlib_path(outdir, "trace.dat");
 	va_start(ap, msg);
 	while (n < 39 && (argv[n] = va_arg(ap, char *)))
 		n++;
 	va_end(ap);
 	argv[n] = NULL;
-	got = wait_rc(start_child(argv, err));
+	got = tlib_wait(tlib_sim_spawn(&sim, argv, -1, "/dev/null", err));
 	if (got != rc)
-		fail_msg("record ... %s: status %d, not %d (%s)", argv[8], got, rc, show(err));
-	assert_true(file_has(err, msg));
+		fail_msg("record ... %s: status %d, not %d (%s)", argv[8], got, rc, tlib_show(err));
+	assert_true(tlib_file_has(err, msg));
 	if (rc == 2)
-		assert_true(file_has(err, "usage: trace-cmd-xen record"));
+		assert_true(tlib_file_has(err, "usage: trace-cmd-xen record"));
 	assert_outdir_empty();
 }
 
@@ -916,7 +773,7 @@ static void test_errors(void **state)
 	expect_fail(2, "--tsync-interval 0", "-A", "guest1", "--tsync-interval", "0", NULL);
 	expect_fail(2, "--tsync-interval abc", "-A", "guest1", "--tsync-interval", "abc",
 		    NULL);
-	expect_fail(2, "--secret-file", "-A", "guest1", "--secret-file", path("../nosecret"),
+	expect_fail(2, "--secret-file", "-A", "guest1", "--secret-file", tlib_path(outdir, "../nosecret"),
 		    NULL);
 
 	/* an agent killed before the record: its advertisement stays, nobody answers */
@@ -933,34 +790,10 @@ static void test_errors(void **state)
 	}
 
 	/* none of the failures above left guest1's agent busy */
-	if (tcx_run(path("../err"), "record", "--xen", "-q", "-A", "guest1", "--duration", "1",
-		    "-o", path("trace.dat"), NULL))
-		fail_msg("record -A guest1 after the failures (%s)", show(path("../err")));
-	assert_true(exists(path("trace-guest1.dat")));
-}
-
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
-static void write_file(const char *file, const char *text)
-{
-	FILE *f = fopen(file, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
+	if (tcx_run(tlib_path(outdir, "../err"), "record", "--xen", "-q", "-A", "guest1", "--duration", "1",
+		    "-o", tlib_path(outdir, "trace.dat"), NULL))
+		fail_msg("record -A guest1 after the failures (%s)", tlib_show(tlib_path(outdir, "../err")));
+	assert_true(exists(tlib_path(outdir, "trace-guest1.dat")));
 }
 
 /*
@@ -971,9 +804,9 @@ static void write_file(const char *file, const char *text)
  */
 static void test_tcp(void **state)
 {
-	char port[16], spec[48], tdir[400], log[460], *sec = path("../secret");
-	char *wrong = path("../wrong"), *err = path("../err"), *js = path("../sum.json");
-	char *argv[] = { (char *)tcx(), "agent", "-N", "127.0.0.1", "-p", port, "--secret-file",
+	char port[16], spec[48], tdir[400], log[460], *sec = tlib_path(outdir, "../secret");
+	char *wrong = tlib_path(outdir, "../wrong"), *err = tlib_path(outdir, "../err"), *js = tlib_path(outdir, "../sum.json");
+	char *argv[] = { (char *)tlib_tcx(), "agent", "-N", "127.0.0.1", "-p", port, "--secret-file",
 			 sec, "--tracing-dir", tdir, NULL };
 	const struct gentry *e;
 	const struct jguest *jg;
@@ -981,51 +814,43 @@ static void test_tcp(void **state)
 	struct report r;
 	struct gread g;
 	struct jsum j;
-	int nge, pids[2] = { -1, -1 };
+	int nge, fd, pids[2] = { -1, -1 };
 
-	write_file(sec, "the right one\n");
-	write_file(wrong, "the wrong one\n");
-	boot_guest(1);
-	snprintf(port, sizeof(port), "%d", free_port());
+	assert_int_equal(tlib_write_file(sec, "the right one\n"), 0);
+	assert_int_equal(tlib_write_file(wrong, "the wrong one\n"), 0);
+	assert_int_equal(tlib_sim_boot(&sim, 1, "sched/sched_switch"), 0);
+	fd = tlib_free_port();
+	assert_true(fd > 0);
+	snprintf(port, sizeof(port), "%d", fd);
 	snprintf(spec, sizeof(spec), "127.0.0.1:%s", port);
 	snprintf(tdir, sizeof(tdir), "%s/dom1/tracing", sim.dir);
 	snprintf(log, sizeof(log), "%s/agent-tcp.log", sim.tmp);
 	/* in guest1: the agent's ptp clock is that guest's TSC, as its events' */
-	agents[nagents++] = start_child_in(argv, log, "1");
-	for (int t = 0; ; t++) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(atoi(port)) };
-		bool up;
-
-		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		up = !connect(fd, (struct sockaddr *)&a, sizeof(a));
-		close(fd);	/* a silent connection: the agent drops it */
-		if (up)
-			break;
-		if (t > 500)
-			fail_msg("the agent does not listen on %s (see %s)", port, log);
-		usleep(10 * 1000);
-	}
+	agents[nagents++] = tlib_sim_spawn(&sim, argv, 1, "/dev/null", log);
+	fd = tlib_connect_wait(atoi(port), 5000);
+	if (fd < 0)
+		fail_msg("the agent does not listen on %s (see %s)", port, log);
+	close(fd);	/* a silent connection: the agent drops it */
 
 	expect_fail(1, "wrong secret", "-A", spec, "--secret-file", wrong, NULL);
 	expect_fail(1, "requires a secret", "-A", spec, NULL);
 	/* with ptp, a TCP guest's only protocol: its samples are in guest1's clock */
 	if (tcx_run(err, "record", "--xen", "-A", spec, "--secret-file", sec, "--duration", "1.5",
-		    "-o", path("trace.dat"), "--summary-json", js, NULL))
-		fail_msg("record -A %s failed (%s)", spec, show(err));
-	assert_true(file_has(err, "guest 127.0.0.1"));
+		    "-o", tlib_path(outdir, "trace.dat"), "--summary-json", js, NULL))
+		fail_msg("record -A %s failed (%s)", spec, tlib_show(err));
+	assert_true(tlib_file_has(err, "guest 127.0.0.1"));
 	check_host_files();
-	report(path("trace-127.0.0.1.dat"), &r);
+	report(tlib_path(outdir, "trace-127.0.0.1.dat"), &r);
 	assert_int_equal(r.cpus, 2);
 	assert_int_equal(r.unknown, 0);
 	assert_true(r.switches > 0);
-	gread_file(path("trace-127.0.0.1.dat"), 2, &g);
+	gread_file(tlib_path(outdir, "trace-127.0.0.1.dat"), 2, &g);
 	assert_int_equal(g.total, r.events);
 	assert_int_equal(g.switches, r.switches);
 	assert_int_equal(g.backwards, 0);
 	/* shifted into the host's clock: inside the 1.5 s capture, give or take */
 	{
-		struct tracecmd_input *h = tracecmd_open(path("trace.dat"), 0);
+		struct tracecmd_input *h = tracecmd_open(tlib_path(outdir, "trace.dat"), 0);
 		uint64_t t0;
 
 		assert_non_null(h);
@@ -1037,7 +862,7 @@ static void test_tcp(void **state)
 				 (unsigned long long)t0);
 	}
 
-	nge = dump_guests(path("trace.dat"), ge, 16);
+	nge = dump_guests(tlib_path(outdir, "trace.dat"), ge, 16);
 	e = gentry_named(ge, nge, "127.0.0.1");
 	if (!e)
 		fail_msg("trace.dat has no GUEST entry named 127.0.0.1");
@@ -1045,7 +870,7 @@ static void test_tcp(void **state)
 	assert_int_equal(e->cpus, 2);
 	assert_int_equal(e->pid[0], -1);
 	assert_int_equal(e->pid[1], -1);
-	check_cpumap(path("trace.dat"), g.traceid, "127.0.0.1", 2, pids);
+	check_cpumap(tlib_path(outdir, "trace.dat"), g.traceid, "127.0.0.1", 2, pids);
 	/* the domain itself keeps its own entry: nothing says it is that guest */
 	e = gentry_named(ge, nge, "d1");
 	assert_non_null(e);

@@ -31,96 +31,27 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder-internal.h"
-#include "simhost.h"
+#include "tlib.h"
 
 #define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
 #define MAXCPU		64
 
-static struct simhost sim;
+static struct tlib_sim sim;
 
 static int setup_basic(void **state)
 {
-	return simhost_start(&sim, conf_path("basic.conf"));
+	return tlib_sim_start(&sim, tlib_conf_path("basic.conf"));
 }
 
 static int setup_stress(void **state)
 {
-	return simhost_start(&sim, conf_path("stress.conf"));
+	return tlib_sim_start(&sim, tlib_conf_path("stress.conf"));
 }
 
 static int cleanup(void **state)
 {
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 	return 0;
-}
-
-static const char *tcx(void)
-{
-	const char *b = getenv("TCX_BIN");
-
-	return b ? b : "trace-cmd-xen";
-}
-
-static char *path(const char *name)
-{
-	static char buf[8][512];
-	static int i;
-
-	i = (i + 1) % 8;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s", sim.tmp, name);
-	return buf[i];
-}
-
-/* Start argv with the simulator's environment plus @env (NAME=VALUE or NULL). */
-static pid_t spawn(char *const argv[], const char *errfile, const char *env)
-{
-	pid_t pid = fork();
-
-	if (pid)
-		return pid;
-	if (errfile) {
-		FILE *f = freopen(errfile, "w", stderr);
-
-		(void)f;
-	}
-	if (!freopen("/dev/null", "w", stdout))
-		_exit(126);
-	setenv("XENSIM_HOST", sim.dir, 1);
-	setenv("LD_LIBRARY_PATH", getenv("XENSIM_LIBDIR"), 1);
-	if (env)
-		putenv((char *)env);
-	execv(argv[0], argv);
-	_exit(127);
-}
-
-static int wait_rc(pid_t pid)
-{
-	int st;
-
-	if (waitpid(pid, &st, 0) != pid)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static int run(char *const argv[], const char *errfile, const char *env)
-{
-	return wait_rc(spawn(argv, errfile, env));
-}
-
-static bool file_has(const char *file, const char *needle)
-{
-	char buf[8192];
-	FILE *f = fopen(file, "r");
-	size_t n;
-
-	if (!f)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	fclose(f);
-	if (!strstr(buf, needle))
-		print_message("# %s lacks \"%s\":\n# %s\n", file, needle, buf);
-	return strstr(buf, needle) != NULL;
 }
 
 static uint64_t json_u64(const char *file, const char *key)
@@ -318,27 +249,28 @@ static void write_marks(pid_t rec, struct marks *m)
 
 static void test_drainable(void **state)
 {
-	char *out = path("trace.dat"), *d0 = path("trace-dom0.dat"), *raw = path("raw.bin");
-	char *js = path("sum.json"), *err = path("err"), *mono = path("mono");
-	char *argv[] = { (char *)tcx(), "record", "--xen", "-q", "-e", "sched:sched_switch",
+	char *out = tlib_path(sim.tmp, "trace.dat"), *d0 = tlib_path(sim.tmp, "trace-dom0.dat");
+	char *raw = tlib_path(sim.tmp, "raw.bin"), *js = tlib_path(sim.tmp, "sum.json");
+	char *err = tlib_path(sim.tmp, "err"), *mono = tlib_path(sim.tmp, "mono");
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-e", "sched:sched_switch",
 			 "-o", out, "--raw", raw, "--summary-json", js, "--duration", "2",
 			 NULL };
 	char cmd[2048];
 	struct tracecmd_input *h;
 	struct hvread hr;
 	struct marks mk = { 0 };
-	struct truth t;
+	struct tlib_truth t;
 	uint32_t mult, shift;
 	size_t checked = 0;
 	unsigned long nonmono = 99, d0lines = 0, marklines = 0;
 	FILE *f;
 	pid_t rpid;
 
-	rpid = spawn(argv, err, NULL);
+	rpid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", err);
 	write_marks(rpid, &mk);
-	assert_int_equal(wait_rc(rpid), 0);
-	assert_int_equal(simhost_stop(&sim), 0);
-	assert_int_equal(truth_load(sim.dir, &t), 0);
+	assert_int_equal(tlib_wait(rpid), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
 	mult = json_u64(js, "tsc2nsec_mult");
 	shift = json_u64(js, "tsc2nsec_shift");
 
@@ -361,7 +293,7 @@ static void test_drainable(void **state)
 	 * incoming vCPU's runnable->running, a few ticks later).
 	 */
 	for (size_t i = 0; i < t.nrun; i++) {
-		const struct truth_run *r = &t.run[i];
+		const struct tlib_truth_run *r = &t.run[i];
 		int pid = rec_vcpu_pid(r->dom, r->vcpu);
 		long k;
 		uint64_t end;
@@ -435,16 +367,17 @@ static void test_drainable(void **state)
 	assert_true(d0lines > 100);
 	assert_int_equal(marklines, NMARK);
 	hv_free(&hr);
-	truth_free(&t);
+	tlib_truth_free(&t);
 }
 
 static void test_stress(void **state)
 {
-	char *out = path("trace.dat"), *js = path("sum.json"), *err = path("err");
-	char *argv[] = { (char *)tcx(), "record", "--xen", "-q", "--no-dom0", "-S", "2",
+	char *out = tlib_path(sim.tmp, "trace.dat"), *js = tlib_path(sim.tmp, "sum.json");
+	char *err = tlib_path(sim.tmp, "err");
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "--no-dom0", "-S", "2",
 			 "-o", out, "--summary-json", js, "--duration", "1", NULL };
 	struct hvread hr;
-	struct truth t;
+	struct tlib_truth t;
 	uint64_t lost = 0;
 	bool dropped = false;
 
@@ -454,9 +387,9 @@ static void test_stress(void **state)
 	 * again (up to 3 runs) until every pCPU dropped; then check.
 	 */
 	for (int attempt = 0; !dropped; attempt++) {
-		assert_int_equal(run(argv, err, NULL), 0);
-		assert_int_equal(simhost_stop(&sim), 0);
-		assert_int_equal(truth_load(sim.dir, &t), 0);
+		assert_int_equal(tlib_sim_run(&sim, argv, "/dev/null", err), 0);
+		assert_int_equal(tlib_sim_stop(&sim), 0);
+		assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
 		dropped = true;
 		for (unsigned int c = 0; c < t.pcpus; c++)
 			dropped &= t.st[c].dropped > 0;
@@ -464,12 +397,12 @@ static void test_stress(void **state)
 			break;
 		print_message("# run %d: a pCPU dropped nothing (a busy machine): again\n",
 			      attempt + 1);
-		truth_free(&t);
-		simhost_cleanup(&sim);
-		assert_int_equal(simhost_start(&sim, conf_path("stress.conf")), 0);
-		out = path("trace.dat");
-		js = path("sum.json");
-		err = path("err");
+		tlib_truth_free(&t);
+		tlib_sim_cleanup(&sim);
+		assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("stress.conf")), 0);
+		out = tlib_path(sim.tmp, "trace.dat");
+		js = tlib_path(sim.tmp, "sum.json");
+		err = tlib_path(sim.tmp, "err");
 		argv[8] = out;
 		argv[10] = js;
 	}
@@ -487,95 +420,97 @@ static void test_stress(void **state)
 	}
 	assert_int_equal(json_u64(js, "lost"), lost);
 	hv_free(&hr);
-	truth_free(&t);
+	tlib_truth_free(&t);
 }
 
 static void test_command(void **state)
 {
-	char *out = path("trace.dat"), *err = path("err");
-	char *argv[] = { (char *)tcx(), "record", "--xen", "-q", "-o", out, "--",
+	char *out = tlib_path(sim.tmp, "trace.dat"), *err = tlib_path(sim.tmp, "err");
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-o", out, "--",
 			 "/bin/sh", "-c", "sleep 0.3; exit 3", NULL };
 	struct tracecmd_input *h;
 
-	assert_int_equal(run(argv, err, NULL), 3);
+	assert_int_equal(tlib_sim_run(&sim, argv, "/dev/null", err), 3);
 	h = tracecmd_open(out, 0);
 	assert_non_null(h);
 	tracecmd_close(h);
-	h = tracecmd_open(path("trace-dom0.dat"), 0);
+	h = tracecmd_open(tlib_path(sim.tmp, "trace-dom0.dat"), 0);
 	assert_non_null(h);
 	tracecmd_close(h);
 }
 
 static void test_sigint(void **state)
 {
-	char *out = path("trace.dat"), *raw = path("raw.bin"), *err = path("err");
-	char *argv[] = { (char *)tcx(), "record", "--xen", "-o", out, "--raw", raw,
+	char *out = tlib_path(sim.tmp, "trace.dat"), *raw = tlib_path(sim.tmp, "raw.bin");
+	char *err = tlib_path(sim.tmp, "err");
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-o", out, "--raw", raw,
 			 NULL };
 	char cmd[2048];
 	struct hvread hr;
 	pid_t pid;
 	uint64_t n = 0;
 
-	pid = spawn(argv, err, NULL);
+	pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", err);
 	usleep(1200 * 1000);
 	kill(pid, SIGINT);
-	assert_int_equal(wait_rc(pid), 0);
-	assert_true(file_has(err, "stopped by signal 2"));
+	assert_int_equal(tlib_wait(pid), 0);
+	assert_true(tlib_file_has(err, "stopped by signal 2"));
 	hv_read(out, &hr);
 	for (int c = 0; c < MAXCPU; c++)
 		n += hr.recs[c];
 	assert_true(n > 1000);
 	hv_free(&hr);
 	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s -i %s >/dev/null 2>&1", out,
-		 path("trace-dom0.dat"));
+		 tlib_path(sim.tmp, "trace-dom0.dat"));
 	assert_int_equal(system(cmd), 0);
 	/* the raw copy converts as xentrace's would */
-	snprintf(cmd, sizeof(cmd), "%s convert -q %s -o %s", tcx(), raw, path("conv.dat"));
+	snprintf(cmd, sizeof(cmd), "%s convert -q %s -o %s", tlib_tcx(), raw,
+		 tlib_path(sim.tmp, "conv.dat"));
 	assert_int_equal(system(cmd), 0);
 }
 
 static void test_errors(void **state)
 {
-	char *out = path("t.dat"), *err = path("err");
-	char *badmask[] = { (char *)tcx(), "record", "--xen", "-M", "bogus", "-o", out, NULL };
-	char *badev[] = { (char *)tcx(), "record", "--xen", "-q", "-e", "nosuch:nosuch_ev",
+	char *out = tlib_path(sim.tmp, "t.dat"), *err = tlib_path(sim.tmp, "err");
+	char *badmask[] = { (char *)tlib_tcx(), "record", "--xen", "-M", "bogus", "-o", out, NULL };
+	char *badev[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-e", "nosuch:nosuch_ev",
 			  "-o", out, NULL };
-	char *badout[] = { (char *)tcx(), "record", "--xen", "-q", "-o",
+	char *badout[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-o",
 			   "/nonexistent/dir/t.dat", NULL };
-	char *noxen[] = { (char *)tcx(), "record", "-o", out, NULL };
-	char *plain[] = { (char *)tcx(), "record", "--xen", "-q", "-o", out, "--duration",
+	char *noxen[] = { (char *)tlib_tcx(), "record", "-o", out, NULL };
+	char *plain[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-o", out, "--duration",
 			  "0.5", NULL };
-	char *full[] = { (char *)tcx(), "record", "--xen", "-q", "--no-dom0", "-o", out,
+	char *full[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "--no-dom0", "-o", out,
 			 "--raw", "/dev/full", "--duration", "2", NULL };
-	char *xt[] = { XENTRACE, "-T", "5", path("xt.bin"), NULL };
+	char *xt[] = { XENTRACE, "-T", "5", tlib_path(sim.tmp, "xt.bin"), NULL };
 	struct tracecmd_input *h;
 	pid_t xpid;
 
-	assert_int_equal(run(badmask, err, NULL), 2);
-	assert_true(file_has(err, "unknown class"));
-	assert_int_equal(run(noxen, err, NULL), 2);
-	assert_int_equal(run(badev, err, NULL), 1);
-	assert_true(file_has(err, "no event matches \"nosuch:nosuch_ev\""));
+	assert_int_equal(tlib_sim_run(&sim, badmask, "/dev/null", err), 2);
+	assert_true(tlib_file_has(err, "unknown class"));
+	assert_int_equal(tlib_sim_run(&sim, noxen, "/dev/null", err), 2);
+	assert_int_equal(tlib_sim_run(&sim, badev, "/dev/null", err), 1);
+	assert_true(tlib_file_has(err, "no event matches \"nosuch:nosuch_ev\""));
 	assert_int_equal(access(out, F_OK), -1);	/* nothing left behind */
-	assert_int_equal(access(path("t-dom0.dat"), F_OK), -1);
-	assert_int_equal(run(badout, err, NULL), 1);
-	assert_true(file_has(err, "/nonexistent/dir/t.dat: No such file"));
-	assert_int_equal(run(plain, err, "XENSIM_DOMID=1"), 1);
-	assert_true(file_has(err, "dom0"));
+	assert_int_equal(access(tlib_path(sim.tmp, "t-dom0.dat"), F_OK), -1);
+	assert_int_equal(tlib_sim_run(&sim, badout, "/dev/null", err), 1);
+	assert_true(tlib_file_has(err, "/nonexistent/dir/t.dat: No such file"));
+	assert_int_equal(tlib_wait(tlib_sim_spawn(&sim, plain, 1, "/dev/null", err)), 1);
+	assert_true(tlib_file_has(err, "dom0"));
 
 	/* a second consumer: the stock xentrace holds VIRQ_TBUF */
 	if (!access(XENTRACE, X_OK)) {
-		xpid = spawn(xt, NULL, NULL);
+		xpid = tlib_sim_spawn(&sim, xt, -1, "/dev/null", NULL);
 		usleep(500 * 1000);
-		assert_int_equal(run(plain, err, NULL), 1);
-		assert_true(file_has(err, "another trace consumer"));
+		assert_int_equal(tlib_sim_run(&sim, plain, "/dev/null", err), 1);
+		assert_true(tlib_file_has(err, "another trace consumer"));
 		kill(xpid, SIGINT);
-		wait_rc(xpid);
+		tlib_wait(xpid);
 	}
 
 	/* disk full: stop, say so, leave a valid file */
-	assert_int_equal(run(full, err, NULL), 1);
-	assert_true(file_has(err, "disk full"));
+	assert_int_equal(tlib_sim_run(&sim, full, "/dev/null", err), 1);
+	assert_true(tlib_file_has(err, "disk full"));
 	h = tracecmd_open(out, 0);
 	assert_non_null(h);
 	tracecmd_close(h);

@@ -29,14 +29,14 @@
 #include <xen/xen.h>
 #include <xen/hvm/hvm_op.h>
 
-#include "simhost.h"
+#include "tlib.h"
 
 /* One host per test, stopped and removed even when the test fails. */
-static struct simhost sim;
+static struct tlib_sim sim;
 
 static int cleanup(void **state)
 {
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 	return 0;
 }
 
@@ -108,11 +108,11 @@ static uint64_t gstat(const char *dir, unsigned int dom, unsigned int vcpu,
 }
 
 /* Is host TSC @t inside a run of d<dom>v<vcpu>? */
-static bool running_at(const struct truth *t, unsigned int dom,
+static bool running_at(const struct tlib_truth *t, unsigned int dom,
 		       unsigned int vcpu, uint64_t h)
 {
 	for (size_t i = 0; i < t->nrun; i++) {
-		const struct truth_run *r = &t->run[i];
+		const struct tlib_truth_run *r = &t->run[i];
 
 		if (r->dom == dom && r->vcpu == vcpu && h >= r->start &&
 		    (!r->end || h <= r->end))
@@ -123,7 +123,7 @@ static bool running_at(const struct truth *t, unsigned int dom,
 
 static void test_guest_tracefs(void **state)
 {
-	struct truth t;
+	struct tlib_truth t;
 	struct tep_handle *tep;
 	struct tracefs_cpu *tc[NCPU];
 	struct pages pg[NCPU];
@@ -131,7 +131,7 @@ static void test_guest_tracefs(void **state)
 	int raw, text;
 	unsigned int seen[NMARK + 1] = { 0 }, texts = 0;
 
-	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("basic.conf")), 0);
 	snprintf(dir, sizeof(dir), "%s/dom1/tracing", sim.dir);
 	assert_int_equal(tracefs_set_tracing_dir(dir), 0);
 
@@ -186,12 +186,12 @@ static void test_guest_tracefs(void **state)
 	close(raw);
 	close(text);
 	usleep(200 * 1000);
-	assert_int_equal(simhost_stop(&sim), 0);	/* flushes partial pages */
+	assert_int_equal(tlib_sim_stop(&sim), 0);	/* flushes partial pages */
 	for (int c = 0; c < NCPU; c++) {
 		drain(tc[c], &pg[c]);
 		tracefs_cpu_close(tc[c]);
 	}
-	assert_int_equal(truth_load(sim.dir, &t), 0);
+	assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
 
 	for (int c = 0; c < NCPU; c++) {
 		struct kbuffer *kb = kbuffer_alloc(KBUFFER_LSIZE_8,
@@ -247,8 +247,8 @@ static void test_guest_tracefs(void **state)
 		assert_int_equal(seen[i], 1);
 	assert_int_equal(texts, NMARK);
 	tep_free(tep);
-	truth_free(&t);
-	simhost_cleanup(&sim);
+	tlib_truth_free(&t);
+	tlib_sim_cleanup(&sim);
 }
 
 /* Nothing is produced while tracing_on is 0 or no event is enabled. */
@@ -256,16 +256,16 @@ static void test_guest_tracing_off(void **state)
 {
 	char dir[512];
 
-	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("basic.conf")), 0);
 	snprintf(dir, sizeof(dir), "%s/dom1/tracing", sim.dir);
 	assert_int_equal(tracefs_set_tracing_dir(dir), 0);
 	assert_int_equal(tracefs_event_enable(NULL, "sched", NULL), 0);
 	assert_int_equal(tracefs_trace_off(NULL), 0);
 	usleep(300 * 1000);
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 	assert_int_equal(gstat(sim.dir, 1, 0, "events"), 0);
 	assert_int_equal(gstat(sim.dir, 1, 1, "events"), 0);
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 }
 
 /* A marker ('M') or a hypercall's record ('X') at time @t. */
@@ -304,7 +304,7 @@ static void test_marker_hypercall_order(void **state)
 	struct mark ev[64];
 	unsigned int n = 0;
 
-	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("basic.conf")), 0);
 	snprintf(dir, sizeof(dir), "%s/dom1/tracing", sim.dir);
 	snprintf(path, sizeof(path), "%s/trace_marker", dir);
 	raw = open(path, O_WRONLY);
@@ -332,7 +332,7 @@ static void test_marker_hypercall_order(void **state)
 	xencall_close(xc);
 	close(raw);
 	usleep(100 * 1000);
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 
 	snprintf(path, sizeof(path), "%s/truth", sim.dir);
 	f = fopen(path, "r");
@@ -350,7 +350,7 @@ static void test_marker_hypercall_order(void **state)
 	assert_int_equal(n, 24);
 	/* in time order: M X M, eight times */
 	check_mxm(ev, n);
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 }
 
 /* Every event of @pg through @fn(ctx, id, payload). */
@@ -416,7 +416,7 @@ static void test_marker_pinned_vcpu(void **state)
 	CPU_SET(1, &one);
 	if (sched_setaffinity(0, sizeof(one), &one))
 		skip();		/* a 1-CPU machine cannot pin to CPU 1 */
-	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("basic.conf")), 0);
 	snprintf(dir, sizeof(dir), "%s/dom1/tracing", sim.dir);
 	assert_int_equal(tracefs_set_tracing_dir(dir), 0);
 	for (int c = 0; c < NCPU; c++) {
@@ -468,7 +468,7 @@ static void test_marker_pinned_vcpu(void **state)
 	close(raw);
 	assert_int_equal(sched_setaffinity(0, sizeof(old), &old), 0);
 	usleep(100 * 1000);
-	assert_int_equal(simhost_stop(&sim), 0);	/* flushes partial pages */
+	assert_int_equal(tlib_sim_stop(&sim), 0);	/* flushes partial pages */
 	for (int c = 0; c < NCPU; c++) {
 		drain(tc[c], &pg[c]);
 		tracefs_cpu_close(tc[c]);
@@ -512,7 +512,7 @@ static void test_marker_pinned_vcpu(void **state)
 	assert_int_equal(n, 3 * NMARK);
 	/* in time order, each call between two markers: M X M, NMARK times */
 	check_mxm(ev, n);
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 }
 
 /*
@@ -524,13 +524,13 @@ static void test_guest_scaled_tsc(void **state)
 {
 	static const int64_t off[2] = { 123456789, -987654 };
 	struct tracefs_cpu *tc[2];
-	struct truth t;
+	struct tlib_truth t;
 	struct pages pg[2] = { 0 };
 	char dir[512], path[600], line[256];
 	uint64_t ratio = 0, events = 0;
 	FILE *f;
 
-	assert_int_equal(simhost_start(&sim, conf_path("scaled.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("scaled.conf")), 0);
 	snprintf(dir, sizeof(dir), "%s/dom1/tracing", sim.dir);
 	assert_int_equal(tracefs_set_tracing_dir(dir), 0);
 	assert_int_equal(tracefs_event_enable(NULL, "sched", NULL), 0);
@@ -542,12 +542,12 @@ static void test_guest_scaled_tsc(void **state)
 		assert_non_null(pg[c].buf);
 	}
 	usleep(400 * 1000);
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 	for (int c = 0; c < 2; c++) {
 		drain(tc[c], &pg[c]);
 		tracefs_cpu_close(tc[c]);
 	}
-	assert_int_equal(truth_load(sim.dir, &t), 0);
+	assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
 	snprintf(path, sizeof(path), "%s/truth", sim.dir);
 	f = fopen(path, "r");
 	assert_non_null(f);
@@ -588,8 +588,8 @@ static void test_guest_scaled_tsc(void **state)
 	print_message("# scaled guest: ratio %lu / 2^32, %lu events checked\n",
 		      (unsigned long)ratio, (unsigned long)events);
 	assert_true(events > 100);
-	truth_free(&t);
-	simhost_cleanup(&sim);
+	tlib_truth_free(&t);
+	tlib_sim_cleanup(&sim);
 }
 
 int main(void)

@@ -27,30 +27,30 @@
 #include <xen/trace.h>
 #include <xen/hvm/hvm_op.h>
 
-#include "simhost.h"
+#include "tlib.h"
 
 /* room for a few hundred ms of the basic host's records */
 #define PAGES	64
 
-static struct simhost host;
-static struct truth truth_at_start;
+static struct tlib_sim host;
+static struct tlib_truth truth_at_start;
 
 static int setup(void **state)
 {
-	if (simhost_start(&host, conf_path("basic.conf")))
+	if (tlib_sim_start(&host, tlib_conf_path("basic.conf")))
 		return -1;
 	setenv("XENSIM_HOST", host.dir, 1);
 	setenv("XENSIM_DOMID", "0", 1);
 	/* the header part of the truth is written at start */
-	return truth_load(host.dir, &truth_at_start);
+	return tlib_truth_load(host.dir, &truth_at_start);
 }
 
 static int teardown(void **state)
 {
-	int ret = simhost_stop(&host);
+	int ret = tlib_sim_stop(&host);
 
-	truth_free(&truth_at_start);
-	simhost_cleanup(&host);
+	tlib_truth_free(&truth_at_start);
+	tlib_sim_cleanup(&host);
 	return ret;
 }
 

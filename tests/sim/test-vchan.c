@@ -24,15 +24,15 @@
 #include <libxenvchan.h>
 #include <xenstore.h>
 
-#include "simhost.h"
+#include "tlib.h"
 
 #define PATH	"/local/domain/1/data/tcx/vchan"
 
-static struct simhost sim;
+static struct tlib_sim sim;
 
 static int setup(void **state)
 {
-	if (simhost_start(&sim, conf_path("basic.conf")))
+	if (tlib_sim_start(&sim, tlib_conf_path("basic.conf")))
 		return -1;
 	setenv("XENSIM_HOST", sim.dir, 1);
 	return 0;
@@ -40,9 +40,9 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int ret = simhost_stop(&sim);
+	int ret = tlib_sim_stop(&sim);
 
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 	return ret;
 }
 

@@ -22,14 +22,14 @@
 
 #include <cmocka.h>
 
-#include "simhost.h"
+#include "tlib.h"
 
 /* One host per test, stopped and removed even when the test fails. */
-static struct simhost sim;
+static struct tlib_sim sim;
 
 static int cleanup(void **state)
 {
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 	return 0;
 }
 
@@ -141,7 +141,7 @@ static int cmp_bound(const void *a, const void *b)
  * pCPU's last TSC (xenalyze's "LOST" at end of file), and zero-length
  * periods do not count.
  */
-static unsigned int expected_runs(const struct truth *t, struct vrun *out)
+static unsigned int expected_runs(const struct tlib_truth *t, struct vrun *out)
 {
 	unsigned int nv = 0;
 	struct bound *b = malloc((2 * t->nrun + t->ncont + 1) * sizeof(*b));
@@ -164,7 +164,7 @@ static unsigned int expected_runs(const struct truth *t, struct vrun *out)
 		bool running = false;
 
 		for (size_t i = 0; i < t->nrun; i++) {
-			const struct truth_run *r = &t->run[i];
+			const struct tlib_truth_run *r = &t->run[i];
 
 			if ((r->dom << 16 | r->vcpu) != out[k].key)
 				continue;
@@ -174,7 +174,7 @@ static unsigned int expected_runs(const struct truth *t, struct vrun *out)
 				b[n++] = (struct bound){ r->end, 'E', r->pcpu };
 		}
 		for (size_t i = 0; i < t->ncont; i++) {
-			const struct truth_cont *c = &t->cont[i];
+			const struct tlib_truth_cont *c = &t->cont[i];
 
 			if ((c->dom << 16 | c->vcpu) == out[k].key && c->w)
 				b[n++] = (struct bound){ c->tsc, 'C', c->pcpu };
@@ -261,46 +261,31 @@ static unsigned int xenalyze_runs(const char *path, struct vrun *out)
 	return nv;
 }
 
-static void scratch(const struct simhost *host, const char *name,
+static void scratch(const struct tlib_sim *host, const char *name,
 		    char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", host->tmp, name);
 }
 
-static unsigned int count_lines(const char *dir, const char *prefix)
-{
-	char path[512], line[256];
-	unsigned int n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/truth", dir);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		n += !strncmp(line, prefix, strlen(prefix));
-	fclose(f);
-	return n;
-}
-
 static void drainable(const char *conf, unsigned int min_migrations)
 {
-	struct truth t;
+	struct tlib_truth t;
 	struct filestats fs;
 	struct vrun exp[MAXV], got[MAXV];
 	char out[512], sum[512], err[512], hz[64], hzarg[80];
 	unsigned int ne, ng, compared = 0;
 
-	assert_int_equal(simhost_start(&sim, conf_path(conf)), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path(conf)), 0);
 	scratch(&sim, "trace.bin", out, sizeof(out));
 	scratch(&sim, "xentrace.err", err, sizeof(err));
 	{
 		/* 1 MiB per pCPU: over a second of slack on a loaded machine */
 		char *argv[] = { XENTRACE, "-S", "256", "-T", "2", out, NULL };
 
-		assert_int_equal(run_cmd(&sim, argv, NULL, err), 0);
+		assert_int_equal(tlib_sim_run(&sim, argv, NULL, err), 0);
 	}
-	assert_int_equal(simhost_stop(&sim), 0);
-	assert_int_equal(truth_load(sim.dir, &t), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
 
 	/* every record the simulator wrote is in the file, nothing lost */
 	read_xentrace(out, &fs);
@@ -322,7 +307,7 @@ static void drainable(const char *conf, unsigned int min_migrations)
 	{
 		char *argv[] = { XENALYZE, hzarg, "-s", out, NULL };
 
-		assert_int_equal(run_cmd(NULL, argv, sum, err), 0);
+		assert_int_equal(tlib_sim_run(NULL, argv, sum, err), 0);
 	}
 	ne = expected_runs(&t, exp);
 	ng = xenalyze_runs(sum, got);
@@ -355,10 +340,10 @@ static void drainable(const char *conf, unsigned int min_migrations)
 	}
 	assert_true(compared >= 5);	/* dom0 x2, guest1 x2, guest2, idle */
 	/* vCPUs moved between pCPUs while traced */
-	print_message("# %u migrations\n", count_lines(sim.dir, "migrate "));
-	assert_true(count_lines(sim.dir, "migrate ") >= min_migrations);
-	truth_free(&t);
-	simhost_cleanup(&sim);
+	print_message("# %d migrations\n", tlib_truth_count(sim.dir, "migrate "));
+	assert_true(tlib_truth_count(sim.dir, "migrate ") >= (int)min_migrations);
+	tlib_truth_free(&t);
+	tlib_sim_cleanup(&sim);
 }
 
 static void test_drainable_rate(void **state)
@@ -373,25 +358,25 @@ static void test_drainable_migrating(void **state)
 
 static void test_stress_lost(void **state)
 {
-	struct truth t;
+	struct tlib_truth t;
 	struct filestats fs;
 	char out[512], err[512], sum[512];
 	uint64_t dropped = 0, reported = 0;
 
-	assert_int_equal(simhost_start(&sim, conf_path("stress.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("stress.conf")), 0);
 	scratch(&sim, "trace.bin", out, sizeof(out));
 	scratch(&sim, "xentrace.err", err, sizeof(err));
 	{
 		/* 2-page buffers, 1 s */
 		char *argv[] = { XENTRACE, "-S", "2", "-T", "1", out, NULL };
 
-		assert_int_equal(run_cmd(&sim, argv, NULL, err), 0);
+		assert_int_equal(tlib_sim_run(&sim, argv, NULL, err), 0);
 	}
-	assert_int_equal(simhost_stop(&sim), 0);
-	assert_int_equal(truth_load(sim.dir, &t), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
 	read_xentrace(out, &fs);
 	for (unsigned int c = 0; c < t.pcpus; c++) {
-		const struct truth_stats *s = &t.st[c];
+		const struct tlib_truth_stats *s = &t.st[c];
 
 		print_message("# pcpu %u: written %lu dropped %lu; file: %lu records, LOST %lu in %lu records; forgotten at disable %lu\n",
 			      c, (unsigned long)s->written,
@@ -419,7 +404,7 @@ static void test_stress_lost(void **state)
 		char *argv[] = { XENALYZE, hzarg, "-s", out, NULL };
 
 		snprintf(hzarg, sizeof(hzarg), "--cpu-hz=%uK", t.cpu_khz);
-		assert_int_equal(run_cmd(NULL, argv, sum, err), 0);
+		assert_int_equal(tlib_sim_run(NULL, argv, sum, err), 0);
 	}
 	/*
 	 * Each exit is counted once: stamps follow real time on every pCPU,
@@ -434,8 +419,8 @@ static void test_stress_lost(void **state)
 		assert_true(n <= fs.vmexits);
 		assert_true(n * 100 >= fs.vmexits * 95);
 	}
-	truth_free(&t);
-	simhost_cleanup(&sim);
+	tlib_truth_free(&t);
+	tlib_sim_cleanup(&sim);
 }
 
 /* One consumer per host: a second xentrace cannot bind VIRQ_TBUF. */
@@ -446,22 +431,21 @@ static void test_second_xentrace_fails(void **state)
 	FILE *f;
 	bool said = false;
 
-	assert_int_equal(simhost_start(&sim, conf_path("basic.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("basic.conf")), 0);
 	scratch(&sim, "one.bin", out1, sizeof(out1));
 	scratch(&sim, "two.bin", out2, sizeof(out2));
 	scratch(&sim, "two.err", err, sizeof(err));
-	first = fork();
-	assert_true(first >= 0);
-	if (!first) {
+	{
 		char *argv[] = { XENTRACE, "-T", "2", out1, NULL };
 
-		_exit(run_cmd(&sim, argv, NULL, "/dev/null"));
+		first = tlib_sim_spawn(&sim, argv, -1, NULL, "/dev/null");
+		assert_true(first > 0);
 	}
 	usleep(700 * 1000);
 	{
 		char *argv[] = { XENTRACE, "-T", "1", out2, NULL };
 
-		assert_int_equal(run_cmd(&sim, argv, NULL, err), 1);
+		assert_int_equal(tlib_sim_run(&sim, argv, NULL, err), 1);
 	}
 	f = fopen(err, "r");
 	assert_non_null(f);
@@ -469,14 +453,9 @@ static void test_second_xentrace_fails(void **state)
 		said |= strstr(line, "failed to bind to VIRQ port") != NULL;
 	fclose(f);
 	assert_true(said);
-	{
-		int st;
-
-		assert_int_equal(waitpid(first, &st, 0), first);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	}
-	assert_int_equal(simhost_stop(&sim), 0);
-	simhost_cleanup(&sim);
+	assert_int_equal(tlib_wait(first), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	tlib_sim_cleanup(&sim);
 }
 
 int main(void)

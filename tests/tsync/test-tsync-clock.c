@@ -37,7 +37,7 @@
 #include <cmocka.h>
 
 #include "recorder.h"
-#include "simhost.h"
+#include "tlib.h"
 #include "tsync.h"
 
 #define NG		3
@@ -63,8 +63,8 @@ struct tclock {
 
 static struct {
 	bool ok;
-	struct simhost sim;
-	struct truth tr;
+	struct tlib_sim sim;
+	struct tlib_truth tr;
 	uint64_t t0, end;
 	unsigned int frac;
 	struct tclock clk[NG];
@@ -177,66 +177,53 @@ static void load_clocks(void)
 	assert_true(cap.t0 && cap.end > cap.t0 && (cap.frac == 32 || cap.frac == 48));
 }
 
-static pid_t spawn_agent(unsigned int dom)
-{
-	return simhost_boot(&cap.sim, dom) ? -1 : simhost_agent(&cap.sim, dom);
-}
-
 static void stop_children(void)
 {
 	for (int i = 0; i <= NG; i++) {
-		if (child[i] > 0) {
-			kill(child[i], SIGTERM);
-			waitpid(child[i], NULL, 0);
-			child[i] = 0;
-		}
+		tlib_kill(child[i], SIGTERM);
+		child[i] = 0;
 	}
 }
 
 /* The capture all three cases read: made once. */
 static int capture(void **state)
 {
-	const char *bin = getenv("TCX_BIN");
 	static char text[1 << 16];
 	char out[400], js[400], log[400];
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "--no-dom0", "-e", "sched", "-A",
+			 "1", "-A", "2", "-A", "3", "--tsync-interval", "0.5", "--duration",
+			 DURATION, "-o", out, "--summary-json", js, NULL };
 	int st;
 
 	(void)state;
 	memset(&cap, 0, sizeof(cap));
-	if (!bin || simhost_start(&cap.sim, conf_path("../tsync/tsync-clock.conf")))
+	if (!getenv("TCX_BIN") ||
+	    tlib_sim_start(&cap.sim, tlib_conf_path("../tsync/tsync-clock.conf")))
 		return -1;
 	setenv("XENSIM_HOST", cap.sim.dir, 1);
-	for (int i = 0; i < NG; i++)
-		child[i] = spawn_agent(gdom[i]);
-	for (int i = 0; i < NG; i++)
-		if (child[i] <= 0 || !simhost_agent_ready(gdom[i], 300, NULL))
+	for (int i = 0; i < NG; i++) {
+		child[i] = tlib_sim_guest(&cap.sim, gdom[i], "sched", NULL);
+		if (child[i] <= 0)
 			goto fail;
+	}
 	snprintf(out, sizeof(out), "%s/trace.dat", cap.sim.tmp);
 	snprintf(js, sizeof(js), "%s/summary.json", cap.sim.tmp);
 	snprintf(log, sizeof(log), "%s/record.log", cap.sim.tmp);
-	child[NG] = fork();
-	if (!child[NG]) {
-		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execl(bin, bin, "record", "--xen", "--no-dom0", "-e", "sched", "-A", "1", "-A", "2",
-		      "-A", "3", "--tsync-interval", "0.5", "--duration", DURATION, "-o", out,
-		      "--summary-json", js, (char *)NULL);
-		_exit(127);
-	}
-	waitpid(child[NG], &st, 0);
+	child[NG] = tlib_sim_spawn(&cap.sim, argv, -1, "/dev/null", log);
+	st = tlib_wait(child[NG]);
 	child[NG] = 0;
 	stop_children();
-	if (simhost_stop(&cap.sim))
+	if (tlib_sim_stop(&cap.sim))
 		goto fail;
-	run_shell(text, sizeof(text), "cat '%s'", log);
+	tlib_capture(text, sizeof(text), "cat '%s'", log);
 	fprintf(stderr, "%s", text);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
+	if (st)
 		goto fail;
-	if (run_shell(cap.json, sizeof(cap.json), "cat '%s'", js) ||
-	    truth_load(cap.sim.dir, &cap.tr))
+	if (tlib_capture(cap.json, sizeof(cap.json), "cat '%s'", js) ||
+	    tlib_truth_load(cap.sim.dir, &cap.tr))
 		goto fail;
-	cap.c.mult = (uint32_t)json_num(cap.json, "\"tsc2nsec_mult\"");
-	cap.c.shift = (uint32_t)json_num(cap.json, "\"tsc2nsec_shift\"");
+	cap.c.mult = (uint32_t)tlib_json_num(cap.json, "\"tsc2nsec_mult\"");
+	cap.c.shift = (uint32_t)tlib_json_num(cap.json, "\"tsc2nsec_shift\"");
 	if (!cap.c.mult || cap.c.shift > 32)
 		goto fail;
 	load_clocks();
@@ -245,7 +232,7 @@ static int capture(void **state)
 fail:
 	stop_children();
 	if (cap.sim.pid > 0)
-		simhost_stop(&cap.sim);
+		tlib_sim_stop(&cap.sim);
 	return -1;
 }
 
@@ -254,8 +241,8 @@ static int cleanup(void **state)
 	(void)state;
 	stop_children();
 	if (cap.ok)
-		truth_free(&cap.tr);
-	simhost_cleanup(&cap.sim);
+		tlib_truth_free(&cap.tr);
+	tlib_sim_cleanup(&cap.sim);
 	return 0;
 }
 
@@ -275,9 +262,9 @@ static void guest_summary(int i, struct gsum *s)
 	s->json = strstr(cap.json, pat);
 	assert_non_null(s->json);
 	assert_non_null(strstr(s->json, "\"tsync\": {\"protocol\": \"xen\", \"time_shift\": true"));
-	s->bound_ns = json_num(s->json, "\"bound_ns\"");
-	s->rounds = json_num(s->json, "\"rounds\"");
-	s->events = json_num(s->json, "\"events\"");
+	s->bound_ns = tlib_json_num(s->json, "\"bound_ns\"");
+	s->rounds = tlib_json_num(s->json, "\"rounds\"");
+	s->events = tlib_json_num(s->json, "\"events\"");
 	n = strstr(strstr(s->json, "\"tsync\""), "\"note\": \"");
 	assert_non_null(n);
 	n += 9;
@@ -299,26 +286,24 @@ struct sample {
 static size_t samples(int i, struct sample *s, size_t max)
 {
 	static char text[1 << 16];
+	static struct tlib_shift sh[4096];
 	char file[460];
-	size_t n = 0;
+	int n;
 
 	snprintf(file, sizeof(file), "%s/trace-%s.dat", cap.sim.tmp, gname[i]);
-	assert_int_equal(dump_options(text, sizeof(text), file), 0);
-	assert_non_null(strstr(text, "Option TimeShift"));
-	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
-		long long o;
-		unsigned long long mul, frac, t;
-
-		if (!strstr(l, "[offset * scaling"))
-			continue;
-		assert_int_equal(sscanf(l, " %lld %llu %llu %llu", &o, &mul, &frac, &t), 4);
-		assert_int_equal(mul, 1);
-		assert_int_equal(frac, 0);
-		assert_true(n < max);
-		s[n++] = (struct sample){ .t = t, .o = o };
+	n = tlib_time_shift(file, 0, sh, 4096, text, sizeof(text));
+	assert_int_not_equal(n, -1);
+	assert_int_not_equal(n, -2);	/* no "Option TimeShift" */
+	assert_true(n <= 4096);
+	for (int k = 0; k < n; k++) {
+		assert_int_equal(sh[k].fields, 4);
+		assert_int_equal(sh[k].scaling, 1);
+		assert_int_equal(sh[k].frac, 0);
+		assert_true((size_t)k < max);
+		s[k] = (struct sample){ .t = sh[k].ts, .o = sh[k].offset };
 	}
 	assert_true(n >= 2);
-	return n;
+	return (size_t)n;
 }
 
 /*
@@ -350,7 +335,7 @@ static uint64_t sample_errors(int i, const struct sample *s, size_t n, size_t *i
 
 static int cmp_run(const void *x, const void *y)
 {
-	const struct truth_run *a = x, *b = y;
+	const struct tlib_truth_run *a = x, *b = y;
 
 	return a->start < b->start ? -1 : a->start > b->start;
 }
@@ -371,7 +356,7 @@ static void place_events(int i, uint64_t slack_ns, uint64_t split_ns, struct pla
 {
 	static char line[4096];
 	char base[64], rep[460];
-	struct truth_run *r = calloc(cap.tr.nrun + 1, sizeof(*r));
+	struct tlib_truth_run *r = calloc(cap.tr.nrun + 1, sizeof(*r));
 	size_t nr = 0;
 	FILE *f;
 
@@ -382,7 +367,7 @@ static void place_events(int i, uint64_t slack_ns, uint64_t split_ns, struct pla
 	qsort(r, nr, sizeof(*r), cmp_run);
 	snprintf(base, sizeof(base), "trace-%s.dat", gname[i]);
 	snprintf(rep, sizeof(rep), "%s/report-%s.txt", cap.sim.tmp, gname[i]);
-	assert_int_equal(run_shell(line, sizeof(line), "cd '%s' && trace-cmd report -t -i "
+	assert_int_equal(tlib_capture(line, sizeof(line), "cd '%s' && trace-cmd report -t -i "
 				   "trace.dat -i '%s' >'%s' 2>&1", cap.sim.tmp, base, rep), 0);
 	memset(pl, 0, sizeof(*pl));
 	f = fopen(rep, "r");
@@ -391,7 +376,7 @@ static void place_events(int i, uint64_t slack_ns, uint64_t split_ns, struct pla
 		uint64_t ns, best = UINT64_MAX;
 		size_t lo = 0, hi = nr;
 
-		if (!report_ts(line, base, &ns))
+		if (!tlib_report_ts(line, base, &ns))
 			continue;
 		/* the last run starting at or before ns, and the next one */
 		while (lo < hi) {

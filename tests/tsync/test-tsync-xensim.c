@@ -29,7 +29,7 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder-internal.h"
-#include "simhost.h"
+#include "tlib.h"
 #include "tmsg.h"
 #include "tsync.h"
 
@@ -38,7 +38,7 @@
 /* the largest bound accepted from rec_guest on a loaded machine (5 ms) */
 #define BOUND_MAX_NS	5000000
 
-static struct simhost sim;
+static struct tlib_sim sim;
 static pid_t agent_pid;
 
 /* The end of an agent session: its streams closed, the agent gone. */
@@ -51,8 +51,7 @@ static void end_session(struct tmsg_transport *ctl, struct tmsg_transport *ts,
 		tmsg_close(data[c]);
 	tmsg_close(ctl);
 	tmsg_trace_resp_free(resp);
-	kill(agent, SIGTERM);
-	waitpid(agent, NULL, 0);
+	tlib_kill(agent, SIGTERM);
 	agent_pid = 0;
 }
 
@@ -60,39 +59,15 @@ static void end_session(struct tmsg_transport *ctl, struct tmsg_transport *ts,
 static int teardown(void **state)
 {
 	(void)state;
-	if (agent_pid > 0) {
-		kill(agent_pid, SIGTERM);
-		waitpid(agent_pid, NULL, 0);
-		agent_pid = 0;
-	}
+	tlib_kill(agent_pid, SIGTERM);
+	agent_pid = 0;
 	if (sim.pid > 0) {
-		simhost_stop(&sim);
-		simhost_cleanup(&sim);
+		tlib_sim_stop(&sim);
+		tlib_sim_cleanup(&sim);
 	}
 	return 0;
 }
 static const unsigned int doms[NDOM] = { 1, 2, 3 };
-
-static void put(unsigned int domid, const char *file, const char *text)
-{
-	assert_int_equal(simhost_put(&sim, domid, file, text), 0);
-}
-
-static bool truth_has(const char *what)
-{
-	char path[400], line[512];
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/truth", sim.dir);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, what) != NULL;
-	fclose(f);
-	return found;
-}
 
 /*
  * The hypervisor's side in the background: `record --xen --raw` into the
@@ -102,20 +77,14 @@ static bool truth_has(const char *what)
  */
 static pid_t record_raw(char *out, char *raw, size_t len)
 {
-	const char *bin = getenv("TCX_BIN");
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "--no-dom0", "-q", "-o", out,
+			 "--raw", raw, NULL };
 	pid_t pid;
 
 	snprintf(out, len, "%s/trace.dat", sim.tmp);
 	snprintf(raw, len, "%s/raw.bin", sim.tmp);
-	pid = agent_pid = fork();
-	if (!pid) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execl(bin, bin, "record", "--xen", "--no-dom0", "-q", "-o", out, "--raw", raw,
-		      (char *)NULL);
-		_exit(127);
-	}
-	for (int t = 0; t < 500 && !truth_has("tbuf enable"); t++)
+	pid = agent_pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", NULL);
+	for (int t = 0; t < 500 && tlib_truth_count(sim.dir, "tbuf enable") <= 0; t++)
 		usleep(10 * 1000);
 	return pid;
 }
@@ -280,16 +249,16 @@ static uint64_t err_ns(const struct tsync_clock *c, const struct tsync_scale *sc
 
 static int cmp_run(const void *x, const void *y)
 {
-	const struct truth_run *a = x, *b = y;
+	const struct tlib_truth_run *a = x, *b = y;
 
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-static void check_runs_vcpu(const struct truth *t, unsigned int dom, unsigned int vcpu,
+static void check_runs_vcpu(const struct tlib_truth *t, unsigned int dom, unsigned int vcpu,
 			    const struct gside *g, const struct tsync_solution *sol,
 			    uint64_t slack, size_t *out, size_t *far)
 {
-	struct truth_run *r = calloc(t->nrun + 1, sizeof(*r));
+	struct tlib_truth_run *r = calloc(t->nrun + 1, sizeof(*r));
 	size_t n = 0;
 
 	assert_non_null(r);
@@ -324,7 +293,7 @@ static void check_runs_vcpu(const struct truth *t, unsigned int dom, unsigned in
 	free(r);
 }
 
-static void check_runs(const struct truth *t, unsigned int dom, const struct gside *g,
+static void check_runs(const struct tlib_truth *t, unsigned int dom, const struct gside *g,
 		       const struct tsync_solution *sol, uint64_t slack, size_t *out,
 		       size_t *far)
 {
@@ -431,10 +400,10 @@ static void test_xen_protocol(void **state)
 	int st;
 
 	(void)state;
-	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	for (int i = 0; i < NDOM; i++) {
-		assert_int_equal(simhost_boot(&sim, doms[i]), 0);
+		assert_int_equal(tlib_sim_boot(&sim, doms[i], "sched"), 0);
 		snprintf(path, sizeof(path), "%s/dom%u/tracing/per_cpu/cpu0/trace_pipe_raw",
 			 sim.dir, doms[i]);
 		gs[i] = (struct gside){ .fd = open(path, O_RDONLY | O_NONBLOCK),
@@ -443,7 +412,7 @@ static void test_xen_protocol(void **state)
 		tsync_gcollect_set_hook(gs[i].c, on_event, &gs[i]);
 	}
 	rec = record_raw(out, raw, sizeof(out));
-	assert_true(truth_has("tbuf enable"));
+	assert_true(tlib_truth_count(sim.dir, "tbuf enable") > 0);
 	usleep(200 * 1000);
 	/* rounds at the start and one second later */
 	for (int k = 0; k < 2; k++) {
@@ -458,9 +427,9 @@ static void test_xen_protocol(void **state)
 	agent_pid = 0;
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	for (int i = 0; i < NDOM; i++)
-		put(doms[i], "tracing_on", "0\n");
+		assert_int_equal(tlib_sim_put(&sim, doms[i], "tracing_on", "0\n"), 0);
 	drain(gs, 300);
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 
 	/* the hypervisor's side, from the capture */
 	h.v = rec_vcpus_new(4, false);
@@ -518,18 +487,18 @@ static void test_xen_protocol(void **state)
 		if (doms[i] == 2)
 			assert_true(sol.pv_confirmed);
 		{
-			struct truth tr;
+			struct tlib_truth tr;
 			size_t out_n, far_n;
 			uint64_t slack = tsync_bound_host(&sol) + 1;
 
-			assert_int_equal(truth_load(sim.dir, &tr), 0);
+			assert_int_equal(tlib_truth_load(sim.dir, &tr), 0);
 			check_runs(&tr, doms[i], &gs[i], &sol, slack, &out_n, &far_n);
 			fprintf(stderr, "# dom%u: %zu guest events; %zu outside a run interval of "
 				"their vCPU after the shift, %zu by more than the bound\n",
 				doms[i], gs[i].nev, out_n, far_n);
 			assert_true(gs[i].nev > 0);
 			assert_int_equal(far_n, 0);
-			truth_free(&tr);
+			tlib_truth_free(&tr);
 		}
 		tsync_solution_free(&sol);
 		free(mine);
@@ -541,7 +510,7 @@ static void test_xen_protocol(void **state)
 	}
 	tsync_match_free(h.m);
 	rec_vcpus_free(h.v);
-	simhost_cleanup(&sim);
+	tlib_sim_cleanup(&sim);
 }
 
 /* ---- a guest of two vCPUs: each round on the vCPU the agent pinned to ------ */
@@ -608,9 +577,9 @@ static void test_xen_protocol_smp(void **state)
 	if (sysconf(_SC_NPROCESSORS_ONLN) < SMP_CPUS)
 		skip();		/* the agent cannot pin itself to CPU 1 */
 	assert_non_null(col);
-	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync-smp.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync-smp.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
-	assert_int_equal(simhost_boot(&sim, 1), 0);
+	assert_int_equal(tlib_sim_boot(&sim, 1, "sched"), 0);
 	for (int c = 0; c < SMP_CPUS; c++) {
 		snprintf(path, sizeof(path), "%s/dom1/tracing/per_cpu/cpu%d/trace_pipe_raw",
 			 sim.dir, c);
@@ -619,7 +588,7 @@ static void test_xen_protocol_smp(void **state)
 	}
 	tsync_gcollect_set_hook(col, on_event_cpu, gs);
 	rec = record_raw(out, raw, sizeof(out));
-	assert_true(truth_has("tbuf enable"));
+	assert_true(tlib_truth_count(sim.dir, "tbuf enable") > 0);
 	usleep(200 * 1000);
 	for (int k = 0; k < 2; k++) {
 		pid = smp_rounds(1 + (uint32_t)k * 1000);
@@ -635,9 +604,9 @@ static void test_xen_protocol_smp(void **state)
 		drain_cpus(gs, col, 20);
 	agent_pid = 0;
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	put(1, "tracing_on", "0\n");
+	assert_int_equal(tlib_sim_put(&sim, 1, "tracing_on", "0\n"), 0);
 	drain_cpus(gs, col, 300);
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 
 	h.v = rec_vcpus_new(3, false);
 	h.m = tsync_match_new(1);
@@ -654,7 +623,7 @@ static void test_xen_protocol_smp(void **state)
 		uint64_t gmin, gmax;
 		int64_t truth[SMP_CPUS];
 		char line[256];
-		struct truth tr;
+		struct tlib_truth tr;
 
 		ng = tsync_gcollect_marks(col, &g, &gmin, &gmax);
 		o.g_start = gmin;
@@ -663,7 +632,7 @@ static void test_xen_protocol_smp(void **state)
 		assert_int_equal(tsync_solve(&o, g, ng, hm, nh, &sol), 0);
 		tsync_summary_line(&sol, "xen", &clk, line, sizeof(line));
 		fprintf(stderr, "# smp: %s (%zu guest rounds, %zu traps)\n", line, ng, nh);
-		assert_int_equal(truth_load(sim.dir, &tr), 0);
+		assert_int_equal(tlib_truth_load(sim.dir, &tr), 0);
 		/* one epoch per vCPU, each from its own rounds */
 		assert_int_equal(sol.nepochs, SMP_CPUS);
 		/*
@@ -711,7 +680,7 @@ static void test_xen_protocol_smp(void **state)
 		assert_true(tsync_clock_ticks_to_ns(&clk, tsync_bound_host(&sol)) <= 100);
 		/* the offsets differ: a round on the wrong vCPU could not fit both */
 		assert_true(truth[0] != truth[1]);
-		truth_free(&tr);
+		tlib_truth_free(&tr);
 		tsync_solution_free(&sol);
 	}
 	for (int c = 0; c < SMP_CPUS; c++) {
@@ -721,23 +690,7 @@ static void test_xen_protocol_smp(void **state)
 	tsync_gcollect_free(col);
 	tsync_match_free(h.m);
 	rec_vcpus_free(h.v);
-	simhost_cleanup(&sim);
-}
-
-static int count_truth(const char *prefix)
-{
-	char path[400], line[512];
-	int n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/truth", sim.dir);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += !strncmp(line, prefix, strlen(prefix));
-	fclose(f);
-	return n;
+	tlib_sim_cleanup(&sim);
 }
 
 static int null_sink(void *arg, const void *buf, size_t len)
@@ -764,13 +717,12 @@ static void test_agent_xen(void **state)
 	pid_t agent;
 
 	(void)state;
-	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
-	put(1, "trace_clock", "x86-tsc\n");
-	put(1, "tracing_on", "1\n");
-	agent = agent_pid = simhost_agent(&sim, 1);
+	assert_int_equal(tlib_sim_put(&sim, 1, "trace_clock", "x86-tsc\n"), 0);
+	assert_int_equal(tlib_sim_put(&sim, 1, "tracing_on", "1\n"), 0);
+	agent = agent_pid = tlib_sim_guest(&sim, 1, NULL, &a);
 	assert_true(agent > 0);
-	assert_true(simhost_agent_ready(1, 300, &a));
 	assert_int_equal(tmsg_vchan_path(path, sizeof(path), 1, a.port), 0);
 	ctl = tmsg_vchan_client(1, path);
 	assert_non_null(ctl);
@@ -795,10 +747,10 @@ static void test_agent_xen(void **state)
 	assert_int_equal(tsync_xen_stop(ts), 0);
 	assert_int_equal(tmsg_host_close(ctl, 10000), 0);
 	end_session(ctl, ts, data, resp.cpus, &resp, agent);
-	assert_int_equal(simhost_stop(&sim), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
 	/* the simulator executed each HVMOP_xentrace of the rounds */
-	assert_int_equal(count_truth("xentrace 1 "), 6 * (int)resp.cpus);
-	simhost_cleanup(&sim);
+	assert_int_equal(tlib_truth_count(sim.dir, "xentrace 1 "), 6 * (int)resp.cpus);
+	tlib_sim_cleanup(&sim);
 }
 
 struct pagerd {
@@ -850,13 +802,11 @@ static void test_host_session(void **state)
 	int st;
 
 	(void)state;
-	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	rec = record_raw(out, raw, sizeof(out));
-	assert_int_equal(simhost_boot(&sim, 1), 0);
-	agent = simhost_agent(&sim, 1);
+	agent = tlib_sim_guest(&sim, 1, "sched", &a);
 	assert_true(agent > 0);
-	assert_true(simhost_agent_ready(1, 300, &a));
 	assert_int_equal(tmsg_vchan_path(path, sizeof(path), 1, a.port), 0);
 	ctl = tmsg_vchan_client(1, path);
 	assert_non_null(ctl);
@@ -885,14 +835,13 @@ static void test_host_session(void **state)
 	assert_int_equal(tsync_host_sample(th), 0);
 	usleep(500 * 1000);
 	assert_int_equal(tsync_host_sample(th), 0);
-	put(1, "tracing_on", "0\n");
+	assert_int_equal(tlib_sim_put(&sim, 1, "tracing_on", "0\n"), 0);
 	usleep(200 * 1000);
 	assert_int_equal(tmsg_host_close(ctl, 10000), 0);
 	pthread_join(pr.th, NULL);
-	kill(rec, SIGINT);
-	waitpid(rec, &st, 0);
+	st = tlib_kill(rec, SIGINT);
 	agent_pid = agent;
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(st, 0);
 
 	/* the hypervisor's records, as the recorder's decoder passes them */
 	{
@@ -926,8 +875,8 @@ static void test_host_session(void **state)
 	tsync_host_free(th);
 	g_host = NULL;
 	end_session(ctl, ts, data, 1, &resp, agent);
-	assert_int_equal(simhost_stop(&sim), 0);
-	simhost_cleanup(&sim);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	tlib_sim_cleanup(&sim);
 }
 
 /* ---- ptp against the truth: the agent reads the simulated guest's TSC ---- */
@@ -1048,11 +997,10 @@ static void ptp_guest(unsigned int dom, const char *what)
 	size_t meta = 0;
 	pid_t agent;
 
-	put(dom, "trace_clock", "x86-tsc\n");
+	assert_int_equal(tlib_sim_put(&sim, dom, "trace_clock", "x86-tsc\n"), 0);
 	truth_tclock(dom, &k);
-	agent = agent_pid = simhost_agent(&sim, dom);
+	agent = agent_pid = tlib_sim_guest(&sim, dom, NULL, &a);
 	assert_true(agent > 0);
-	assert_true(simhost_agent_ready(dom, 300, &a));
 	assert_int_equal(tmsg_vchan_path(path, sizeof(path), dom, a.port), 0);
 	ctl = tmsg_vchan_client(dom, path);
 	assert_non_null(ctl);
@@ -1116,14 +1064,14 @@ static void ptp_guest(unsigned int dom, const char *what)
 static void test_agent_ptp(void **state)
 {
 	(void)state;
-	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync-ptp.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync-ptp.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	/* first: its offsets jump 4 s into the run */
 	ptp_guest(1, "HVM, offset -4e10 then +2e10 at 4 s, 60 ppm drift");
 	ptp_guest(2, "PVH, offset -4e10");
 	ptp_guest(3, "HVM scaled to 1 GHz, one offset per vCPU");
-	assert_int_equal(simhost_stop(&sim), 0);
-	simhost_cleanup(&sim);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	tlib_sim_cleanup(&sim);
 }
 
 /* ---- record -A with time sync: rec_guest drives tsync_host ------------------ */
@@ -1149,7 +1097,7 @@ static void hv_emit_guests(void *ctx, const struct rec_record *r)
 }
 
 struct runs_check {
-	const struct truth	*t;
+	const struct tlib_truth	*t;
 	const struct tsync_clock *c;
 	uint32_t		dom;
 	uint64_t		slack_ns;
@@ -1169,7 +1117,7 @@ static int in_runs(struct tracecmd_input *hdl, struct tep_record *r, int cpu, vo
 
 	(void)hdl;
 	for (size_t i = 0; i < k->t->nrun; i++) {
-		const struct truth_run *run = &k->t->run[i];
+		const struct tlib_truth_run *run = &k->t->run[i];
 		uint64_t s, e, d;
 
 		if (run->dom != k->dom || run->vcpu != (uint32_t)cpu)
@@ -1204,24 +1152,22 @@ static void test_rec_guest(void **state)
 	struct rec_guest *g[NDOM] = { 0 };
 	struct rec_guest_summary sum[NDOM];
 	struct tsync_clock clk;
-	struct truth tr;
+	struct tlib_truth tr;
 	char out[400], raw[400], spec[NDOM][8], err[512];
 	static char text[1 << 16];
+	static struct tlib_shift sh[4096];
 	pid_t rec, agent[NDOM];
-	int st;
+	int st, ns;
 
 	(void)state;
-	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync-rec.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync-rec.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	rec = record_raw(out, raw, sizeof(out));
-	assert_true(truth_has("tbuf enable"));
+	assert_true(tlib_truth_count(sim.dir, "tbuf enable") > 0);
 	for (int i = 0; i < NDOM; i++) {
-		assert_int_equal(simhost_boot(&sim, gdom[i]), 0);
-		agent[i] = simhost_agent(&sim, gdom[i]);
+		agent[i] = tlib_sim_guest(&sim, gdom[i], "sched", NULL);
 		assert_true(agent[i] > 0);
 	}
-	for (int i = 0; i < NDOM; i++)
-		assert_true(simhost_agent_ready(gdom[i], 300, NULL));
 	/* the hypervisor traces: open the guests, samples every 0.5 s */
 	for (int i = 0; i < NDOM; i++) {
 		struct rec_guest_opts o = {
@@ -1238,9 +1184,7 @@ static void test_rec_guest(void **state)
 		rec_guest_request_stop(g[i]);
 	for (int i = 0; i < NDOM; i++)
 		assert_int_equal(rec_guest_stop(g[i]), 0);
-	kill(rec, SIGINT);
-	waitpid(rec, &st, 0);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(tlib_kill(rec, SIGINT), 0);
 
 	/* the capture through the tap, then the solve at close */
 	{
@@ -1257,12 +1201,11 @@ static void test_rec_guest(void **state)
 		rec_guest_summary_print(&sum[i], stderr);
 	}
 	for (int i = 0; i < NDOM; i++) {
-		kill(agent[i], SIGTERM);
-		waitpid(agent[i], NULL, 0);
+		tlib_kill(agent[i], SIGTERM);
 	}
 	agent_pid = 0;
-	assert_int_equal(simhost_stop(&sim), 0);
-	assert_int_equal(truth_load(sim.dir, &tr), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	assert_int_equal(tlib_truth_load(sim.dir, &tr), 0);
 
 	for (int i = 0; i < NDOM; i++) {
 		struct runs_check k = { .t = &tr, .c = &clk, .dom = gdom[i] };
@@ -1294,11 +1237,12 @@ static void test_rec_guest(void **state)
 					     "\"time_shift\": true"));
 
 		/* the stock trace-cmd sees the TIME_SHIFT and reads the file */
-		assert_int_equal(dump_options(text, sizeof(text), sum[i].path), 0);
-		snprintf(json, sizeof(json), "0x%llx [peer", (unsigned long long)REC_HOST_TRACEID);
-		if (!strstr(text, "Option TimeShift") || !strcasestr(text, json))
+		ns = tlib_time_shift(sum[i].path, REC_HOST_TRACEID, sh, 4096, text, sizeof(text));
+		assert_int_not_equal(ns, -1);
+		if (ns == -2)
 			fail_msg("%s: no TIME_SHIFT for the host's trace id:\n%.2000s",
 				 sum[i].path, text);
+		assert_true(ns <= 4096);
 		/* unscaled guests: every sample's host - guest is -off, within the bound */
 		if (gdom[i] != 3) {
 			uint64_t ratio = 0;
@@ -1306,12 +1250,9 @@ static void test_rec_guest(void **state)
 			int n = 0;
 
 			truth_clock(gdom[i], &ratio, &off);
-			for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
-				int64_t o;
+			for (int j = 0; j < ns; j++) {
+				int64_t o = sh[j].offset;
 
-				if (!strstr(l, "[offset * scaling"))
-					continue;
-				o = strtoll(l, NULL, 10);
 				n++;
 				if (tsync_clock_ticks_to_ns(&clk, (uint64_t)llabs(o + off)) >
 				    (uint64_t)sum[i].tsync_bound_ns)
@@ -1321,7 +1262,7 @@ static void test_rec_guest(void **state)
 			}
 			assert_true(n >= 2);
 		}
-		st = run_shell(text, sizeof(text), "trace-cmd report -i '%s' 2>&1 | head -50",
+		st = tlib_capture(text, sizeof(text), "trace-cmd report -i '%s' 2>&1 | head -50",
 			       sum[i].path);
 		if (st || !strstr(text, "cpus=1") || !strstr(text, ": sched_") ||
 		    strstr(text, "rror"))
@@ -1340,8 +1281,8 @@ static void test_rec_guest(void **state)
 		assert_true(k.n > 0);
 		assert_int_equal(k.far, 0);
 	}
-	truth_free(&tr);
-	simhost_cleanup(&sim);
+	tlib_truth_free(&tr);
+	tlib_sim_cleanup(&sim);
 }
 
 /* ---- the record command end to end: record --xen -A 1 -A 3 ----------------- */
@@ -1358,56 +1299,46 @@ static void test_rec_guest(void **state)
  */
 static void test_record_cmd(void **state)
 {
-	const char *bin = getenv("TCX_BIN");
 	static const unsigned int gdom[2] = { 1, 3 };
 	static const char *const gname[2] = { "pvh", "scaled" };
 	static char text[1 << 16], json[1 << 14];
 	char out[400], js[400], log[400], gfile[420];
-	struct truth tr;
+	/* -e: the events the simulated guest kernels emit (their formats) */
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "--no-dom0", "-e", "sched", "-A",
+			 "1", "-A", "3", "--tsync-interval", "0.5", "--duration", "2", "-o", out,
+			 "--summary-json", js, NULL };
+	struct tlib_truth tr;
 	pid_t rec, agent[2];
 	int64_t mult, shift;
 	int st;
 
 	(void)state;
-	assert_int_equal(simhost_start(&sim, conf_path("../tsync/tsync-rec.conf")), 0);
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../tsync/tsync-rec.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(simhost_boot(&sim, gdom[i]), 0);
-		agent[i] = simhost_agent(&sim, gdom[i]);
+		agent[i] = tlib_sim_guest(&sim, gdom[i], "sched", NULL);
 		assert_true(agent[i] > 0);
 	}
-	for (int i = 0; i < 2; i++)
-		assert_true(simhost_agent_ready(gdom[i], 300, NULL));
 	snprintf(out, sizeof(out), "%s/trace.dat", sim.tmp);
 	snprintf(js, sizeof(js), "%s/summary.json", sim.tmp);
 	snprintf(log, sizeof(log), "%s/record.log", sim.tmp);
-	rec = agent_pid = fork();
-	if (!rec) {
-		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-			_exit(126);
-		/* -e: the events the simulated guest kernels emit (their formats) */
-		execl(bin, bin, "record", "--xen", "--no-dom0", "-e", "sched", "-A", "1", "-A", "3",
-		      "--tsync-interval", "0.5", "--duration", "2", "-o", out,
-		      "--summary-json", js, (char *)NULL);
-		_exit(127);
-	}
-	waitpid(rec, &st, 0);
+	rec = agent_pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", log);
+	st = tlib_wait(rec);
 	agent_pid = 0;
 	for (int i = 0; i < 2; i++) {
-		kill(agent[i], SIGTERM);
-		waitpid(agent[i], NULL, 0);
+		tlib_kill(agent[i], SIGTERM);
 	}
-	assert_int_equal(simhost_stop(&sim), 0);
-	assert_int_equal(run_shell(text, sizeof(text), "cat '%s'", log), 0);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	assert_int_equal(tlib_capture(text, sizeof(text), "cat '%s'", log), 0);
 	fprintf(stderr, "%s", text);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(st, 0);
 	/* the human summary has each guest's tsync line */
 	assert_non_null(strstr(text, "tsync xen: "));
-	assert_int_equal(run_shell(json, sizeof(json), "cat '%s'", js), 0);
-	mult = json_num(json, "\"tsc2nsec_mult\"");
-	shift = json_num(json, "\"tsc2nsec_shift\"");
+	assert_int_equal(tlib_capture(json, sizeof(json), "cat '%s'", js), 0);
+	mult = tlib_json_num(json, "\"tsc2nsec_mult\"");
+	shift = tlib_json_num(json, "\"tsc2nsec_shift\"");
 	assert_true(mult > 0 && shift >= 0 && shift <= 32);
-	assert_int_equal(truth_load(sim.dir, &tr), 0);
+	assert_int_equal(tlib_truth_load(sim.dir, &tr), 0);
 
 	for (int i = 0; i < 2; i++) {
 		struct tsync_clock c = { .mult = (uint32_t)mult, .shift = (uint32_t)shift };
@@ -1423,13 +1354,13 @@ static void test_record_cmd(void **state)
 		gj = strstr(json, pat);
 		assert_non_null(gj);
 		assert_non_null(strstr(gj, "\"tsync\": {\"protocol\": \"xen\", \"time_shift\": true"));
-		assert_true(json_num(gj, "\"rounds\"") >= 20);
-		bound = json_num(gj, "\"bound_ns\"");
+		assert_true(tlib_json_num(gj, "\"rounds\"") >= 20);
+		bound = tlib_json_num(gj, "\"bound_ns\"");
 		assert_true(bound >= 0 && bound <= BOUND_MAX_NS);
 
 		snprintf(base, sizeof(base), "trace-%s.dat", gname[i]);
 		snprintf(gfile, sizeof(gfile), "%s/report-%s.txt", sim.tmp, gname[i]);
-		st = run_shell(text, sizeof(text), "cd '%s' && trace-cmd report -t -i trace.dat "
+		st = tlib_capture(text, sizeof(text), "cd '%s' && trace-cmd report -t -i trace.dat "
 			       "-i '%s' >'%s' 2>&1", sim.tmp, base, gfile);
 		assert_int_equal(st, 0);
 		rep = fopen(gfile, "r");
@@ -1437,10 +1368,10 @@ static void test_record_cmd(void **state)
 		while (fgets(text, sizeof(text), rep)) {
 			uint64_t ns, best = UINT64_MAX;
 
-			if (!report_ts(text, base, &ns))
+			if (!tlib_report_ts(text, base, &ns))
 				continue;
 			for (size_t k = 0; k < tr.nrun; k++) {
-				const struct truth_run *r = &tr.run[k];
+				const struct tlib_truth_run *r = &tr.run[k];
 				uint64_t s, e, d;
 
 				if (r->dom != gdom[i] || r->vcpu)
@@ -1464,11 +1395,11 @@ static void test_record_cmd(void **state)
 			(unsigned long long)worst);
 		/* every event of the guest file is in the merged report */
 		assert_true(n > 0);
-		assert_int_equal(n, (size_t)json_num(gj, "\"events\""));
+		assert_int_equal(n, (size_t)tlib_json_num(gj, "\"events\""));
 		assert_int_equal(far, 0);
 	}
-	truth_free(&tr);
-	simhost_cleanup(&sim);
+	tlib_truth_free(&tr);
+	tlib_sim_cleanup(&sim);
 }
 
 int main(void)

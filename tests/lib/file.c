@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Files: scratch paths, reading back, looking for a line. */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tlib.h"
+
+char *tlib_path(const char *dir, const char *name)
+{
+	static char buf[32][512];
+	static int i;
+
+	i = (i + 1) % 32;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", dir, name);
+	return buf[i];
+}
+
+char *tlib_slurp(const char *file, size_t *len)
+{
+	FILE *f = fopen(file, "rb");
+	size_t n = 0, cap = 0;
+	char *buf = NULL;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		size_t r;
+
+		if (cap - n < 4096) {
+			char *b = realloc(buf, cap ? 2 * cap : 65536);
+
+			if (!b) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = b;
+			cap = cap ? 2 * cap : 65536;
+		}
+		r = fread(buf + n, 1, cap - n - 1, f);
+		if (!r)
+			break;
+		n += r;
+	}
+	fclose(f);
+	buf[n] = 0;
+	if (len)
+		*len = n;
+	return buf;
+}
+
+const char *tlib_show(const char *file)
+{
+	char *s = tlib_slurp(file, NULL), *save, *l;
+
+	for (l = s ? strtok_r(s, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save))
+		printf("#   %s\n", l);
+	free(s);
+	return file;
+}
+
+bool tlib_file_has(const char *file, const char *needle)
+{
+	char *s = tlib_slurp(file, NULL);
+	bool has = s && strstr(s, needle);
+
+	free(s);
+	if (!has)
+		printf("# %s lacks \"%s\":\n", tlib_show(file), needle);
+	return has;
+}
+
+int tlib_count_lines(const char *file, const char *needle)
+{
+	char line[4096];
+	FILE *f = fopen(file, "r");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+int tlib_write_file(const char *file, const char *text)
+{
+	FILE *f = fopen(file, "w");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f) ? -1 : 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)type;
+	(void)ftw;
+	return remove(p);
+}
+
+int tlib_rmtree(const char *dir)
+{
+	if (!dir[0])
+		return 0;
+	return nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) ? -1 : 0;
+}

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Reading what the stock trace-cmd prints, and our summary JSON. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tlib.h"
+
+int tlib_dump_options(char *out, size_t len, const char *file)
+{
+	return tlib_capture(out, len, "trace-cmd dump --options -i '%s' 2>&1", file);
+}
+
+int tlib_time_shift(const char *file, uint64_t peer, struct tlib_shift *s, size_t max,
+		    char *text, size_t len)
+{
+	char id[64], *copy, *save, *l;
+	int n = 0;
+
+	if (tlib_dump_options(text, len, file))
+		return -1;
+	snprintf(id, sizeof(id), "0x%llx [peer", (unsigned long long)peer);
+	if (!strstr(text, "Option TimeShift") || (peer && !strcasestr(text, id)))
+		return -2;
+	/* the caller keeps the text whole for its messages */
+	copy = strdup(text);
+	if (!copy)
+		return -1;
+	for (l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		struct tlib_shift x = { 0 };
+		long long o = 0;
+		unsigned long long mul = 0, frac = 0, t = 0;
+
+		if (!strstr(l, "[offset * scaling"))
+			continue;
+		x.fields = sscanf(l, " %lld %llu %llu %llu", &o, &mul, &frac, &t);
+		if (x.fields < 0)
+			x.fields = 0;
+		x = (struct tlib_shift){ .offset = o, .scaling = mul, .frac = frac, .ts = t,
+					 .fields = x.fields };
+		if ((size_t)n < max)
+			s[n] = x;
+		n++;
+	}
+	free(copy);
+	return n;
+}
+
+bool tlib_report_ts(const char *line, const char *base, uint64_t *ns)
+{
+	const char *p = line, *b, *dot;
+	char *end;
+	uint64_t sec, frac;
+	int digits;
+
+	while (*p == ' ')
+		p++;
+	if (strncmp(p, base, strlen(base)) || p[strlen(base)] != ':')
+		return false;
+	b = strchr(p, ']');
+	if (!b)
+		return false;
+	sec = strtoull(b + 1, &end, 10);
+	if (*end != '.')
+		return false;
+	dot = end + 1;
+	frac = strtoull(dot, &end, 10);
+	digits = (int)(end - dot);
+	if (*end != ':' || digits < 1 || digits > 9)
+		return false;
+	while (digits++ < 9)
+		frac *= 10;
+	*ns = sec * 1000000000ull + frac;
+	return true;
+}
+
+int64_t tlib_json_num(const char *from, const char *key)
+{
+	const char *p = strstr(from, key);
+
+	if (!p)
+		return -1;
+	p += strlen(key);
+	while (*p == '"' || *p == ':' || *p == ' ')
+		p++;
+	return strncmp(p, "null", 4) ? strtoll(p, NULL, 10) : -1;
+}
