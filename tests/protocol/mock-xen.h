@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Test-only libxenvchan/libxenstore stand-in (mock-xen.c). */
-#ifndef TCX_MOCK_XEN_H
-#define TCX_MOCK_XEN_H
+#ifndef MOCK_XEN_H
+#define MOCK_XEN_H
 
 #include <stdbool.h>
 
@@ -13,4 +13,4 @@ void mock_xen_reset(void);
 /* Whether a vchan server is registered at @path. */
 bool mock_vchan_exists(const char *path);
 
-#endif /* TCX_MOCK_XEN_H */
+#endif /* MOCK_XEN_H */

@@ -4,8 +4,8 @@
  * per_cpu/cpuN/trace_pipe_raw hold pages of "tcx/tick" events written by
  * tdat (NCPUS CPUs, PER_CPU events each, n = cpu * 100 + i).
  */
-#ifndef TCX_SIMKERNEL_H
-#define TCX_SIMKERNEL_H
+#ifndef SIMKERNEL_H
+#define SIMKERNEL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -27,4 +27,4 @@ struct simk_pages {
 int simk_create(const char *dir, struct simk_pages *pages);
 void simk_free(struct simk_pages *pages);
 
-#endif /* TCX_SIMKERNEL_H */
+#endif /* SIMKERNEL_H */
