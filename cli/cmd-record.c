@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "recorder.h"
+#include "tsync.h"
 
 static void usage(FILE *f)
 {
@@ -59,22 +60,15 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *v)
 	return errno || end == s || *end || *v == 0 || *v > max ? -EINVAL : 0;
 }
 
-/* "none", or protocols we know joined by ',' */
+/* "none", or protocols the host runs joined by ',' */
 static int check_tsync(const char *s)
 {
-	char buf[64], *tok, *save;
+	const char *names[8];
+	char why[128];
 
-	if (!strcmp(s, "none"))
+	if (tsync_parse_offer(s, names, 8, why, sizeof(why)) >= 0)
 		return 0;
-	if (!*s || strlen(s) >= sizeof(buf))
-		goto bad;
-	snprintf(buf, sizeof(buf), "%s", s);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		if (strcmp(tok, "xen") && strcmp(tok, "ptp"))
-			goto bad;
-	return 0;
-bad:
-	tcx_err("record", "--tsync %s: xen, ptp (joined by ',') or none", s);
+	tcx_err("record", "--tsync %s: %s", s, why);
 	return -EINVAL;
 }
 

@@ -941,34 +941,15 @@ static void tnote(struct rec_guest *g, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The protocols of --tsync ("xen,ptp" without one), or "none". */
+/* The protocols of --tsync (all without one), or "none". */
 static int parse_protos(struct rec_guest *g, const char *spec, char *err, size_t errlen)
 {
-	const char *p = spec ? spec : "xen,ptp";
+	char why[128];
+	int n = tsync_parse_offer(spec, g->offer, MAX_PROTOS, why, sizeof(why));
 
-	g->noffer = 0;
-	if (!strcmp(p, "none"))
-		return 0;
-	while (*p) {
-		size_t n = strcspn(p, ",");
-		const char *name = NULL;
-
-		if (n == 3 && !strncmp(p, TSYNC_XEN_NAME, 3))
-			name = TSYNC_XEN_NAME;
-		else if (n == 3 && !strncmp(p, TSYNC_PTP_NAME, 3))
-			name = TSYNC_PTP_NAME;
-		else
-			return errf(err, errlen, -EINVAL, "--tsync %s: \"%.*s\" is not a time "
-				    "sync protocol (xen, ptp, or none alone)", spec, (int)n, p);
-		for (uint32_t i = 0; i < g->noffer; i++)
-			if (g->offer[i] == name)
-				name = NULL;
-		if (name)
-			g->offer[g->noffer++] = name;
-		p += n;
-		if (*p == ',')
-			p++;
-	}
+	g->noffer = n > 0 ? (uint32_t)n : 0;
+	if (n < 0)
+		return errf(err, errlen, n, "--tsync %s: %s", spec, why);
 	return 0;
 }
 
@@ -977,7 +958,7 @@ static void drop_offer(struct rec_guest *g, const char *name)
 	uint32_t j = 0;
 
 	for (uint32_t i = 0; i < g->noffer; i++)
-		if (g->offer[i] != name)
+		if (strcmp(g->offer[i], name))
 			g->offer[j++] = g->offer[i];
 	g->noffer = j;
 }
