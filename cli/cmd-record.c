@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "recorder.h"
+#include "tcx-util.h"
 #include "tsync.h"
 
 static void usage(FILE *f)
@@ -49,15 +50,6 @@ static void usage(FILE *f)
 		"  --summary-json FILE  the closing summary as JSON ('-': stdout)\n"
 		"  -q, --quiet          no status line, no summary\n"
 		"  -h, --help           this text\n", REC_HV_DEFAULT_PAGES);
-}
-
-static int parse_uint(const char *s, unsigned long max, unsigned long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoul(s, &end, 0);
-	return errno || end == s || *end || *v == 0 || *v > max ? -EINVAL : 0;
 }
 
 /* "none", or protocols the host runs joined by ',' */
@@ -146,7 +138,7 @@ int cmd_record(int argc, char **argv)
 			o.output = optarg;
 			break;
 		case 'S':
-			if (parse_uint(optarg, 65535, &v)) {
+			if (tcx_parse_uint(optarg, 65535, &v) || !v) {
 				tcx_err("record", "-S %s: pages per pCPU, 1..65535", optarg);
 				goto usage_err;
 			}
@@ -167,8 +159,8 @@ int cmd_record(int argc, char **argv)
 			o.cpumap = cpumap;
 			break;
 		case 'b':
-			if (parse_uint(optarg, 1u << 30, &v)) {
-				tcx_err("record", "-b %s: KiB per CPU", optarg);
+			if (tcx_parse_uint(optarg, 1u << 30, &v) || !v) {
+				tcx_err("record", "-b %s: KiB per CPU, 1..1073741824", optarg);
 				goto usage_err;
 			}
 			o.buffer_kb = v;

@@ -46,6 +46,7 @@
 #include <xenstore.h>
 
 #include "recorder.h"
+#include "tcx-util.h"
 #include "tdat.h"
 #include "tmsg.h"
 #include "tsync.h"
@@ -149,19 +150,15 @@ static bool all_digits(const char *s, size_t n)
 	return true;
 }
 
-static int parse_uint(const char *s, size_t n, unsigned long max,
-		      unsigned int *out)
+/* tcx_parse_uintn() into the unsigned int fields of a spec (max fits) */
+static int parse_u32(const char *s, size_t n, unsigned long max, unsigned int *out)
 {
-	unsigned long v = 0;
+	unsigned long v;
+	int ret = tcx_parse_uintn(s, n, max, &v);
 
-	if (!all_digits(s, n) || n > 10)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		v = v * 10 + (unsigned long)(s[i] - '0');
-	if (v > max)
-		return -EINVAL;
-	*out = (unsigned int)v;
-	return 0;
+	if (!ret)
+		*out = (unsigned int)v;
+	return ret;
 }
 
 /* A file name part: letters, digits, '.', '_', '-', '@', ':'; no "..". */
@@ -203,8 +200,8 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
 
 		out->kind = REC_GUEST_VSOCK;
 		out->port = TMSG_AGENT_PORT;
-		if (at == spec || parse_uint(c, clen, 0xffffffffUL, &out->cid) ||
-		    (p && parse_uint(p + 1, strlen(p + 1), 0xffffffffUL, &out->port)))
+		if (at == spec || parse_u32(c, clen, 0xffffffffUL, &out->cid) ||
+		    (p && parse_u32(p + 1, strlen(p + 1), 0xffffffffUL, &out->port)))
 			return errf(err, errlen, -EINVAL,
 				    "-A %s: expected name@cid[:port]", spec);
 		safe_name(out->name, sizeof(out->name), spec, (size_t)(at - spec));
@@ -231,7 +228,7 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
 		/* a bare number: a Xen domain id */
 		out->kind = REC_GUEST_XEN;
 		out->by_domid = true;
-		if (parse_uint(host, hlen, 0x7fef, &out->domid))
+		if (parse_u32(host, hlen, 0x7fef, &out->domid))
 			return errf(err, errlen, -EINVAL, "-A %s: not a domain id", spec);
 		snprintf(out->name, sizeof(out->name), "%s", spec);
 		return 0;
@@ -244,14 +241,14 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
 		return 0;
 	}
 	out->port = TMSG_AGENT_PORT;
-	if (port && parse_uint(port, strlen(port), 65535, &out->port))
+	if (port && parse_u32(port, strlen(port), 65535, &out->port))
 		return errf(err, errlen, -EINVAL, "-A %s: bad port \"%s\"", spec, port);
 	if (hlen == 0 || hlen >= sizeof(out->host))
 		return errf(err, errlen, -EINVAL, "-A %s: no host", spec);
 	if (all_digits(host, hlen)) {
 		/* cid:port, as trace-cmd */
 		out->kind = REC_GUEST_VSOCK;
-		if (parse_uint(host, hlen, 0xffffffffUL, &out->cid))
+		if (parse_u32(host, hlen, 0xffffffffUL, &out->cid))
 			return errf(err, errlen, -EINVAL, "-A %s: bad cid", spec);
 		snprintf(out->name, sizeof(out->name), "%.*s", (int)hlen, host);
 		return 0;
@@ -329,7 +326,7 @@ static int xen_resolve(struct rec_guest_spec *sp, char *err, size_t errlen)
 		for (unsigned int i = 0; dir && i < n && !found; i++) {
 			unsigned int id;
 
-			if (parse_uint(dir[i], strlen(dir[i]), 0x7fef, &id))
+			if (parse_u32(dir[i], strlen(dir[i]), 0x7fef, &id))
 				continue;
 			snprintf(path, sizeof(path), "/local/domain/%u/name", id);
 			v = xs_get(xs, path);
