@@ -1739,42 +1739,26 @@ void rec_guest_summary_print(const struct rec_guest_summary *s, FILE *f)
 		fprintf(f, "  %s\n", s->tsync_note);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 {
 	fputs("{\"name\": ", f);
-	json_str(f, s->name);
+	tcx_json_str(f, s->name);
 	fprintf(f, ", \"transport\": \"%s\", ",
 		s->kind == REC_GUEST_XEN ? "vchan" : s->kind == REC_GUEST_TCP ? "tcp" : "vsock");
 	if (s->kind == REC_GUEST_XEN)
 		fprintf(f, "\"domid\": %u, ", s->domid);
 	fputs("\"file\": ", f);
-	json_str(f, s->path);
+	tcx_json_str(f, s->path);
 	fprintf(f, ", \"cpus\": %d, \"traceid\": %" PRIu64 ", \"events\": %" PRIu64
 		", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64
 		", \"bad_pages\": %" PRIu64 ", \"cut_bytes\": %" PRIu64 ", \"seconds\": %.3f"
 		", \"died\": %s, \"error\": %d, \"note\": ",
 		s->cpus, s->traceid, s->events, s->pages, s->bytes, s->missed, s->bad_pages,
 		s->cut_bytes, s->seconds, s->died ? "true" : "false", s->error);
-	json_str(f, s->note);
+	tcx_json_str(f, s->note);
 	fputs(", \"tsync\": {\"protocol\": ", f);
 	if (s->tsync_proto[0])
-		json_str(f, s->tsync_proto);
+		tcx_json_str(f, s->tsync_proto);
 	else
 		fputs("null", f);
 	fprintf(f, ", \"time_shift\": %s, \"samples\": %u, \"rounds\": %u, \"bound_ns\": ",
@@ -1784,7 +1768,7 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 	else
 		fputs("null", f);
 	fputs(", \"note\": ", f);
-	json_str(f, s->tsync_note);
+	tcx_json_str(f, s->tsync_note);
 	fputs("}}", f);
 }
 

@@ -31,6 +31,7 @@
 #include <xen/trace.h>
 
 #include "recorder.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 #define MAX_DOMS	1024
@@ -797,20 +798,6 @@ static void summary(const struct session *ss, FILE *f)
 	fputc('\n', f);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static void summary_json(const struct session *ss, FILE *f)
 {
 	struct rec_stream_stats st;
@@ -828,7 +815,7 @@ static void summary_json(const struct session *ss, FILE *f)
 	fprintf(f, "  \"pcpus\": %d,\n  \"tbuf_pages\": %u,\n", ss->ncpus,
 		rec_hvbuf_pages(ss->hv));
 	fprintf(f, "  \"hypervisor\": {\"file\": ");
-	json_str(f, ss->o->output);
+	tcx_json_str(f, ss->o->output);
 	fprintf(f, ", \"size\": %" PRIu64 ", \"records\": %" PRIu64 ", \"events\": %" PRIu64
 		", \"sched_switch\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_records\": %"
 		PRIu64 ", \"late\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"classes\": {",
@@ -839,14 +826,14 @@ static void summary_json(const struct session *ss, FILE *f)
 	fprintf(f, "}},\n");
 	if (ss->has_d0) {
 		fprintf(f, "  \"dom0\": {\"file\": ");
-		json_str(f, ss->dom0_path);
+		tcx_json_str(f, ss->dom0_path);
 		fprintf(f, ", \"size\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"events\": %" PRIu64
 			", \"lost\": %" PRIu64 ", \"bad_pages\": %" PRIu64 "},\n",
 			file_size(ss->dom0_path), ds->pages, ds->events, ds->missed, ds->bad_pages);
 	}
 	if (ss->rawfd >= 0) {
 		fprintf(f, "  \"raw\": {\"file\": ");
-		json_str(f, ss->o->raw);
+		tcx_json_str(f, ss->o->raw);
 		fprintf(f, ", \"size\": %" PRIu64 "},\n", ss->raw_bytes);
 	}
 	fprintf(f, "  \"guests\": [");
@@ -858,14 +845,14 @@ static void summary_json(const struct session *ss, FILE *f)
 	fprintf(f, "  \"domains\": [");
 	for (int i = 0; i < ss->ndoms; i++) {
 		fprintf(f, "%s{\"dom\": %u, \"name\": ", i ? ", " : "", ss->doms[i].dom);
-		json_str(f, ss->doms[i].name);
+		tcx_json_str(f, ss->doms[i].name);
 		fprintf(f, ", \"vcpus\": %u, \"hvm\": %s, \"at_start\": %s, \"gone\": %s, "
 			"\"traceid\": %" PRIu64 "}", ss->doms[i].nvcpus,
 			ss->doms[i].hvm ? "true" : "false", ss->doms[i].at_start ? "true" : "false",
 			ss->doms[i].gone ? "true" : "false", rec_guest_traceid(ss->doms[i].dom));
 	}
 	fprintf(f, "],\n  \"error\": ");
-	json_str(f, ss->errmsg);
+	tcx_json_str(f, ss->errmsg);
 	fprintf(f, "\n}\n");
 }
 
