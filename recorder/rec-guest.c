@@ -120,14 +120,6 @@ struct rec_guest {
 	atomic_bool done;		/* the drain thread (the last) finished */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int errf(char *err, size_t len, int ret, const char *fmt, ...)
 {
 	va_list ap;
@@ -368,9 +360,9 @@ static int xen_connect(struct rec_guest *g, int timeout_ms, char *err, size_t er
 	if (ret)
 		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tmsg_error());
 	/* Between two sessions the agent makes its control vchan anew. */
-	end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	end = tcx_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	while (!(g->ctl = tmsg_vchan_client(g->sp.domid, path))) {
-		if (now_ns() >= end)
+		if (tcx_now_ns() >= end)
 			return errf(err, errlen, -ECONNREFUSED, "guest %s (domain %u): the "
 				    "agent advertised in xenstore does not answer on %s (%s): "
 				    "is it still running, or serving another recorder?", g->sp.name, g->sp.domid, path,
@@ -797,7 +789,7 @@ static void *drain_main(void *arg)
 	struct pollfd *pfd = calloc((size_t)g->cpus + 2, sizeof(*pfd));
 	struct tmsg *m = malloc(sizeof(*m));
 	uint64_t bytes = 0, bad = 0, deadline = 0;
-	uint64_t next_flush = now_ns() + FLUSH_NS, next_publish = 0;
+	uint64_t next_flush = tcx_now_ns() + FLUSH_NS, next_publish = 0;
 	bool closing = false, ctl_open = true, resp = false, lost = false, dirty = false;
 	int nopen = g->cpus;
 
@@ -827,13 +819,13 @@ static void *drain_main(void *arg)
 		}
 		if (!closing && atomic_load(&g->stop)) {
 			closing = true;
-			deadline = now_ns() + (uint64_t)g->close_ms * 1000000ull;
+			deadline = tcx_now_ns() + (uint64_t)g->close_ms * 1000000ull;
 			if (ctl_open && tmsg_send_cmd(g->ctl, TMSG_CLOSE)) {
 				note(g, "CLOSE: %s", tmsg_error());
 				ctl_open = false;
 			}
 		}
-		now = now_ns();
+		now = tcx_now_ns();
 		if (now >= next_flush) {
 			if (!g->sum.error)
 				tdat_flush(g->w);
@@ -912,7 +904,7 @@ out:
 	for (int c = 0; c < g->cpus; c++)
 		/* a page cut short: the agent died mid-page */
 		g->sum.cut_bytes += g->st[c].fill;
-	g->sum.seconds = (double)(now_ns() - g->t0_ns) / 1e9;
+	g->sum.seconds = (double)(tcx_now_ns() - g->t0_ns) / 1e9;
 	g->sum.died = lost || !resp;
 	if (g->sum.died && !g->sum.note[0])
 		snprintf(g->sum.note, sizeof(g->sum.note), "%s",
@@ -1087,11 +1079,11 @@ static struct tmsg_transport *tsync_connect(struct rec_guest *g, uint32_t port, 
 
 	if (g->sp.kind == REC_GUEST_XEN) {
 		char path[TMSG_VCHAN_PATH_MAX + 1];
-		uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+		uint64_t end = tcx_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 
 		if (tmsg_vchan_path(path, sizeof(path), g->sp.domid, port))
 			return NULL;
-		while (!(t = tmsg_vchan_client(g->sp.domid, path)) && now_ns() < end)
+		while (!(t = tmsg_vchan_client(g->sp.domid, path)) && tcx_now_ns() < end)
 			usleep(20 * 1000);
 		return t;
 	}
@@ -1540,7 +1532,7 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 	g->sum.domid = g->sp.domid;
 	g->sum.cpus = g->cpus;
 	g->sum.traceid = g->traceid;
-	g->t0_ns = now_ns();
+	g->t0_ns = tcx_now_ns();
 	{
 		sigset_t all, old;
 

@@ -112,14 +112,6 @@ static void on_signal(int sig)
 	errno = e;
 }
 
-static uint64_t mono_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* The tightest of a few (rdtsc, CLOCK_MONOTONIC_RAW) brackets. */
 static struct clockpair clock_pair(void)
 {
@@ -128,7 +120,7 @@ static struct clockpair clock_pair(void)
 
 	for (int i = 0; i < 16; i++) {
 		uint64_t t1 = __rdtsc();
-		uint64_t ns = mono_ns(CLOCK_MONOTONIC_RAW);
+		uint64_t ns = tcx_clock_ns(CLOCK_MONOTONIC_RAW);
 		uint64_t t2 = __rdtsc();
 
 		if (t2 - t1 < width) {
@@ -466,8 +458,8 @@ static void drain(struct session *ss)
 		rec_hvdrain_consume_for(ss->dr, &drain_ops, ss, CONSUME_NS);
 	check_sink(ss);
 	/* a read takes what the kernel has, a partial page too: not too often */
-	if (ss->d0 && !ss->err && mono_ns(CLOCK_MONOTONIC) >= ss->next_d0_ns) {
-		ss->next_d0_ns = mono_ns(CLOCK_MONOTONIC) + DOM0_READ_NS;
+	if (ss->d0 && !ss->err && tcx_clock_ns(CLOCK_MONOTONIC) >= ss->next_d0_ns) {
+		ss->next_d0_ns = tcx_clock_ns(CLOCK_MONOTONIC) + DOM0_READ_NS;
 		ret = rec_dom0_drain(ss->d0);
 		if (ret < 0)
 			fail(ss, ret, "%s: %s", ss->dom0_path, rec_dom0_error(ss->d0));
@@ -1148,7 +1140,7 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 		rec_dom0_start(ss->d0);
 	}
 	ss->c0 = clock_pair();
-	start_ns = mono_ns(CLOCK_MONOTONIC);
+	start_ns = tcx_clock_ns(CLOCK_MONOTONIC);
 	next_refresh = start_ns + REFRESH_NS;
 	ss->last_status_ns = start_ns;
 	started = true;
@@ -1178,7 +1170,7 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 			timeout = 0;
 
 		if (end_ns) {
-			now = mono_ns(CLOCK_MONOTONIC);
+			now = tcx_clock_ns(CLOCK_MONOTONIC);
 			if (now >= end_ns)
 				break;
 			if ((end_ns - now) / 1000000 < (uint64_t)timeout)
@@ -1197,7 +1189,7 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 			if (!ss->child)
 				break;
 		}
-		now = mono_ns(CLOCK_MONOTONIC);
+		now = tcx_clock_ns(CLOCK_MONOTONIC);
 		if (now >= next_refresh) {
 			refresh_domains(ss, false);
 			tdat_flush(ss->w);
