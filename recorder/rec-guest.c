@@ -515,18 +515,6 @@ static void clock_name(const uint8_t *d, size_t n, char *clock, size_t len)
 	}
 }
 
-/* The "pid comm\n" lines of saved_cmdlines into the writer. */
-static void add_cmdlines(struct tdat_writer *w, char *text)
-{
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		char *end;
-		long pid = strtol(line, &end, 10);
-
-		if (end != line && *end == ' ' && end[1])
-			tdat_add_cmdline(w, (int)pid, end + 1);	/* odd lines: skipped */
-	}
-}
-
 struct meta_opts {
 	char clock[32];
 	uint32_t page_size;
@@ -633,7 +621,7 @@ static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
 	n = rd_num(&r, 8, "cmdlines");
 	s = rd_text(&r, n, "cmdlines");
 	if (s && w && !ret)
-		add_cmdlines(w, s);
+		tdat_add_cmdlines(w, s, n);
 	free(s);
 	mo->cpus = (int)rd_num(&r, 4, "the CPU count");
 	rd_expect(&r, "options  ", 10, "the options");
