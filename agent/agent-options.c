@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "tcx-util.h"
 
 static int __attribute__((format(printf, 4, 5)))
 refuse(int err, char *buf, size_t len, const char *fmt, ...)
@@ -60,17 +61,6 @@ static int add_event(struct agent_record_opts *o, const char *ev,
 		return refuse(-EINVAL, err, errlen, "more than %d events", AGENT_MAX_EVENTS);
 	snprintf(o->events[o->nr_events++], sizeof(o->events[0]), "%s", ev);
 	return 0;
-}
-
-static int parse_uint(const char *s, unsigned long max, unsigned long *v)
-{
-	char *end;
-
-	if (!*s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	*v = strtoul(s, &end, 10);
-	return errno || *end || *v > max ? -1 : 0;
 }
 
 static int set_clock(struct agent_record_opts *o, const char *c,
@@ -138,7 +128,7 @@ int agent_parse_record_args(int argc, const char *const *argv,
 			ret = add_event(o, val, err, errlen);
 		} else if (is_opt(a, "-b")) {
 			val = value_of(argc, argv, &i, "-b");
-			if (!val || parse_uint(val, AGENT_MAX_BUFFER_KB, &v) || !v)
+			if (!val || tcx_parse_uint(val, AGENT_MAX_BUFFER_KB, &v) || !v)
 				return refuse(-EINVAL, err, errlen,
 					      "-b takes a size in KiB, 1..262144 (got \"%.32s\")",
 					      val ? val : "");
@@ -151,7 +141,7 @@ int agent_parse_record_args(int argc, const char *const *argv,
 			ret = set_clock(o, val, err, errlen);
 		} else if (is_opt(a, "--file-version")) {
 			val = value_of(argc, argv, &i, "--file-version");
-			if (!val || parse_uint(val, 7, &v) || v < 6)
+			if (!val || tcx_parse_uint(val, 7, &v) || v < 6)
 				return refuse(-EINVAL, err, errlen,
 					      "--file-version takes 6 or 7 (got \"%.32s\")",
 					      val ? val : "");

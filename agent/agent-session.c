@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <tracefs.h>
 
 #include "agent-internal.h"
+#include "tcx-util.h"
 #include "tsync.h"
 
 #define REQ_WAIT_MS	30000	/* a connected peer sends TRACE_REQ at once */
@@ -378,14 +378,6 @@ static int send_metadata(struct session *s, const uint8_t *meta, size_t len)
 	return ret;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Until CLOSE, the peer's disappearance, or a signal. */
 static int wait_close(struct session *s)
 {
@@ -433,7 +425,7 @@ static int run_session(struct session *s)
 	ret = read_request(s, &o);
 	if (ret)
 		return ret;
-	t0 = mono_s();
+	t0 = tcx_now_ns() / 1e9;
 	ret = agent_trace_setup(&s->tr, &o, s->seq, s->cfg->tracing_dir, why,
 				sizeof(why));
 	if (ret) {
@@ -441,7 +433,7 @@ static int run_session(struct session *s)
 		return ret;
 	}
 	s->trace_id = new_trace_id();
-	t1 = mono_s();
+	t1 = tcx_now_ns() / 1e9;
 	/*
 	 * The metadata is made before TRACE_RESP: a host (trace-cmd's, ours)
 	 * waits 5 s for the first SEND_DATA after TRACE_RESP, but longer for
@@ -457,7 +449,7 @@ static int run_session(struct session *s)
 		refuse(s, "cannot make the metadata");
 		return ret;
 	}
-	t2 = mono_s();
+	t2 = tcx_now_ns() / 1e9;
 	fprintf(s->log, "agent: session %u: instance set up in %.1f s, metadata "
 		"(%zu bytes) made in %.1f s\n", s->seq, t1 - t0, meta_len, t2 - t1);
 	ret = respond(s);

@@ -211,26 +211,6 @@ static int add_formats(struct agent_trace *tr, struct tdat_writer *w)
 	return n ? 0 : -ENOENT;
 }
 
-/* trace-cmd's "saved_cmdlines": "pid comm" per line. */
-static void add_cmdlines(struct tdat_writer *w)
-{
-	char *text = tracefs_instance_file_read(NULL, "saved_cmdlines", NULL);
-	char *save = NULL, *line;
-
-	if (!text)
-		return;
-	for (line = strtok_r(text, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *sp = strchr(line, ' ');
-
-		if (sp) {
-			*sp = 0;
-			tdat_add_cmdline(w, atoi(line), sp + 1);
-		}
-	}
-	free(text);
-}
-
 /* A whole file whose size stat() does not tell (proc, tracefs). */
 static char *read_whole(const char *path, size_t *len)
 {
@@ -436,7 +416,7 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 		goto out;
 	}
 	if (tr->inst)
-		add_cmdlines(w);
+		tdat_add_saved_cmdlines(w);
 	add_symbols(tr, w);
 	tdat_set_traceid(w, trace_id);
 	if (!uname(&u)) {

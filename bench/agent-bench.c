@@ -42,6 +42,7 @@
 #include "agent-internal.h"
 #include "tdat.h"
 #include "recorder.h"
+#include "tcx-util.h"
 #include "tmsg.h"
 
 #define PAGE		4096
@@ -76,10 +77,7 @@ static const char header_page[] =
 
 static double now(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
+	return tcx_now_ns() / 1e9;
 }
 
 static long rss_kb(void)
@@ -99,10 +97,7 @@ static long rss_kb(void)
 /* CPU seconds (user + system) of this process, or of process @pid */
 static double cpu_self(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
+	return tcx_clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9;
 }
 
 static double cpu_of(pid_t pid)

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tcx-util.h"
 #include "xtgen.h"
 
 struct run {
@@ -33,10 +34,7 @@ struct run {
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return tcx_now_ns() / 1e9;
 }
 
 /* Run argv with stdout to @out (NULL: /dev/null); time it. */

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tcx-util.h"
 #include "tdat.h"
 
 static const char fmt[] =
@@ -40,11 +41,9 @@ struct stamp {
 
 static struct stamp now(void)
 {
-	struct timespec c, m;
+	double cpu = tcx_clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9;
 
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
-	clock_gettime(CLOCK_MONOTONIC, &m);
-	return (struct stamp){ c.tv_sec + c.tv_nsec * 1e-9, m.tv_sec + m.tv_nsec * 1e-9 };
+	return (struct stamp){ cpu, tcx_now_ns() / 1e9 };
 }
 
 static struct stamp since(struct stamp t0)

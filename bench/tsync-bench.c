@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tcx-util.h"
 #include "tmsg.h"
 #include "tsync.h"
 
@@ -48,10 +49,7 @@ struct guest {
 
 static double now_ms(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+	return tcx_now_ns() / 1e6;
 }
 
 static void *agent_main(void *arg)

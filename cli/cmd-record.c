@@ -10,6 +10,8 @@
 
 #include "cli.h"
 #include "recorder.h"
+#include "tcx-util.h"
+#include "tsync.h"
 
 static void usage(FILE *f)
 {
@@ -50,31 +52,15 @@ static void usage(FILE *f)
 		"  -h, --help           this text\n", REC_HV_DEFAULT_PAGES);
 }
 
-static int parse_uint(const char *s, unsigned long max, unsigned long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoul(s, &end, 0);
-	return errno || end == s || *end || *v == 0 || *v > max ? -EINVAL : 0;
-}
-
-/* "none", or protocols we know joined by ',' */
+/* "none", or protocols the host runs joined by ',' */
 static int check_tsync(const char *s)
 {
-	char buf[64], *tok, *save;
+	const char *names[8];
+	char why[128];
 
-	if (!strcmp(s, "none"))
+	if (tsync_parse_offer(s, names, 8, why, sizeof(why)) >= 0)
 		return 0;
-	if (!*s || strlen(s) >= sizeof(buf))
-		goto bad;
-	snprintf(buf, sizeof(buf), "%s", s);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		if (strcmp(tok, "xen") && strcmp(tok, "ptp"))
-			goto bad;
-	return 0;
-bad:
-	tcx_err("record", "--tsync %s: xen, ptp (joined by ',') or none", s);
+	tcx_err("record", "--tsync %s: %s", s, why);
 	return -EINVAL;
 }
 
@@ -152,7 +138,7 @@ int cmd_record(int argc, char **argv)
 			o.output = optarg;
 			break;
 		case 'S':
-			if (parse_uint(optarg, 65535, &v)) {
+			if (tcx_parse_uint(optarg, 65535, &v) || !v) {
 				tcx_err("record", "-S %s: pages per pCPU, 1..65535", optarg);
 				goto usage_err;
 			}
@@ -173,8 +159,8 @@ int cmd_record(int argc, char **argv)
 			o.cpumap = cpumap;
 			break;
 		case 'b':
-			if (parse_uint(optarg, 1u << 30, &v)) {
-				tcx_err("record", "-b %s: KiB per CPU", optarg);
+			if (tcx_parse_uint(optarg, 1u << 30, &v) || !v) {
+				tcx_err("record", "-b %s: KiB per CPU, 1..1073741824", optarg);
 				goto usage_err;
 			}
 			o.buffer_kb = v;

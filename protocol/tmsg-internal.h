@@ -42,8 +42,7 @@ uint32_t tmsg_fixed_size(uint32_t cmd);
 /* Append @len bytes to the payload, or -EMSGSIZE. */
 int tmsg_append(struct tmsg *m, const void *data, size_t len);
 
-/* Milliseconds, nanoseconds on CLOCK_MONOTONIC. */
+/* Milliseconds on CLOCK_MONOTONIC (tcx_now_ns() for nanoseconds). */
 int64_t tmsg_now_ms(void);
-int64_t tmsg_now_ns(void);
 
 #endif /* TMSG_INTERNAL_H */

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stdlib.h>
 
+#include "tcx-util.h"
 #include "tmsg-internal.h"
 
 void tmsg_close(struct tmsg_transport *t)
@@ -25,13 +26,13 @@ void tmsg_close(struct tmsg_transport *t)
 /* Poll for input for up to t->spin_us; true once it is there. */
 static bool spin_in(struct tmsg_transport *t)
 {
-	int64_t end = tmsg_now_ns() + (int64_t)t->spin_us * 1000;
+	uint64_t end = tcx_now_ns() + (uint64_t)t->spin_us * 1000;
 
 	do {
 		if (t->ops->ready ? t->ops->ready(t, POLLIN) : t->ops->wait(t, POLLIN, 0) == 1)
 			return true;
 		cpu_relax();
-	} while (tmsg_now_ns() < end);
+	} while (tcx_now_ns() < end);
 	return false;
 }
 

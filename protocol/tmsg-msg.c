@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "tcx-util.h"
 #include "tmsg-internal.h"
 
 static __thread char last_error[256];
@@ -34,17 +35,9 @@ const char *tmsg_error(void)
 	return last_error[0] ? last_error : "no error";
 }
 
-int64_t tmsg_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int64_t tmsg_now_ms(void)
 {
-	return tmsg_now_ns() / 1000000;
+	return (int64_t)(tcx_now_ns() / 1000000);
 }
 
 static const char *const cmd_names[TMSG_NR_CMDS] = {

@@ -70,21 +70,11 @@ void rec_dom0_cleanup_stale(FILE *log)
 /* Every task of dom0 now, and what the kernel remembers of earlier ones. */
 static void add_cmdlines(struct tdat_writer *w, const pid_t *extra, int nextra)
 {
-	char *text = tracefs_instance_file_read(NULL, "saved_cmdlines", NULL);
-	char *save = NULL, *line, path[64], comm[32];
+	char path[64], comm[32];
 	struct dirent *e;
 	DIR *dir;
 
-	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *sp = strchr(line, ' ');
-
-		if (sp) {
-			*sp = 0;
-			tdat_add_cmdline(w, atoi(line), sp + 1);
-		}
-	}
-	free(text);
+	tdat_add_saved_cmdlines(w);
 	dir = opendir("/proc");
 	while (dir && (e = readdir(dir))) {
 		int pid = atoi(e->d_name);

@@ -46,6 +46,7 @@
 #include <xenstore.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 #include "tmsg.h"
 #include "tsync.h"
@@ -119,14 +120,6 @@ struct rec_guest {
 	atomic_bool done;		/* the drain thread (the last) finished */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int errf(char *err, size_t len, int ret, const char *fmt, ...)
 {
 	va_list ap;
@@ -149,19 +142,15 @@ static bool all_digits(const char *s, size_t n)
 	return true;
 }
 
-static int parse_uint(const char *s, size_t n, unsigned long max,
-		      unsigned int *out)
+/* tcx_parse_uintn() into the unsigned int fields of a spec (max fits) */
+static int parse_u32(const char *s, size_t n, unsigned long max, unsigned int *out)
 {
-	unsigned long v = 0;
+	unsigned long v;
+	int ret = tcx_parse_uintn(s, n, max, &v);
 
-	if (!all_digits(s, n) || n > 10)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		v = v * 10 + (unsigned long)(s[i] - '0');
-	if (v > max)
-		return -EINVAL;
-	*out = (unsigned int)v;
-	return 0;
+	if (!ret)
+		*out = (unsigned int)v;
+	return ret;
 }
 
 /* A file name part: letters, digits, '.', '_', '-', '@', ':'; no "..". */
@@ -203,8 +192,8 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
 
 		out->kind = REC_GUEST_VSOCK;
 		out->port = TMSG_AGENT_PORT;
-		if (at == spec || parse_uint(c, clen, 0xffffffffUL, &out->cid) ||
-		    (p && parse_uint(p + 1, strlen(p + 1), 0xffffffffUL, &out->port)))
+		if (at == spec || parse_u32(c, clen, 0xffffffffUL, &out->cid) ||
+		    (p && parse_u32(p + 1, strlen(p + 1), 0xffffffffUL, &out->port)))
 			return errf(err, errlen, -EINVAL,
 				    "-A %s: expected name@cid[:port]", spec);
 		safe_name(out->name, sizeof(out->name), spec, (size_t)(at - spec));
@@ -231,7 +220,7 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
 		/* a bare number: a Xen domain id */
 		out->kind = REC_GUEST_XEN;
 		out->by_domid = true;
-		if (parse_uint(host, hlen, 0x7fef, &out->domid))
+		if (parse_u32(host, hlen, 0x7fef, &out->domid))
 			return errf(err, errlen, -EINVAL, "-A %s: not a domain id", spec);
 		snprintf(out->name, sizeof(out->name), "%s", spec);
 		return 0;
@@ -244,14 +233,14 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
 		return 0;
 	}
 	out->port = TMSG_AGENT_PORT;
-	if (port && parse_uint(port, strlen(port), 65535, &out->port))
+	if (port && parse_u32(port, strlen(port), 65535, &out->port))
 		return errf(err, errlen, -EINVAL, "-A %s: bad port \"%s\"", spec, port);
 	if (hlen == 0 || hlen >= sizeof(out->host))
 		return errf(err, errlen, -EINVAL, "-A %s: no host", spec);
 	if (all_digits(host, hlen)) {
 		/* cid:port, as trace-cmd */
 		out->kind = REC_GUEST_VSOCK;
-		if (parse_uint(host, hlen, 0xffffffffUL, &out->cid))
+		if (parse_u32(host, hlen, 0xffffffffUL, &out->cid))
 			return errf(err, errlen, -EINVAL, "-A %s: bad cid", spec);
 		snprintf(out->name, sizeof(out->name), "%.*s", (int)hlen, host);
 		return 0;
@@ -329,7 +318,7 @@ static int xen_resolve(struct rec_guest_spec *sp, char *err, size_t errlen)
 		for (unsigned int i = 0; dir && i < n && !found; i++) {
 			unsigned int id;
 
-			if (parse_uint(dir[i], strlen(dir[i]), 0x7fef, &id))
+			if (parse_u32(dir[i], strlen(dir[i]), 0x7fef, &id))
 				continue;
 			snprintf(path, sizeof(path), "/local/domain/%u/name", id);
 			v = xs_get(xs, path);
@@ -371,9 +360,9 @@ static int xen_connect(struct rec_guest *g, int timeout_ms, char *err, size_t er
 	if (ret)
 		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tmsg_error());
 	/* Between two sessions the agent makes its control vchan anew. */
-	end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	end = tcx_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	while (!(g->ctl = tmsg_vchan_client(g->sp.domid, path))) {
-		if (now_ns() >= end)
+		if (tcx_now_ns() >= end)
 			return errf(err, errlen, -ECONNREFUSED, "guest %s (domain %u): the "
 				    "agent advertised in xenstore does not answer on %s (%s): "
 				    "is it still running, or serving another recorder?", g->sp.name, g->sp.domid, path,
@@ -526,18 +515,6 @@ static void clock_name(const uint8_t *d, size_t n, char *clock, size_t len)
 	}
 }
 
-/* The "pid comm\n" lines of saved_cmdlines into the writer. */
-static void add_cmdlines(struct tdat_writer *w, char *text)
-{
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		char *end;
-		long pid = strtol(line, &end, 10);
-
-		if (end != line && *end == ' ' && end[1])
-			tdat_add_cmdline(w, (int)pid, end + 1);	/* odd lines: skipped */
-	}
-}
-
 struct meta_opts {
 	char clock[32];
 	uint32_t page_size;
@@ -644,7 +621,7 @@ static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
 	n = rd_num(&r, 8, "cmdlines");
 	s = rd_text(&r, n, "cmdlines");
 	if (s && w && !ret)
-		add_cmdlines(w, s);
+		tdat_add_cmdlines(w, s, n);
 	free(s);
 	mo->cpus = (int)rd_num(&r, 4, "the CPU count");
 	rd_expect(&r, "options  ", 10, "the options");
@@ -800,7 +777,7 @@ static void *drain_main(void *arg)
 	struct pollfd *pfd = calloc((size_t)g->cpus + 2, sizeof(*pfd));
 	struct tmsg *m = malloc(sizeof(*m));
 	uint64_t bytes = 0, bad = 0, deadline = 0;
-	uint64_t next_flush = now_ns() + FLUSH_NS, next_publish = 0;
+	uint64_t next_flush = tcx_now_ns() + FLUSH_NS, next_publish = 0;
 	bool closing = false, ctl_open = true, resp = false, lost = false, dirty = false;
 	int nopen = g->cpus;
 
@@ -830,13 +807,13 @@ static void *drain_main(void *arg)
 		}
 		if (!closing && atomic_load(&g->stop)) {
 			closing = true;
-			deadline = now_ns() + (uint64_t)g->close_ms * 1000000ull;
+			deadline = tcx_now_ns() + (uint64_t)g->close_ms * 1000000ull;
 			if (ctl_open && tmsg_send_cmd(g->ctl, TMSG_CLOSE)) {
 				note(g, "CLOSE: %s", tmsg_error());
 				ctl_open = false;
 			}
 		}
-		now = now_ns();
+		now = tcx_now_ns();
 		if (now >= next_flush) {
 			if (!g->sum.error)
 				tdat_flush(g->w);
@@ -915,7 +892,7 @@ out:
 	for (int c = 0; c < g->cpus; c++)
 		/* a page cut short: the agent died mid-page */
 		g->sum.cut_bytes += g->st[c].fill;
-	g->sum.seconds = (double)(now_ns() - g->t0_ns) / 1e9;
+	g->sum.seconds = (double)(tcx_now_ns() - g->t0_ns) / 1e9;
 	g->sum.died = lost || !resp;
 	if (g->sum.died && !g->sum.note[0])
 		snprintf(g->sum.note, sizeof(g->sum.note), "%s",
@@ -941,34 +918,15 @@ static void tnote(struct rec_guest *g, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The protocols of --tsync ("xen,ptp" without one), or "none". */
+/* The protocols of --tsync (all without one), or "none". */
 static int parse_protos(struct rec_guest *g, const char *spec, char *err, size_t errlen)
 {
-	const char *p = spec ? spec : "xen,ptp";
+	char why[128];
+	int n = tsync_parse_offer(spec, g->offer, MAX_PROTOS, why, sizeof(why));
 
-	g->noffer = 0;
-	if (!strcmp(p, "none"))
-		return 0;
-	while (*p) {
-		size_t n = strcspn(p, ",");
-		const char *name = NULL;
-
-		if (n == 3 && !strncmp(p, TSYNC_XEN_NAME, 3))
-			name = TSYNC_XEN_NAME;
-		else if (n == 3 && !strncmp(p, TSYNC_PTP_NAME, 3))
-			name = TSYNC_PTP_NAME;
-		else
-			return errf(err, errlen, -EINVAL, "--tsync %s: \"%.*s\" is not a time "
-				    "sync protocol (xen, ptp, or none alone)", spec, (int)n, p);
-		for (uint32_t i = 0; i < g->noffer; i++)
-			if (g->offer[i] == name)
-				name = NULL;
-		if (name)
-			g->offer[g->noffer++] = name;
-		p += n;
-		if (*p == ',')
-			p++;
-	}
+	g->noffer = n > 0 ? (uint32_t)n : 0;
+	if (n < 0)
+		return errf(err, errlen, n, "--tsync %s: %s", spec, why);
 	return 0;
 }
 
@@ -977,7 +935,7 @@ static void drop_offer(struct rec_guest *g, const char *name)
 	uint32_t j = 0;
 
 	for (uint32_t i = 0; i < g->noffer; i++)
-		if (g->offer[i] != name)
+		if (strcmp(g->offer[i], name))
 			g->offer[j++] = g->offer[i];
 	g->noffer = j;
 }
@@ -1109,11 +1067,11 @@ static struct tmsg_transport *tsync_connect(struct rec_guest *g, uint32_t port, 
 
 	if (g->sp.kind == REC_GUEST_XEN) {
 		char path[TMSG_VCHAN_PATH_MAX + 1];
-		uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+		uint64_t end = tcx_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 
 		if (tmsg_vchan_path(path, sizeof(path), g->sp.domid, port))
 			return NULL;
-		while (!(t = tmsg_vchan_client(g->sp.domid, path)) && now_ns() < end)
+		while (!(t = tmsg_vchan_client(g->sp.domid, path)) && tcx_now_ns() < end)
 			usleep(20 * 1000);
 		return t;
 	}
@@ -1562,7 +1520,7 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 	g->sum.domid = g->sp.domid;
 	g->sum.cpus = g->cpus;
 	g->sum.traceid = g->traceid;
-	g->t0_ns = now_ns();
+	g->t0_ns = tcx_now_ns();
 	{
 		sigset_t all, old;
 
@@ -1761,42 +1719,26 @@ void rec_guest_summary_print(const struct rec_guest_summary *s, FILE *f)
 		fprintf(f, "  %s\n", s->tsync_note);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 {
 	fputs("{\"name\": ", f);
-	json_str(f, s->name);
+	tcx_json_str(f, s->name);
 	fprintf(f, ", \"transport\": \"%s\", ",
 		s->kind == REC_GUEST_XEN ? "vchan" : s->kind == REC_GUEST_TCP ? "tcp" : "vsock");
 	if (s->kind == REC_GUEST_XEN)
 		fprintf(f, "\"domid\": %u, ", s->domid);
 	fputs("\"file\": ", f);
-	json_str(f, s->path);
+	tcx_json_str(f, s->path);
 	fprintf(f, ", \"cpus\": %d, \"traceid\": %" PRIu64 ", \"events\": %" PRIu64
 		", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64
 		", \"bad_pages\": %" PRIu64 ", \"cut_bytes\": %" PRIu64 ", \"seconds\": %.3f"
 		", \"died\": %s, \"error\": %d, \"note\": ",
 		s->cpus, s->traceid, s->events, s->pages, s->bytes, s->missed, s->bad_pages,
 		s->cut_bytes, s->seconds, s->died ? "true" : "false", s->error);
-	json_str(f, s->note);
+	tcx_json_str(f, s->note);
 	fputs(", \"tsync\": {\"protocol\": ", f);
 	if (s->tsync_proto[0])
-		json_str(f, s->tsync_proto);
+		tcx_json_str(f, s->tsync_proto);
 	else
 		fputs("null", f);
 	fprintf(f, ", \"time_shift\": %s, \"samples\": %u, \"rounds\": %u, \"bound_ns\": ",
@@ -1806,7 +1748,7 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 	else
 		fputs("null", f);
 	fputs(", \"note\": ", f);
-	json_str(f, s->tsync_note);
+	tcx_json_str(f, s->tsync_note);
 	fputs("}}", f);
 }
 

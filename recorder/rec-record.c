@@ -31,6 +31,7 @@
 #include <xen/trace.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 #define MAX_DOMS	1024
@@ -111,14 +112,6 @@ static void on_signal(int sig)
 	errno = e;
 }
 
-static uint64_t mono_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* The tightest of a few (rdtsc, CLOCK_MONOTONIC_RAW) brackets. */
 static struct clockpair clock_pair(void)
 {
@@ -127,7 +120,7 @@ static struct clockpair clock_pair(void)
 
 	for (int i = 0; i < 16; i++) {
 		uint64_t t1 = __rdtsc();
-		uint64_t ns = mono_ns(CLOCK_MONOTONIC_RAW);
+		uint64_t ns = tcx_clock_ns(CLOCK_MONOTONIC_RAW);
 		uint64_t t2 = __rdtsc();
 
 		if (t2 - t1 < width) {
@@ -465,8 +458,8 @@ static void drain(struct session *ss)
 		rec_hvdrain_consume_for(ss->dr, &drain_ops, ss, CONSUME_NS);
 	check_sink(ss);
 	/* a read takes what the kernel has, a partial page too: not too often */
-	if (ss->d0 && !ss->err && mono_ns(CLOCK_MONOTONIC) >= ss->next_d0_ns) {
-		ss->next_d0_ns = mono_ns(CLOCK_MONOTONIC) + DOM0_READ_NS;
+	if (ss->d0 && !ss->err && tcx_clock_ns(CLOCK_MONOTONIC) >= ss->next_d0_ns) {
+		ss->next_d0_ns = tcx_clock_ns(CLOCK_MONOTONIC) + DOM0_READ_NS;
 		ret = rec_dom0_drain(ss->d0);
 		if (ret < 0)
 			fail(ss, ret, "%s: %s", ss->dom0_path, rec_dom0_error(ss->d0));
@@ -797,20 +790,6 @@ static void summary(const struct session *ss, FILE *f)
 	fputc('\n', f);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static void summary_json(const struct session *ss, FILE *f)
 {
 	struct rec_stream_stats st;
@@ -828,7 +807,7 @@ static void summary_json(const struct session *ss, FILE *f)
 	fprintf(f, "  \"pcpus\": %d,\n  \"tbuf_pages\": %u,\n", ss->ncpus,
 		rec_hvbuf_pages(ss->hv));
 	fprintf(f, "  \"hypervisor\": {\"file\": ");
-	json_str(f, ss->o->output);
+	tcx_json_str(f, ss->o->output);
 	fprintf(f, ", \"size\": %" PRIu64 ", \"records\": %" PRIu64 ", \"events\": %" PRIu64
 		", \"sched_switch\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_records\": %"
 		PRIu64 ", \"late\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"classes\": {",
@@ -839,14 +818,14 @@ static void summary_json(const struct session *ss, FILE *f)
 	fprintf(f, "}},\n");
 	if (ss->has_d0) {
 		fprintf(f, "  \"dom0\": {\"file\": ");
-		json_str(f, ss->dom0_path);
+		tcx_json_str(f, ss->dom0_path);
 		fprintf(f, ", \"size\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"events\": %" PRIu64
 			", \"lost\": %" PRIu64 ", \"bad_pages\": %" PRIu64 "},\n",
 			file_size(ss->dom0_path), ds->pages, ds->events, ds->missed, ds->bad_pages);
 	}
 	if (ss->rawfd >= 0) {
 		fprintf(f, "  \"raw\": {\"file\": ");
-		json_str(f, ss->o->raw);
+		tcx_json_str(f, ss->o->raw);
 		fprintf(f, ", \"size\": %" PRIu64 "},\n", ss->raw_bytes);
 	}
 	fprintf(f, "  \"guests\": [");
@@ -858,14 +837,14 @@ static void summary_json(const struct session *ss, FILE *f)
 	fprintf(f, "  \"domains\": [");
 	for (int i = 0; i < ss->ndoms; i++) {
 		fprintf(f, "%s{\"dom\": %u, \"name\": ", i ? ", " : "", ss->doms[i].dom);
-		json_str(f, ss->doms[i].name);
+		tcx_json_str(f, ss->doms[i].name);
 		fprintf(f, ", \"vcpus\": %u, \"hvm\": %s, \"at_start\": %s, \"gone\": %s, "
 			"\"traceid\": %" PRIu64 "}", ss->doms[i].nvcpus,
 			ss->doms[i].hvm ? "true" : "false", ss->doms[i].at_start ? "true" : "false",
 			ss->doms[i].gone ? "true" : "false", rec_guest_traceid(ss->doms[i].dom));
 	}
 	fprintf(f, "],\n  \"error\": ");
-	json_str(f, ss->errmsg);
+	tcx_json_str(f, ss->errmsg);
 	fprintf(f, "\n}\n");
 }
 
@@ -1161,7 +1140,7 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 		rec_dom0_start(ss->d0);
 	}
 	ss->c0 = clock_pair();
-	start_ns = mono_ns(CLOCK_MONOTONIC);
+	start_ns = tcx_clock_ns(CLOCK_MONOTONIC);
 	next_refresh = start_ns + REFRESH_NS;
 	ss->last_status_ns = start_ns;
 	started = true;
@@ -1191,7 +1170,7 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 			timeout = 0;
 
 		if (end_ns) {
-			now = mono_ns(CLOCK_MONOTONIC);
+			now = tcx_clock_ns(CLOCK_MONOTONIC);
 			if (now >= end_ns)
 				break;
 			if ((end_ns - now) / 1000000 < (uint64_t)timeout)
@@ -1210,7 +1189,7 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 			if (!ss->child)
 				break;
 		}
-		now = mono_ns(CLOCK_MONOTONIC);
+		now = tcx_clock_ns(CLOCK_MONOTONIC);
 		if (now >= next_refresh) {
 			refresh_domains(ss, false);
 			tdat_flush(ss->w);

@@ -6,11 +6,13 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "tcx-util.h"
 #include "tdat-internal.h"
 
 #ifndef TCX_VERSION
@@ -415,6 +417,38 @@ int tdat_add_cmdline(struct tdat_writer *w, int pid, const char *comm)
 	if (tdat_buf_put(b, line, n))
 		return tdat_err(w, -ENOMEM, "no memory for cmdlines");
 	return 0;
+}
+
+int tdat_add_cmdlines(struct tdat_writer *w, const char *text, size_t len)
+{
+	const char *end = text ? text + len : NULL;
+	int added = 0;
+
+	while (text && text < end) {
+		const char *nl = memchr(text, '\n', (size_t)(end - text));
+		const char *eol = nl ? nl : end;
+		const char *sp = memchr(text, ' ', (size_t)(eol - text));
+		unsigned long pid;
+		char comm[16];
+		size_t n = 0;
+
+		if (sp && !tcx_parse_uintn(text, (size_t)(sp - text), INT_MAX, &pid)) {
+			/* tdat_add_cmdline() keeps 15 bytes anyway */
+			n = strnlen(sp + 1, (size_t)(eol - sp - 1));
+			n = n < sizeof(comm) - 1 ? n : sizeof(comm) - 1;
+			memcpy(comm, sp + 1, n);
+			comm[n] = 0;
+		}
+		if (n) {
+			int ret = tdat_add_cmdline(w, (int)pid, comm);
+
+			if (ret)
+				return ret;
+			added++;
+		}
+		text = nl ? nl + 1 : NULL;
+	}
+	return added;
 }
 
 /*

@@ -90,3 +90,13 @@ int tdat_add_instance_formats(struct tdat_writer *w, struct tracefs_instance *in
 	tdat_add_ftrace_formats(w);
 	return n ? n : -ENOENT;
 }
+
+int tdat_add_saved_cmdlines(struct tdat_writer *w)
+{
+	int size = 0;
+	char *text = tracefs_instance_file_read(NULL, "saved_cmdlines", &size);
+	int ret = text && size > 0 ? tdat_add_cmdlines(w, text, (size_t)size) : 0;
+
+	free(text);
+	return ret;
+}

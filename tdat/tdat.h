@@ -182,6 +182,17 @@ int tdat_set_printk(struct tdat_writer *w, const char *text, size_t len);
  */
 int tdat_add_cmdline(struct tdat_writer *w, int pid, const char *comm);
 
+/**
+ * tdat_add_cmdlines - tdat_add_cmdline() for each "pid comm" line of @text,
+ * tracefs's saved_cmdlines format (@len bytes, not necessarily
+ * NUL-terminated)
+ *
+ * A line counts if it is a decimal pid, one space and a comm that is not
+ * empty (it may hold spaces); others are skipped. Returns the lines added,
+ * or the first error of tdat_add_cmdline().
+ */
+int tdat_add_cmdlines(struct tdat_writer *w, const char *text, size_t len);
+
 /** tdat_set_traceid - the TRACEID option (non-zero to be matched by GUEST) */
 int tdat_set_traceid(struct tdat_writer *w, uint64_t id);
 
@@ -357,5 +368,12 @@ int tdat_add_ftrace_formats(struct tdat_writer *w);
  * set_event) and the ftrace system's; how many events, or -ENOENT for none
  */
 int tdat_add_instance_formats(struct tdat_writer *w, struct tracefs_instance *inst);
+
+/**
+ * tdat_add_saved_cmdlines - tdat_add_cmdlines() of the tracing directory's
+ * saved_cmdlines (one list for all instances): the names of the tasks the
+ * kernel has seen. 0 if it cannot be read.
+ */
+int tdat_add_saved_cmdlines(struct tdat_writer *w);
 
 #endif /* TDAT_H */

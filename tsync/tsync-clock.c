@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include "tcx-util.h"
 #include "tsync.h"
 
 typedef unsigned __int128 u128;
@@ -134,10 +135,7 @@ uint64_t tsync_rdtsc(void)
 	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
 	return ((uint64_t)hi << 32) | lo;
 #else
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	return tcx_clock_ns(CLOCK_MONOTONIC_RAW);
 #endif
 }
 
@@ -148,16 +146,12 @@ int tsync_read_pair(struct tsync_pair *p)
 	/* the tightest of a few tries: a preemption between the reads only
 	 * widens that try */
 	for (int i = 0; i < 8; i++) {
-		struct timespec a, b;
-		uint64_t t, na, nb;
+		uint64_t na = tcx_clock_ns(CLOCK_MONOTONIC_RAW);
+		uint64_t t = tsync_rdtsc();
+		uint64_t nb = tcx_clock_ns(CLOCK_MONOTONIC_RAW);
 
-		if (clock_gettime(CLOCK_MONOTONIC_RAW, &a))
-			return -errno;
-		t = tsync_rdtsc();
-		if (clock_gettime(CLOCK_MONOTONIC_RAW, &b))
-			return -errno;
-		na = (uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec;
-		nb = (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec;
+		if (!na || !nb)
+			return -EINVAL;		/* no such clock here */
 		if (nb - na < best) {
 			best = nb - na;
 			p->tsc = t;

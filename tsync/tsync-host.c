@@ -18,6 +18,7 @@
 
 struct tsync_host {
 	struct tsync_host_opts	o;
+	const struct tsync_proto *p;
 	pthread_mutex_t		lock;
 	struct tsync_match	*m;
 	struct tsync_gcollect	*g;
@@ -36,16 +37,19 @@ static uint64_t tsc(void *ctx)
 
 int tsync_host_new(struct tsync_host **out, const struct tsync_host_opts *o)
 {
+	const struct tsync_proto *p;
 	struct tsync_host *h;
 
 	if (!out || !o || !o->proto || !o->t || !o->nvcpu)
 		return -EINVAL;
-	if (strcmp(o->proto, TSYNC_XEN_NAME) && strcmp(o->proto, TSYNC_PTP_NAME))
+	p = tsync_proto_find(o->proto);
+	if (!p || !(p->flags & TSYNC_ROLE_HOST))
 		return -EPROTONOSUPPORT;
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
 	h->o = *o;
+	h->p = p;
 	if (!h->o.long_size)
 		h->o.long_size = 8;
 	if (!h->o.rounds)
@@ -53,7 +57,8 @@ int tsync_host_new(struct tsync_host **out, const struct tsync_host_opts *o)
 	if (!h->o.clk)
 		h->o.clk = tsc;
 	pthread_mutex_init(&h->lock, NULL);
-	if (!strcmp(o->proto, TSYNC_XEN_NAME)) {
+	if (p->flags & TSYNC_PROTO_XEN_GUEST) {
+		/* measured from the hypervisor's records and the guest's pages */
 		h->m = tsync_match_new(o->dom);
 		h->g = tsync_gcollect_new();
 		if (!h->m || !h->g)
@@ -175,7 +180,7 @@ int tsync_host_stop(struct tsync_host *h)
 	if (h->stopped)
 		return 0;
 	/* the agent's loop ends; a lost stream only loses that */
-	ret = h->m ? tsync_xen_stop(h->o.t) : tsync_none_stop(h->o.t);
+	ret = h->p->stop(h->o.t);
 	h->stopped = true;
 	return ret;
 }

@@ -21,17 +21,17 @@
 
 const char *tsync_pick(const char *const *offered, uint32_t n, bool xen_ok)
 {
-	bool ptp = false;
+	const struct tsync_proto *p;
 
-	for (uint32_t i = 0; i < n; i++) {
-		if (!offered[i])
+	for (size_t k = 0; (p = tsync_proto_at(k)); k++) {
+		if (!(p->flags & TSYNC_ROLE_GUEST) ||
+		    (!xen_ok && (p->flags & TSYNC_PROTO_XEN_GUEST)))
 			continue;
-		if (xen_ok && !strcmp(offered[i], TSYNC_XEN_NAME))
-			return TSYNC_XEN_NAME;
-		if (!strcmp(offered[i], TSYNC_PTP_NAME))
-			ptp = true;
+		for (uint32_t i = 0; i < n; i++)
+			if (offered[i] && !strcmp(offered[i], p->name))
+				return p->name;
 	}
-	return ptp ? TSYNC_PTP_NAME : NULL;
+	return NULL;
 }
 
 static int send_xen(struct tmsg_transport *t, uint32_t id, const uint32_t *w, int n)
@@ -221,22 +221,125 @@ static int serve_ptp(struct tmsg_transport *t, struct tmsg *m, const struct tsyn
 	return ret < 0 ? ret : 0;
 }
 
+/* The loops get a message buffer each (too big for a thread's stack). */
+static int serve(struct tmsg_transport *t, const struct tsync_agent_opts *o,
+		 int (*loop)(struct tmsg_transport *, struct tmsg *,
+			     const struct tsync_agent_opts *))
+{
+	struct tmsg *m = malloc(sizeof(*m));
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	ret = loop(t, m, o);
+	free(m);
+	return ret;
+}
+
+static int xen_serve(struct tmsg_transport *t, const struct tsync_agent_opts *o)
+{
+	if (!o->marker_path)
+		return -EINVAL;
+	return serve(t, o, serve_xen);
+}
+
+static int ptp_serve(struct tmsg_transport *t, const struct tsync_agent_opts *o)
+{
+	return serve(t, o, serve_ptp);
+}
+
+/*
+ * Every protocol, in order of preference: xen measures (an error bound),
+ * ptp estimates; "none" is trace-cmd's framing of ptp's rounds.
+ */
+static const struct tsync_proto protos[] = {
+	{ TSYNC_XEN_NAME, TSYNC_ROLE_HOST | TSYNC_ROLE_GUEST | TSYNC_PROTO_XEN_GUEST,
+	  xen_serve, tsync_xen_stop },
+	{ TSYNC_PTP_NAME, TSYNC_ROLE_HOST | TSYNC_ROLE_GUEST, ptp_serve, tsync_none_stop },
+	{ TSYNC_NONE_NAME, TSYNC_PROTO_DRIVER, NULL, NULL },
+};
+
+const struct tsync_proto *tsync_proto_at(size_t i)
+{
+	return i < sizeof(protos) / sizeof(protos[0]) ? &protos[i] : NULL;
+}
+
+const struct tsync_proto *tsync_proto_wire(const char *field, size_t len)
+{
+	size_t n = field ? strnlen(field, len) : 0;
+
+	for (size_t i = 0; i < sizeof(protos) / sizeof(protos[0]); i++)
+		if (n && strlen(protos[i].name) == n && !memcmp(protos[i].name, field, n))
+			return &protos[i];
+	return NULL;
+}
+
+const struct tsync_proto *tsync_proto_find(const char *name)
+{
+	return name ? tsync_proto_wire(name, strlen(name)) : NULL;
+}
+
+/* A protocol the host can offer. */
+static bool offerable(const struct tsync_proto *p)
+{
+	return p && (p->flags & TSYNC_ROLE_HOST) && !(p->flags & TSYNC_PROTO_DRIVER);
+}
+
+static int bad_offer(const char *tok, size_t n, char *err, size_t errlen)
+{
+	const struct tsync_proto *p;
+	char names[64] = "";
+	size_t at = 0;
+
+	for (size_t i = 0; (p = tsync_proto_at(i)); i++)
+		if (offerable(p) && at < sizeof(names))
+			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s, ", p->name);
+	if (err && errlen)
+		snprintf(err, errlen, "\"%.*s\" is not a time sync protocol (%sor none alone)",
+			 (int)(n > 32 ? 32 : n), tok, names);
+	return -EINVAL;
+}
+
+int tsync_parse_offer(const char *spec, const char **out, uint32_t max,
+		      char *err, size_t errlen)
+{
+	const struct tsync_proto *p;
+	uint32_t n = 0;
+
+	if (!spec) {
+		for (size_t i = 0; (p = tsync_proto_at(i)); i++)
+			if (offerable(p) && n < max)
+				out[n++] = p->name;
+		return (int)n;
+	}
+	if (!strcmp(spec, TSYNC_NONE_NAME))
+		return 0;
+	for (const char *tok = spec;; tok++) {
+		size_t len = strcspn(tok, ",");
+		bool dup = false;
+
+		p = tsync_proto_wire(tok, len);
+		if (!len || !offerable(p))
+			return bad_offer(tok, len, err, errlen);
+		for (uint32_t i = 0; i < n; i++)
+			dup |= out[i] == p->name;
+		if (!dup && n < max)
+			out[n++] = p->name;
+		tok += len;
+		if (!*tok)
+			break;
+	}
+	return (int)n;
+}
+
 int tsync_agent_serve(struct tmsg_transport *t, const struct tsync_agent_opts *o)
 {
-	struct tmsg *m;
-	int ret;
+	const struct tsync_proto *p;
 
 	if (!t || !o || !o->proto)
 		return -EINVAL;
-	m = malloc(sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	if (!strcmp(o->proto, TSYNC_XEN_NAME))
-		ret = o->marker_path ? serve_xen(t, m, o) : -EINVAL;
-	else if (!strcmp(o->proto, TSYNC_PTP_NAME))
-		ret = serve_ptp(t, m, o);
-	else
-		ret = -EPROTONOSUPPORT;
-	free(m);
-	return ret;
+	p = tsync_proto_find(o->proto);
+	if (!p || !(p->flags & TSYNC_ROLE_GUEST) || !p->serve)
+		return -EPROTONOSUPPORT;
+	return p->serve(t, o);
 }

@@ -584,10 +584,62 @@ struct tsync_xen_done {
 	uint32_t	rounds, flags, first, last;
 };
 
+/* ==== the protocols: one table (trace-cmd: tracecmd_tsync_proto_register) ==== */
+
+/* The sides of a protocol this build runs, as trace-cmd's roles. */
+#define TSYNC_ROLE_HOST		0x1	/* the recorder's (dom0's) side */
+#define TSYNC_ROLE_GUEST	0x2	/* the agent's side */
+/* Needs and kinds. */
+#define TSYNC_PROTO_XEN_GUEST	0x4	/* a Xen guest whose markers reach the hypervisor trace */
+#define TSYNC_PROTO_DRIVER	0x8	/* trace-cmd's framing around rounds: never offered */
+
+struct tsync_agent_opts;
+
 /**
- * tsync_pick - the protocol an agent picks from those offered: "xen" when
- * offered and @xen_ok (a Xen guest whose markers reach the hypervisor
- * trace), else "ptp" when offered, else NULL (no time sync)
+ * struct tsync_proto - one time sync protocol
+ * @name:	its name in TRACE_REQ, TRACE_RESP and TIME_SYNC, and in --tsync
+ * @flags:	TSYNC_ROLE_* and TSYNC_PROTO_*
+ * @serve:	the agent's loop until the host stops (TSYNC_ROLE_GUEST)
+ * @stop:	the host ends the protocol on the stream (TSYNC_ROLE_HOST)
+ *
+ * The table's order is the order of preference: the host offers, and the
+ * agent picks, the first that fits.
+ */
+struct tsync_proto {
+	const char	*name;
+	uint32_t	flags;
+	int		(*serve)(struct tmsg_transport *t, const struct tsync_agent_opts *o);
+	int		(*stop)(struct tmsg_transport *t);
+};
+
+/** tsync_proto_at - the @i-th protocol of the table, NULL past its end */
+const struct tsync_proto *tsync_proto_at(size_t i);
+
+/** tsync_proto_find - the protocol named @name (NUL-terminated), or NULL */
+const struct tsync_proto *tsync_proto_find(const char *name);
+
+/**
+ * tsync_proto_wire - the protocol whose name fills @field: a name field of
+ * @len bytes as messages carry it (NUL-padded, terminated only if shorter
+ * than @len), or a token of @len bytes in a list; NULL if none
+ */
+const struct tsync_proto *tsync_proto_wire(const char *field, size_t len);
+
+/**
+ * tsync_parse_offer - what the host offers for --tsync @spec: "none"
+ * (nothing), or names of protocols it runs joined by ',' (duplicates
+ * dropped; empty names refused); NULL offers them all. @out gets the names
+ * (the table's strings), in @spec's order, up to @max.
+ * Returns the count, or -EINVAL with a message in @err.
+ */
+int tsync_parse_offer(const char *spec, const char **out, uint32_t max,
+		      char *err, size_t errlen);
+
+/**
+ * tsync_pick - the protocol an agent picks from those offered: the first
+ * of the table the agent runs that was offered, those needing a Xen guest
+ * only with @xen_ok (a Xen guest whose markers reach the hypervisor trace):
+ * "xen", else "ptp", else NULL (no time sync)
  */
 const char *tsync_pick(const char *const *offered, uint32_t n, bool xen_ok);
 
