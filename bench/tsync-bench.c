@@ -32,7 +32,7 @@
 
 #include "tcx-util.h"
 #include "tmsg.h"
-#include "tsync.h"
+#include "tsync-internal.h"
 
 #define NGUEST	2
 #define NVCPU	8

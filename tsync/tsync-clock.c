@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "tcx-util.h"
-#include "tsync.h"
+#include "tsync-internal.h"
 
 typedef unsigned __int128 u128;
 typedef __int128 s128;

@@ -25,7 +25,7 @@
 #include <xen/xen.h>
 #include <xen/hvm/hvm_op.h>
 
-#include "tsync.h"
+#include "tsync-internal.h"
 
 #define PREFIX	"tcx-tsync "
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tsync.h"
+#include "tsync-internal.h"
 
 #define XEN_ROUNDS	10
 #define ASK_MS		30000

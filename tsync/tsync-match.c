@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tsync.h"
+#include "tsync-internal.h"
 
 enum { ST_IDLE, ST_EXITED, ST_HCALL, ST_MARKED };
 

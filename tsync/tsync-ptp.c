@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 
 #include "tmsg.h"
-#include "tsync.h"
+#include "tsync-internal.h"
 
 #define WAIT_MS		TMSG_WAIT_MS
 /*

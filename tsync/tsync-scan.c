@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tsync.h"
+#include "tsync-internal.h"
 
 #define TYPE_PADDING	29
 #define TYPE_EXTEND	30

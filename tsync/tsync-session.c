@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "tmsg.h"
-#include "tsync.h"
+#include "tsync-internal.h"
 
 #define POLL_MS		200
 

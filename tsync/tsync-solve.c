@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "tdat.h"
-#include "tsync.h"
+#include "tsync-internal.h"
 
 typedef __int128 s128;
 

@@ -31,7 +31,7 @@
 #include "recorder-internal.h"
 #include "tlib.h"
 #include "tmsg.h"
-#include "tsync.h"
+#include "tsync-internal.h"
 
 #define NDOM	3
 #define ROUNDS	20

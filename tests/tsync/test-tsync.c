@@ -23,7 +23,7 @@
 
 #include "tdat.h"
 #include "tmsg.h"
-#include "tsync.h"
+#include "tsync-internal.h"
 
 typedef unsigned __int128 u128;
 

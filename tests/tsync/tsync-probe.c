@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "recorder-internal.h"
-#include "tsync.h"
+#include "tsync-internal.h"
 
 #define TR	"/sys/kernel/tracing"
 
