@@ -1811,18 +1811,15 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 }
 
 void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
-			 uint32_t dom, uint32_t vcpu)
+			 uint32_t dom, uint32_t vcpu, uint64_t run)
 {
 	struct tsync_hvrec t;
 
 	if (!g || !g->tsh || !g->xen_ok)
 		return;
-	/* another domain's record: the matcher would skip it, after its lock */
-	if (known && dom != g->sp.domid && (r->event & 0x0fffffff) != TSYNC_TRC_LOST)
-		return;
 	t = (struct tsync_hvrec){ .tsc = r->tsc, .has_tsc = r->flags & REC_F_TSC,
 				  .event = r->event, .nr = r->nr, .dom = dom, .vcpu = vcpu,
-				  .known = known };
+				  .known = known, .run = run };
 	memcpy(t.w, r->w, sizeof(t.w));
 	tsync_host_record(g->tsh, &t);
 }

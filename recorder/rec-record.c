@@ -59,6 +59,13 @@ struct clockpair {
 	uint64_t	ns;
 };
 
+/* A pCPU's vCPU as the tap last saw it, and the number of its stretch there. */
+struct cpu_run {
+	uint32_t	dom, vcpu;
+	bool		known;
+	uint64_t	id;
+};
+
 struct session {
 	const struct rec_record_opts	*o;
 	struct rec_hvbuf		*hv;
@@ -89,6 +96,8 @@ struct session {
 	struct rec_guest_summary	*gsum;
 	int				ng;
 	bool				gclosed;
+	struct cpu_run			*runs;	/* per pCPU, for the time sync */
+	uint64_t			nruns;
 	/* status line */
 	uint64_t			last_records;
 	uint64_t			last_status_ns;
@@ -481,14 +490,51 @@ static bool guests_sync(const struct rec_record_opts *o)
 	return o->nr_guests && (!o->tsync || strcmp(o->tsync, "none"));
 }
 
-/* The sink's tap: every hypervisor record, for the guests' time sync. */
+/*
+ * The stretch of @r's vCPU on its pCPU: a new one when the pCPU's vCPU
+ * changes or leaves (runstate running->x). The stream is per pCPU, so a
+ * vCPU's records on two pCPUs may come in either order; the matcher only
+ * closes a bracket within one stretch, whose records are all in order.
+ */
+static uint64_t run_of(struct session *ss, const struct rec_record *r, bool known,
+		       uint32_t dom, uint32_t vcpu)
+{
+	struct cpu_run *p = &ss->runs[r->cpu];
+	bool leaves = (r->event & 0x0ffff00f) == TRC_SCHED_RUNSTATE_CHANGE &&
+		      !((r->event >> 8) & 0xf);
+
+	if (leaves || known != p->known || (known && (dom != p->dom || vcpu != p->vcpu)))
+		*p = (struct cpu_run){ .dom = dom, .vcpu = vcpu, .known = known,
+				       .id = ++ss->nruns };
+	return p->id;
+}
+
+/* Records the matcher reads: HVM, PV and guest classes, and LOST_RECORDS. */
+static bool sync_class(uint32_t event)
+{
+	uint32_t cls = event & 0x0fff0000;
+
+	return cls == (CLS_HVM & 0x0fff0000) || cls == (CLS_PV & 0x0fff0000) ||
+	       cls == (CLS_GUEST & 0x0fff0000);
+}
+
+/*
+ * The sink's tap: every hypervisor record, for the guests' time sync. Each
+ * guest gets its own vCPUs' records, and LOST_RECORDS (it drops every open
+ * bracket, whoever ran); the rest would only be skipped after its lock.
+ */
 static void tap(void *ctx, const struct rec_record *r, bool known, uint32_t dom,
 		uint32_t vcpu)
 {
 	struct session *ss = ctx;
+	bool lost = r->event == TRC_LOST_RECORDS;
+	uint64_t run = run_of(ss, r, known, dom, vcpu);
 
+	if (!lost && (!known || !sync_class(r->event)))
+		return;
 	for (int i = 0; i < ss->ng; i++)
-		rec_guest_hv_record(ss->g[i], r, known, dom, vcpu);
+		if (lost || rec_guest_domid(ss->g[i]) == (int)dom)
+			rec_guest_hv_record(ss->g[i], r, known, dom, vcpu, run);
 }
 
 /*
@@ -952,6 +998,11 @@ static int setup_files(struct session *ss, char *err, size_t errlen)
 
 	tp.max_cpus = ss->ncpus;
 	tp.cpus = ss->ncpus;
+	if (so.tap) {
+		ss->runs = calloc(ss->ncpus, sizeof(*ss->runs));
+		if (!ss->runs)
+			return -ENOMEM;
+	}
 	ss->w = tdat_create(ss->o->output, &tp);
 	if (!ss->w) {
 		snprintf(err, errlen, "%s: %s", ss->o->output, tdat_last_error());
@@ -1300,6 +1351,7 @@ out:
 		xs_close(ss->xs);
 	free(ss->g);
 	free(ss->gsum);
+	free(ss->runs);
 	free(ss->dom0_path);
 	for (int i = 0; i < 4; i++)
 		sigaction(sigs[i], &old[i], NULL);

@@ -1112,16 +1112,19 @@ int rec_guest_cpus(const struct rec_guest *g);
 int rec_guest_add_host_entry(const struct rec_guest *g, struct tdat_writer *host);
 
 /**
- * rec_guest_hv_record - one hypervisor record of the session, in merged
- * order, with the vCPU running on its pCPU (a rec_tap_fn's arguments):
- * time sync ("xen") finds its markers in them. From one thread at a time,
- * from rec_guest_open() until rec_guest_close(), including the records
- * drained after rec_guest_stop(): the last sample's traps are among them.
- * Cheap for a guest without protocol xen, and for other domains' records;
+ * rec_guest_hv_record - one hypervisor record of the session, with the
+ * vCPU running on its pCPU (a rec_tap_fn's arguments): time sync ("xen")
+ * finds its markers in them. Each pCPU's records in order, @run naming
+ * the vCPU's stretch on its pCPU (struct tsync_hvrec), or all in merged
+ * TSC order with @run 0. From one thread at a time, from rec_guest_open()
+ * until rec_guest_close(), including the records drained after
+ * rec_guest_stop(): the last sample's traps are among them. Cheap for a
+ * guest without protocol xen; others' records are skipped under the
+ * guest's lock, so a caller passes only the guest's own and LOST_RECORDS.
  * @g NULL is ignored.
  */
 void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
-			 uint32_t dom, uint32_t vcpu);
+			 uint32_t dom, uint32_t vcpu, uint64_t run);
 
 /** rec_guest_stats - the counters so far (any thread, while it runs) */
 void rec_guest_stats(struct rec_guest *g, struct rec_guest_summary *s);
