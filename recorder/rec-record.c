@@ -34,7 +34,6 @@
 #include "tdat.h"
 
 #define MAX_DOMS	1024
-#define BARRIER_LAG_NS	20000000ull	/* a record is stamped, then committed */
 #define REFRESH_NS	1000000000ull	/* domain list and status line */
 #define DOM0_READ_NS	200000000ull	/* dom0's pages, unless the stop drains them */
 /* Xen's trace classes with every subclass (public/trace.h) */
@@ -84,7 +83,6 @@ struct session {
 	struct clockpair		c0, c1;
 	uint64_t			hz;
 	uint32_t			mult, shift;
-	bool				barriers;
 	bool				has_d0;
 	struct tdat_stats		d0st;	/* dom0's file, at its close */
 	int				err;
@@ -430,21 +428,10 @@ static int on_win_end(void *ctx, int cpu)
 	return 0;
 }
 
-static int on_barrier(void *ctx, uint64_t tsc)
-{
-	struct session *ss = ctx;
-	uint64_t lag = BARRIER_LAG_NS * ss->hz / 1000000000ull;
-
-	if (ss->barriers && tsc > lag)
-		rec_stream_barrier(ss->s, tsc - lag);
-	return 0;
-}
-
 static const struct rec_hvdrain_ops drain_ops = {
 	.window = on_win_start,
 	.data = on_win_data,
 	.end = on_win_end,
-	.barrier = on_barrier,
 };
 
 static void check_sink(struct session *ss)
@@ -1028,17 +1015,16 @@ static int setup_files(struct session *ss, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", ss->o->output, tdat_error(ss->w));
 		return ret;
 	}
+	/*
+	 * Per pCPU, as convert: trace.dat's buffers are per CPU, the vCPU
+	 * model is too, and time sync needs each vCPU's records in order
+	 * only within one stretch on one pCPU (see run_of()). Records go
+	 * from the staging ring to the sink with no queue and no merge.
+	 */
 	ss->s = rec_stream_new(&(struct rec_stream_params){ .max_cpus = ss->ncpus,
-							     .max_buffered = 32u << 20 },
+							     .per_cpu = true },
 			       rec_sink_emit, ss->sink);
-	if (!ss->s)
-		return -ENOMEM;
-	for (int c = 0; c < ss->ncpus; c++)
-		if (rec_hvbuf_has_cpu(ss->hv, c))
-			rec_stream_expect(ss->s, c);
-	/* a PV dom0 reads the host TSC itself: barriers from its rdtsc are exact */
-	ss->barriers = ss->ndoms && ss->doms[0].dom == 0 && !ss->doms[0].hvm;
-	return 0;
+	return ss->s ? 0 : -ENOMEM;
 }
 
 /* The refined TSC rate: the measured one if it agrees with Xen's within 0.1 %. */
@@ -1059,7 +1045,7 @@ static uint64_t refine_hz(struct session *ss)
 	return (uint64_t)(meas + 0.5);
 }
 
-/* Stop order: dom0 off, Xen off, drain both, finish the merge, options. */
+/* Stop order: dom0 off, Xen off, drain both, finish the stream, options. */
 static void finish(struct session *ss)
 {
 	uint64_t hz;

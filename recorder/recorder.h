@@ -751,14 +751,12 @@ struct rec_hvdrain;
 /*
  * What the session does with staged data, in the order Xen's windows came:
  * @window (a window of @bytes starts on @cpu), @data (some of its bytes),
- * @end (the window is complete), @barrier (every pCPU was drained up to a
- * round that started at @tsc). Negative returns stop the consumer.
+ * @end (the window is complete). Negative returns stop the consumer.
  */
 struct rec_hvdrain_ops {
 	int (*window)(void *ctx, int cpu, uint64_t bytes);
 	int (*data)(void *ctx, int cpu, const void *p, size_t len);
 	int (*end)(void *ctx, int cpu);
-	int (*barrier)(void *ctx, uint64_t tsc);
 };
 
 /**
