@@ -8,6 +8,10 @@
  * no pCPU that may still send data can send an older one, or once the
  * queued bytes pass the bound. Raw bytes are about half the size of
  * decoded records, which is what keeps the merge cheap.
+ *
+ * convert and record use neither queue nor heap (per_cpu): each record is
+ * decoded and emitted as it is fed, only those before their pCPU's first
+ * TSC wait in its queue for it.
  */
 #include <errno.h>
 #include <limits.h>
