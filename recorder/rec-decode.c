@@ -8,6 +8,10 @@
  * no pCPU that may still send data can send an older one, or once the
  * queued bytes pass the bound. Raw bytes are about half the size of
  * decoded records, which is what keeps the merge cheap.
+ *
+ * convert and record use neither queue nor heap (per_cpu): each record is
+ * decoded and emitted as it is fed, only those before their pCPU's first
+ * TSC wait in its queue for it.
  */
 #include <errno.h>
 #include <limits.h>
@@ -24,7 +28,6 @@
 
 #define DEFAULT_BOUND	(64u << 20)
 #define FEED_SLICE	(64u << 10)	/* bytes queued between bound checks */
-#define QUEUE_SLACK	32		/* readable bytes after a queue's end */
 
 struct cpu_q {
 	uint8_t		*buf;		/* queued raw records: [start, end) */
@@ -138,7 +141,7 @@ void rec_stream_get_stats(const struct rec_stream *s, struct rec_stream_stats *s
 
 /* ---- decoding ---- */
 
-/* Decode the record at @p (complete, @size bytes) without its time rules. */
+/* Decode the complete record at @p, without its time rules. */
 static inline void decode(const uint8_t *p, int cpu, struct rec_record *r)
 {
 	uint32_t hdr = rd32(p);
@@ -157,28 +160,6 @@ static inline void decode(const uint8_t *p, int cpu, struct rec_record *r)
 	/* word by word: a memcpy of a run-time size costs more for 0..7 words */
 	for (unsigned int i = 0; i < 7; i++)
 		r->w[i] = i < r->nr ? rd32(p + off + 4 * i) : 0;
-}
-
-/* The same for a queued record: the queue keeps QUEUE_SLACK bytes after
- * its end, so the words are copied whole and the unused ones cleared. */
-static inline void decode_queued(const uint8_t *p, int cpu, struct rec_record *r)
-{
-	uint32_t hdr = rd32(p);
-	unsigned int off = 4;
-
-	r->event = hdr & 0x0fffffff;
-	r->nr = (hdr >> 28) & 7;
-	r->cpu = cpu;
-	r->flags = 0;
-	r->tsc = 0;
-	if (hdr & 0x80000000u) {
-		r->tsc = rd32(p + 4) | ((uint64_t)rd32(p + 8) << 32);
-		r->flags = REC_F_TSC;
-		off = 12;
-	}
-	memcpy(r->w, p + off, sizeof(r->w));
-	for (unsigned int i = r->nr; i < 7; i++)
-		r->w[i] = 0;
 }
 
 /*
@@ -277,7 +258,7 @@ static bool load_head(struct rec_stream *s, int cpu)
 			s->st.fillers++;
 			continue;
 		}
-		decode_queued(p, cpu, &c->head);
+		decode(p, cpu, &c->head);
 		stamp(s, c, &c->head);
 		c->has_head = true;
 		return true;
@@ -410,10 +391,9 @@ int rec_stream_expect(struct rec_stream *s, int cpu)
 	return 0;
 }
 
-/* Room for @n more bytes at the end of @c's queue, plus the slack. */
+/* Room for @n more bytes at the end of @c's queue. */
 static int reserve(struct cpu_q *c, size_t n)
 {
-	n += QUEUE_SLACK;
 	if (c->end + n <= c->cap)
 		return 0;
 	if (c->start) {

@@ -771,136 +771,199 @@ static void publish(struct rec_guest *g, uint64_t bytes, uint64_t bad)
 	pthread_mutex_unlock(&g->lock);
 }
 
-static void *drain_main(void *arg)
+/* The drain thread's state between its steps. */
+struct drain {
+	struct rec_guest	*g;
+	struct pollfd		*pfd;
+	struct tmsg		*m;
+	uint64_t		bytes, bad, deadline;
+	uint64_t		next_flush, next_publish;
+	bool			closing, ctl_open, resp, lost, dirty;
+	int			nopen;
+	int			ctl_at;
+};
+
+/* Every open stream once; whether any moved. */
+static bool pump_all(struct drain *d)
 {
-	struct rec_guest *g = arg;
-	struct pollfd *pfd = calloc((size_t)g->cpus + 2, sizeof(*pfd));
-	struct tmsg *m = malloc(sizeof(*m));
-	uint64_t bytes = 0, bad = 0, deadline = 0;
-	uint64_t next_flush = tcx_now_ns() + FLUSH_NS, next_publish = 0;
-	bool closing = false, ctl_open = true, resp = false, lost = false, dirty = false;
-	int nopen = g->cpus;
+	struct rec_guest *g = d->g;
+	bool progress = false;
 
-	if (!pfd || !m) {
-		note(g, "out of memory");
-		goto out;
-	}
-	while (nopen || (closing && ctl_open && !resp)) {
-		bool progress = false;
-		int np = 0, ctl_at = -1;
-		uint64_t now;
+	for (int c = 0; c < g->cpus; c++) {
+		int r;
 
-		for (int c = 0; c < g->cpus; c++) {
-			int r;
-
-			if (!g->st[c].open)
-				continue;
-			r = pump(g, c, &bytes, &bad);
-			if (r < 0) {
-				nopen--;
-				/* before CLOSE: the guest or its agent went away */
-				lost |= !closing;
-				if (lost)
-					atomic_store(&g->gone, true);
-			}
-			progress |= r != 0;
-		}
-		if (!closing && atomic_load(&g->stop)) {
-			closing = true;
-			deadline = tcx_now_ns() + (uint64_t)g->close_ms * 1000000ull;
-			if (ctl_open && tmsg_send_cmd(g->ctl, TMSG_CLOSE)) {
-				note(g, "CLOSE: %s", tmsg_error());
-				ctl_open = false;
-			}
-		}
-		now = tcx_now_ns();
-		if (now >= next_flush) {
-			if (!g->sum.error)
-				tdat_flush(g->w);
-			dirty = false;
-			next_flush = now + FLUSH_NS;
-		}
-		if (now >= next_publish) {
-			publish(g, bytes, bad);
-			next_publish = now + PUBLISH_NS;
-		}
-		if (closing && now >= deadline) {
-			note(g, "no end of data %d s after CLOSE: stopped waiting", g->close_ms / 1000);
-			break;
-		}
-		if (progress) {
-			dirty = true;
+		if (!g->st[c].open)
 			continue;
+		r = pump(g, c, &d->bytes, &d->bad);
+		if (r < 0) {
+			d->nopen--;
+			/* before CLOSE: the guest or its agent went away */
+			d->lost |= !d->closing;
+			if (d->lost)
+				atomic_store(&g->gone, true);
 		}
-		if (dirty && !g->sum.error) {
-			/* a quiet moment: what came is on disk, readable */
+		progress |= r != 0;
+	}
+	return progress;
+}
+
+/* rec_guest_stop() asked: CLOSE, then wait so long for the end of data. */
+static void maybe_close(struct drain *d)
+{
+	struct rec_guest *g = d->g;
+
+	if (d->closing || !atomic_load(&g->stop))
+		return;
+	d->closing = true;
+	d->deadline = tcx_now_ns() + (uint64_t)g->close_ms * 1000000ull;
+	if (d->ctl_open && tmsg_send_cmd(g->ctl, TMSG_CLOSE)) {
+		note(g, "CLOSE: %s", tmsg_error());
+		d->ctl_open = false;
+	}
+}
+
+/* The periodic flush and counters; false once the CLOSE deadline passed. */
+static bool tick(struct drain *d, uint64_t now)
+{
+	struct rec_guest *g = d->g;
+
+	if (now >= d->next_flush) {
+		if (!g->sum.error)
 			tdat_flush(g->w);
-			dirty = false;
-			next_flush = now + FLUSH_NS;
-		}
-		for (int c = 0; c < g->cpus; c++)
-			if (g->st[c].open)
-				pfd[np++] = (struct pollfd){ .fd = g->st[c].t->ops->fd(g->st[c].t),
-							     .events = POLLIN };
-		if (ctl_open) {
-			ctl_at = np;
-			pfd[np++] = (struct pollfd){ .fd = g->ctl->ops->fd(g->ctl), .events = POLLIN };
-		}
-		pfd[np++] = (struct pollfd){ .fd = g->wakefd, .events = POLLIN };
-		if (poll(pfd, (nfds_t)np, POLL_MS) <= 0)
+		d->dirty = false;
+		d->next_flush = now + FLUSH_NS;
+	}
+	if (now >= d->next_publish) {
+		publish(g, d->bytes, d->bad);
+		d->next_publish = now + PUBLISH_NS;
+	}
+	if (d->closing && now >= d->deadline) {
+		note(g, "no end of data %d s after CLOSE: stopped waiting", g->close_ms / 1000);
+		return false;
+	}
+	return true;
+}
+
+/* The fds to wait on: the open streams, the control channel, the wakeup. */
+static int poll_set(struct drain *d)
+{
+	struct rec_guest *g = d->g;
+	int np = 0;
+
+	for (int c = 0; c < g->cpus; c++)
+		if (g->st[c].open)
+			d->pfd[np++] = (struct pollfd){ .fd = g->st[c].t->ops->fd(g->st[c].t),
+							.events = POLLIN };
+	d->ctl_at = -1;
+	if (d->ctl_open) {
+		d->ctl_at = np;
+		d->pfd[np++] = (struct pollfd){ .fd = g->ctl->ops->fd(g->ctl), .events = POLLIN };
+	}
+	d->pfd[np++] = (struct pollfd){ .fd = g->wakefd, .events = POLLIN };
+	return np;
+}
+
+/* After the poll: the wakeup, the streams' events, the agent's answer. */
+static void after_poll(struct drain *d, int np)
+{
+	struct rec_guest *g = d->g;
+
+	if (d->pfd[np - 1].revents) {
+		uint64_t v;
+
+		if (read(g->wakefd, &v, sizeof(v)) < 0)
+			v = 0;
+	}
+	/* vchan: an event seen but no data yet must be acknowledged */
+	for (int c = 0, i = 0; c < g->cpus; c++) {
+		struct tmsg_transport *t = g->st[c].t;
+
+		if (!g->st[c].open)
 			continue;
-		if (pfd[np - 1].revents) {
-			uint64_t v;
+		if (d->pfd[i++].revents)
+			t->ops->wait(t, POLLIN, 0);
+	}
+	if (d->ctl_at >= 0 && d->pfd[d->ctl_at].revents) {
+		int ret = tmsg_recv(g->ctl, d->m, 0);
 
-			if (read(g->wakefd, &v, sizeof(v)) < 0)
-				v = 0;
-		}
-		/* vchan: an event seen but no data yet must be acknowledged */
-		for (int c = 0, i = 0; c < g->cpus; c++) {
-			struct tmsg_transport *t = g->st[c].t;
-
-			if (!g->st[c].open)
-				continue;
-			if (pfd[i++].revents)
-				t->ops->wait(t, POLLIN, 0);
-		}
-		if (ctl_at >= 0 && pfd[ctl_at].revents) {
-			int ret = tmsg_recv(g->ctl, m, 0);
-
-			if (!ret && m->cmd == TMSG_CLOSE_RESP && closing) {
-				resp = true;
-			} else if (ret && ret != -ETIMEDOUT) {
-				/* the agent is gone: its streams end too */
-				ctl_open = false;
-				lost |= !closing;
-				if (lost)
-					atomic_store(&g->gone, true);
-			}
+		if (!ret && d->m->cmd == TMSG_CLOSE_RESP && d->closing) {
+			d->resp = true;
+		} else if (ret && ret != -ETIMEDOUT) {
+			/* the agent is gone: its streams end too */
+			d->ctl_open = false;
+			d->lost |= !d->closing;
+			if (d->lost)
+				atomic_store(&g->gone, true);
 		}
 	}
-	if (nopen)
+}
+
+/* The last counters, and why the guest's side ended if it ended early. */
+static void drain_done(struct drain *d)
+{
+	struct rec_guest *g = d->g;
+
+	if (d->nopen)
 		for (int c = 0; c < g->cpus; c++)
 			if (g->st[c].open) {
 				g->st[c].open = false;
-				lost = true;
+				d->lost = true;
 			}
-out:
 	if (!g->sum.error)
 		tdat_flush(g->w);
-	publish(g, bytes, bad);
+	publish(g, d->bytes, d->bad);
 	pthread_mutex_lock(&g->lock);
 	for (int c = 0; c < g->cpus; c++)
 		/* a page cut short: the agent died mid-page */
 		g->sum.cut_bytes += g->st[c].fill;
 	g->sum.seconds = (double)(tcx_now_ns() - g->t0_ns) / 1e9;
-	g->sum.died = lost || !resp;
+	g->sum.died = d->lost || !d->resp;
 	if (g->sum.died && !g->sum.note[0])
 		snprintf(g->sum.note, sizeof(g->sum.note), "%s",
-			 lost ? "the guest's agent went away before the end" :
-				"no CLOSE_RESP from the agent");
+			 d->lost ? "the guest's agent went away before the end" :
+				   "no CLOSE_RESP from the agent");
 	pthread_mutex_unlock(&g->lock);
-	free(pfd);
-	free(m);
+}
+
+static void *drain_main(void *arg)
+{
+	struct rec_guest *g = arg;
+	struct drain d = {
+		.g = g, .pfd = calloc((size_t)g->cpus + 2, sizeof(*d.pfd)),
+		.m = malloc(sizeof(*d.m)), .next_flush = tcx_now_ns() + FLUSH_NS,
+		.ctl_open = true, .nopen = g->cpus,
+	};
+
+	if (!d.pfd || !d.m) {
+		note(g, "out of memory");
+		d.nopen = 0;	/* no loop: straight to the summary */
+	}
+	while (d.nopen || (d.closing && d.ctl_open && !d.resp)) {
+		bool progress = pump_all(&d);
+		uint64_t now;
+		int np;
+
+		maybe_close(&d);
+		now = tcx_now_ns();
+		if (!tick(&d, now))
+			break;
+		if (progress) {
+			d.dirty = true;
+			continue;
+		}
+		if (d.dirty && !g->sum.error) {
+			/* a quiet moment: what came is on disk, readable */
+			tdat_flush(g->w);
+			d.dirty = false;
+			d.next_flush = now + FLUSH_NS;
+		}
+		np = poll_set(&d);
+		if (poll(d.pfd, (nfds_t)np, POLL_MS) > 0)
+			after_poll(&d, np);
+	}
+	drain_done(&d);
+	free(d.pfd);
+	free(d.m);
 	atomic_store(&g->done, true);
 	return NULL;
 }
@@ -1753,18 +1816,15 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 }
 
 void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
-			 uint32_t dom, uint32_t vcpu)
+			 uint32_t dom, uint32_t vcpu, uint64_t run)
 {
 	struct tsync_hvrec t;
 
 	if (!g || !g->tsh || !g->xen_ok)
 		return;
-	/* another domain's record: the matcher would skip it, after its lock */
-	if (known && dom != g->sp.domid && (r->event & 0x0fffffff) != TSYNC_TRC_LOST)
-		return;
 	t = (struct tsync_hvrec){ .tsc = r->tsc, .has_tsc = r->flags & REC_F_TSC,
 				  .event = r->event, .nr = r->nr, .dom = dom, .vcpu = vcpu,
-				  .known = known };
+				  .known = known, .run = run };
 	memcpy(t.w, r->w, sizeof(t.w));
 	tsync_host_record(g->tsh, &t);
 }

@@ -20,11 +20,10 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include "recorder-internal.h"
 
-enum { ENT_DATA, ENT_BARRIER, ENT_PAD };
+enum { ENT_DATA, ENT_PAD };
 
 /* An empty ring restarts at its beginning once past this: RSS stays small at low rates. */
 #define REWIND_AT	(1u << 20)
@@ -38,7 +37,7 @@ struct ent {
 	uint8_t		flags;
 	uint16_t	cpu;
 	uint32_t	len;		/* data bytes in this chunk */
-	uint64_t	val;		/* DATA+FIRST: window bytes; BARRIER: TSC */
+	uint64_t	val;		/* DATA+FIRST: window bytes */
 };
 
 struct rec_hvdrain {
@@ -154,18 +153,6 @@ static int stage(void *ctx, int cpu, const void *a, size_t alen, const void *b, 
 	return 0;
 }
 
-static void put_barrier(struct rec_hvdrain *d, uint64_t tsc)
-{
-	struct ent e = { .type = ENT_BARRIER, .val = tsc };
-	size_t avail;
-	uint8_t *s;
-
-	wait_room(d, 2 * HDR + 8);
-	s = slot(d, &avail);
-	memcpy(s, &e, HDR);
-	publish(d, HDR);
-}
-
 static void notify(struct rec_hvdrain *d)
 {
 	uint64_t one = 1;
@@ -191,7 +178,6 @@ static void rewind_if_empty(struct rec_hvdrain *d)
 
 static void round_(struct rec_hvdrain *d)
 {
-	uint64_t tsc = __rdtsc();
 	uint64_t before;
 	int ret;
 
@@ -201,7 +187,6 @@ static void round_(struct rec_hvdrain *d)
 
 	if (ret < 0 && !d->err)
 		__atomic_store_n(&d->err, ret, __ATOMIC_RELEASE);
-	put_barrier(d, tsc);
 	if (d->head != before)
 		notify(d);
 }
@@ -315,10 +300,6 @@ int rec_hvdrain_consume_for(struct rec_hvdrain *d, const struct rec_hvdrain_ops 
 		memcpy(&e, d->ring + tail % d->cap, HDR);
 		if (e.type == ENT_PAD) {
 			tail += HDR + e.len;
-		} else if (e.type == ENT_BARRIER) {
-			if (ops->barrier)
-				ret = ops->barrier(ctx, e.val);
-			tail += HDR;
 		} else {
 			const uint8_t *p = d->ring + tail % d->cap + HDR;
 

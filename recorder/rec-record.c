@@ -35,7 +35,6 @@
 #include "tdat.h"
 
 #define MAX_DOMS	1024
-#define BARRIER_LAG_NS	20000000ull	/* a record is stamped, then committed */
 #define REFRESH_NS	1000000000ull	/* domain list and status line */
 #define DOM0_READ_NS	200000000ull	/* dom0's pages, unless the stop drains them */
 /* Xen's trace classes with every subclass (public/trace.h) */
@@ -60,6 +59,13 @@ struct clockpair {
 	uint64_t	ns;
 };
 
+/* A pCPU's vCPU as the tap last saw it, and the number of its stretch there. */
+struct cpu_run {
+	uint32_t	dom, vcpu;
+	bool		known;
+	uint64_t	id;
+};
+
 struct session {
 	const struct rec_record_opts	*o;
 	struct rec_hvbuf		*hv;
@@ -78,7 +84,6 @@ struct session {
 	struct clockpair		c0, c1;
 	uint64_t			hz;
 	uint32_t			mult, shift;
-	bool				barriers;
 	bool				has_d0;
 	struct tdat_stats		d0st;	/* dom0's file, at its close */
 	int				err;
@@ -90,6 +95,13 @@ struct session {
 	struct rec_guest_summary	*gsum;
 	int				ng;
 	bool				gclosed;
+	/* what was started, for the cleanup */
+	bool				created;	/* the output did not exist */
+	bool				d0_tried;
+	bool				started;
+	int				gofd;		/* the held command's pipe */
+	struct cpu_run			*runs;	/* per pCPU, for the time sync */
+	uint64_t			nruns;
 	/* status line */
 	uint64_t			last_records;
 	uint64_t			last_status_ns;
@@ -414,21 +426,10 @@ static int on_win_end(void *ctx, int cpu)
 	return 0;
 }
 
-static int on_barrier(void *ctx, uint64_t tsc)
-{
-	struct session *ss = ctx;
-	uint64_t lag = BARRIER_LAG_NS * ss->hz / 1000000000ull;
-
-	if (ss->barriers && tsc > lag)
-		rec_stream_barrier(ss->s, tsc - lag);
-	return 0;
-}
-
 static const struct rec_hvdrain_ops drain_ops = {
 	.window = on_win_start,
 	.data = on_win_data,
 	.end = on_win_end,
-	.barrier = on_barrier,
 };
 
 static void check_sink(struct session *ss)
@@ -474,14 +475,51 @@ static bool guests_sync(const struct rec_record_opts *o)
 	return o->nr_guests && (!o->tsync || strcmp(o->tsync, "none"));
 }
 
-/* The sink's tap: every hypervisor record, for the guests' time sync. */
+/*
+ * The stretch of @r's vCPU on its pCPU: a new one when the pCPU's vCPU
+ * changes or leaves (runstate running->x). The stream is per pCPU, so a
+ * vCPU's records on two pCPUs may come in either order; the matcher only
+ * closes a bracket within one stretch, whose records are all in order.
+ */
+static uint64_t run_of(struct session *ss, const struct rec_record *r, bool known,
+		       uint32_t dom, uint32_t vcpu)
+{
+	struct cpu_run *p = &ss->runs[r->cpu];
+	bool leaves = (r->event & 0x0ffff00f) == TRC_SCHED_RUNSTATE_CHANGE &&
+		      !((r->event >> 8) & 0xf);
+
+	if (leaves || known != p->known || (known && (dom != p->dom || vcpu != p->vcpu)))
+		*p = (struct cpu_run){ .dom = dom, .vcpu = vcpu, .known = known,
+				       .id = ++ss->nruns };
+	return p->id;
+}
+
+/* Records the matcher reads: HVM, PV and guest classes, and LOST_RECORDS. */
+static bool sync_class(uint32_t event)
+{
+	uint32_t cls = event & 0x0fff0000;
+
+	return cls == (CLS_HVM & 0x0fff0000) || cls == (CLS_PV & 0x0fff0000) ||
+	       cls == (CLS_GUEST & 0x0fff0000);
+}
+
+/*
+ * The sink's tap: every hypervisor record, for the guests' time sync. Each
+ * guest gets its own vCPUs' records, and LOST_RECORDS (it drops every open
+ * bracket, whoever ran); the rest would only be skipped after its lock.
+ */
 static void tap(void *ctx, const struct rec_record *r, bool known, uint32_t dom,
 		uint32_t vcpu)
 {
 	struct session *ss = ctx;
+	bool lost = r->event == TRC_LOST_RECORDS;
+	uint64_t run = run_of(ss, r, known, dom, vcpu);
 
+	if (!lost && (!known || !sync_class(r->event)))
+		return;
 	for (int i = 0; i < ss->ng; i++)
-		rec_guest_hv_record(ss->g[i], r, known, dom, vcpu);
+		if (lost || rec_guest_domid(ss->g[i]) == (int)dom)
+			rec_guest_hv_record(ss->g[i], r, known, dom, vcpu, run);
 }
 
 /*
@@ -931,6 +969,11 @@ static int setup_files(struct session *ss, char *err, size_t errlen)
 
 	tp.max_cpus = ss->ncpus;
 	tp.cpus = ss->ncpus;
+	if (so.tap) {
+		ss->runs = calloc(ss->ncpus, sizeof(*ss->runs));
+		if (!ss->runs)
+			return -ENOMEM;
+	}
 	ss->w = tdat_create(ss->o->output, &tp);
 	if (!ss->w) {
 		snprintf(err, errlen, "%s: %s", ss->o->output, tdat_last_error());
@@ -956,17 +999,16 @@ static int setup_files(struct session *ss, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", ss->o->output, tdat_error(ss->w));
 		return ret;
 	}
+	/*
+	 * Per pCPU, as convert: trace.dat's buffers are per CPU, the vCPU
+	 * model is too, and time sync needs each vCPU's records in order
+	 * only within one stretch on one pCPU (see run_of()). Records go
+	 * from the staging ring to the sink with no queue and no merge.
+	 */
 	ss->s = rec_stream_new(&(struct rec_stream_params){ .max_cpus = ss->ncpus,
-							     .max_buffered = 32u << 20 },
+							     .per_cpu = true },
 			       rec_sink_emit, ss->sink);
-	if (!ss->s)
-		return -ENOMEM;
-	for (int c = 0; c < ss->ncpus; c++)
-		if (rec_hvbuf_has_cpu(ss->hv, c))
-			rec_stream_expect(ss->s, c);
-	/* a PV dom0 reads the host TSC itself: barriers from its rdtsc are exact */
-	ss->barriers = ss->ndoms && ss->doms[0].dom == 0 && !ss->doms[0].hvm;
-	return 0;
+	return ss->s ? 0 : -ENOMEM;
 }
 
 /* The refined TSC rate: the measured one if it agrees with Xen's within 0.1 %. */
@@ -987,7 +1029,7 @@ static uint64_t refine_hz(struct session *ss)
 	return (uint64_t)(meas + 0.5);
 }
 
-/* Stop order: dom0 off, Xen off, drain both, finish the merge, options. */
+/* Stop order: dom0 off, Xen off, drain both, finish the stream, options. */
 static void finish(struct session *ss)
 {
 	uint64_t hz;
@@ -1023,59 +1065,44 @@ static void finish(struct session *ss)
 		fail(ss, ret, "%s: %s", ss->o->output, tdat_error(ss->w));
 }
 
-int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t errlen)
+/* Refuse an unwritable output before touching the hypervisor; dom0's path, --raw. */
+static int open_outputs(struct session *ss, char *err, size_t errlen)
 {
-	struct rec_hvbuf_opts ho = { .pages = o->pages, .evt_mask = o->evt_mask,
-				     .cpumap = o->cpumap };
-	uint32_t user_mask;
-	struct session *ss = calloc(1, sizeof(*ss));
-	struct sigaction sa = { .sa_handler = on_signal }, old[4];
-	static const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
-	bool tty = !o->quiet && isatty(2);
-	uint64_t start_ns, next_refresh, end_ns = 0;
-	bool created, started = false, d0_tried = false;
-	int gofd = -1, ret, fd;
+	const struct rec_record_opts *o = ss->o;
+	int fd, ret;
 
-	*status = 0;
-	err[0] = 0;
-	if (!ss)
-		return -ENOMEM;
-	ss->o = o;
-	ss->rawfd = -1;
-	stop_sig = 0;
-	if (pipe2(sigpipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		free(ss);
-		return -errno;
-	}
-	for (int i = 0; i < 4; i++)
-		sigaction(sigs[i], &sa, &old[i]);
-
-	/* refuse an unwritable output before touching the hypervisor */
-	created = access(o->output, F_OK) < 0;
+	ss->created = access(o->output, F_OK) < 0;
 	fd = open(o->output, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", o->output, strerror(errno));
-		goto out;
+		snprintf(err, errlen, "%s: %s", o->output, strerror(-ret));
+		return ret;
 	}
 	close(fd);
 	if (!o->no_dom0) {
 		ss->dom0_path = rec_dom0_path(o->output);
-		if (!ss->dom0_path) {
-			ret = -ENOMEM;
-			goto out;
-		}
+		if (!ss->dom0_path)
+			return -ENOMEM;
 	}
 	if (o->raw) {
 		ss->rawfd = open(o->raw, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (ss->rawfd < 0) {
 			ret = -errno;
-			snprintf(err, errlen, "%s: %s", o->raw, strerror(errno));
-			goto out;
+			snprintf(err, errlen, "%s: %s", o->raw, strerror(-ret));
+			return ret;
 		}
 	}
+	return 0;
+}
 
-	user_mask = ho.evt_mask;
+/* Xen's buffers on, its clock, xenstore, then trace.dat's header. */
+static int open_hv(struct session *ss, char *err, size_t errlen)
+{
+	const struct rec_record_opts *o = ss->o;
+	struct rec_hvbuf_opts ho = { .pages = o->pages, .evt_mask = o->evt_mask,
+				     .cpumap = o->cpumap };
+	int ret;
+
 	if (o->nr_guests && ho.evt_mask) {
 		/* vCPU runs (sched) place guest events; the markers' classes
 		 * until the guests' types are known (narrow_mask()) */
@@ -1085,7 +1112,7 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 	}
 	ret = rec_hvbuf_open(&ss->hv, &ho, err, errlen);
 	if (ret)
-		goto out;
+		return ret;
 	ss->ncpus = rec_hvbuf_ncpus(ss->hv);
 	if (o->pages && rec_hvbuf_pages(ss->hv) != o->pages)
 		note(ss, "the trace buffers are %u pages per pCPU (Xen sets the size once "
@@ -1097,61 +1124,122 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 	ss->xs = xs_open(XS_OPEN_READONLY);
 	if (!ss->xs)
 		note(ss, "no xenstore (%s): domains are named d<id>", strerror(errno));
-
 	ret = setup_files(ss, err, errlen);
-	if (ret)
-		goto out;
-	if (o->nr_guests && user_mask)
-		narrow_mask(ss, user_mask, ho.evt_mask);
+	if (!ret && o->nr_guests && o->evt_mask)
+		narrow_mask(ss, o->evt_mask, ho.evt_mask);
+	return ret;
+}
+
+static int start_dom0(struct session *ss, char *err, size_t errlen)
+{
+	const struct rec_record_opts *o = ss->o;
+	struct rec_dom0_opts d0 = {
+		.path = ss->dom0_path, .events = o->events, .nr_events = o->nr_events,
+		.buffer_kb = o->buffer_kb, .traceid = rec_guest_traceid(0),
+		.mult = ss->mult, .shift = ss->shift,
+		.pids = &ss->child, .npids = ss->child > 0,
+	};
+	int ret;
+
+	rec_dom0_cleanup_stale(o->log);
+	ss->d0_tried = true;
+	ret = rec_dom0_open(&ss->d0, &d0, err, errlen);
+	if (!ret)
+		rec_dom0_start(ss->d0);
+	return ret;
+}
+
+/* The drain thread, the guests' agents, the command (held), dom0's ftrace. */
+static int start_sources(struct session *ss, char *err, size_t errlen)
+{
+	const struct rec_record_opts *o = ss->o;
+	int ret;
+
 	/* Xen's buffers are live: drain them while the agents take their time */
 	ret = rec_hvdrain_start(&ss->dr, ss->hv, 0, o->poll_ms);
 	if (ret) {
 		snprintf(err, errlen, "cannot start the drain thread: %s", strerror(-ret));
-		goto out;
+		return ret;
 	}
 	if (o->nr_guests) {
 		ret = open_guests(ss, err, errlen);
 		if (ret) {
 			if (!err[0])
 				snprintf(err, errlen, "opening the guests: %s", strerror(-ret));
-			goto out;
+			return ret;
 		}
 	}
 	if (o->command) {
-		ret = start_child(ss, &gofd);
+		ret = start_child(ss, &ss->gofd);
 		if (ret) {
 			snprintf(err, errlen, "cannot start %s: %s", o->command[0], strerror(-ret));
-			goto out;
+			return ret;
 		}
 	}
-	if (ss->dom0_path) {
-		struct rec_dom0_opts d0 = {
-			.path = ss->dom0_path, .events = o->events, .nr_events = o->nr_events,
-			.buffer_kb = o->buffer_kb, .traceid = rec_guest_traceid(0),
-			.mult = ss->mult, .shift = ss->shift,
-			.pids = &ss->child, .npids = ss->child > 0,
-		};
+	return ss->dom0_path ? start_dom0(ss, err, errlen) : 0;
+}
 
-		rec_dom0_cleanup_stale(o->log);
-		d0_tried = true;
-		ret = rec_dom0_open(&ss->d0, &d0, err, errlen);
-		if (ret)
-			goto out;
-		rec_dom0_start(ss->d0);
+/* Let the command go: it waits for a byte on its pipe. */
+static void release_child(struct session *ss)
+{
+	if (ss->gofd < 0)
+		return;
+	if (write(ss->gofd, "g", 1) != 1)
+		note(ss, "cannot start the command");
+	close(ss->gofd);
+	ss->gofd = -1;
+}
+
+/* How long the loop may sleep: until data, the end of the duration, or a poll. */
+static int loop_timeout(struct session *ss, uint64_t end_ns, bool *over)
+{
+	int timeout = ss->o->poll_ms > 0 ? ss->o->poll_ms : 50;
+	uint64_t now;
+
+	*over = false;
+	/* a decoder behind Xen goes on at once */
+	if (rec_hvdrain_backlog(ss->dr))
+		timeout = 0;
+	if (end_ns) {
+		now = tcx_clock_ns(CLOCK_MONOTONIC);
+		if (now >= end_ns)
+			*over = true;
+		else if ((end_ns - now) / 1000000 < (uint64_t)timeout)
+			timeout = (int)((end_ns - now) / 1000000) + 1;
 	}
+	return timeout;
+}
+
+/* Once a second: the domain list, trace.dat readable so far, the status line. */
+static void refresh(struct session *ss, bool tty, uint64_t *next)
+{
+	uint64_t now = tcx_clock_ns(CLOCK_MONOTONIC);
+
+	if (now < *next)
+		return;
+	refresh_domains(ss, false);
+	tdat_flush(ss->w);
+	if (tty)
+		status_line(ss, now);
+	ss->last_status_ns = now;
+	*next = now + REFRESH_NS;
+}
+
+/* Record until a signal, the duration, the command's end or an error. */
+static void run(struct session *ss)
+{
+	const struct rec_record_opts *o = ss->o;
+	bool tty = !o->quiet && isatty(2);
+	uint64_t start_ns, next_refresh, end_ns = 0;
+
 	ss->c0 = clock_pair();
 	start_ns = tcx_clock_ns(CLOCK_MONOTONIC);
 	next_refresh = start_ns + REFRESH_NS;
 	ss->last_status_ns = start_ns;
-	started = true;
+	ss->started = true;
 	if (o->duration > 0)
 		end_ns = start_ns + (uint64_t)(o->duration * 1e9);
-	if (gofd >= 0) {
-		if (write(gofd, "g", 1) != 1)
-			note(ss, "cannot start the command");
-		close(gofd);
-		gofd = -1;
-	}
+	release_child(ss);
 	if (!o->quiet)
 		note(ss, "recording %d pCPU%s%s%s%s; Ctrl-C stops", ss->ncpus,
 		     ss->ncpus == 1 ? "" : "s", ss->d0 ? ", dom0 into " : "",
@@ -1162,20 +1250,11 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 			{ .fd = rec_hvdrain_fd(ss->dr), .events = POLLIN },
 			{ .fd = sigpipe[0], .events = POLLIN },
 		};
-		int timeout = o->poll_ms > 0 ? o->poll_ms : 50;
-		uint64_t now;
+		bool over;
+		int timeout = loop_timeout(ss, end_ns, &over);
 
-		/* a decoder behind Xen goes on at once */
-		if (rec_hvdrain_backlog(ss->dr))
-			timeout = 0;
-
-		if (end_ns) {
-			now = tcx_clock_ns(CLOCK_MONOTONIC);
-			if (now >= end_ns)
-				break;
-			if ((end_ns - now) / 1000000 < (uint64_t)timeout)
-				timeout = (int)((end_ns - now) / 1000000) + 1;
-		}
+		if (over)
+			break;
 		if (poll(pfd, 2, timeout) > 0) {
 			char buf[64];
 
@@ -1189,31 +1268,27 @@ int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t e
 			if (!ss->child)
 				break;
 		}
-		now = tcx_clock_ns(CLOCK_MONOTONIC);
-		if (now >= next_refresh) {
-			refresh_domains(ss, false);
-			tdat_flush(ss->w);
-			if (tty)
-				status_line(ss, now);
-			ss->last_status_ns = now;
-			next_refresh = now + REFRESH_NS;
-		}
+		refresh(ss, tty, &next_refresh);
 	}
 	if (tty)
 		fputc('\n', stderr);
 	finish(ss);
 	if (stop_sig && !o->quiet)
 		note(ss, "stopped by signal %d", (int)stop_sig);
-	ret = 0;
-out:
-	if (gofd >= 0)
-		close(gofd);	/* the command never starts */
+}
+
+/* Close every file (each stays valid) and the agents; after a failure, the command goes too. */
+static void close_outputs(struct session *ss, int ret)
+{
+	const struct rec_record_opts *o = ss->o;
+
+	if (ss->gofd >= 0)
+		close(ss->gofd);	/* the command never starts */
 	if (ss->child > 0) {
 		if (ret)
 			kill(ss->child, SIGTERM);
 		reap(ss, true);
 	}
-	*status = ss->status;
 	if (ss->w) {
 		int cret = tdat_close(ss->w);
 
@@ -1233,13 +1308,20 @@ out:
 			fail(ss, cret, "%s: %s", ss->dom0_path, msg);
 	}
 	if (ss->g && !ss->gclosed) {
-		if (!started)	/* stop the agents that did start */
+		if (!ss->started)	/* stop the agents that did start */
 			stop_guests(ss, false);
-		close_guests(ss, started);
+		close_guests(ss, ss->started);
 	}
 	if (ss->rawfd >= 0 && close(ss->rawfd) && !ss->err)
 		fail(ss, -errno, "%s: %s", o->raw, strerror(errno));
-	if (!ret && started) {
+}
+
+/* The summaries of a recording that ran; the session's error, if any, into @err. */
+static int report(struct session *ss, int ret, char *err, size_t errlen)
+{
+	const struct rec_record_opts *o = ss->o;
+
+	if (!ret && ss->started) {
 		if (!o->quiet && o->log)
 			summary(ss, o->log);
 		if (o->summary_json) {
@@ -1262,15 +1344,20 @@ out:
 		else
 			snprintf(err, errlen, "%s", ss->errmsg);
 	}
-	if (ret && !started) {
+	if (ret && !ss->started) {
 		/* nothing was recorded: leave no empty files behind */
-		if (created)
+		if (ss->created)
 			unlink(o->output);
-		if (d0_tried)
+		if (ss->d0_tried)
 			unlink(ss->dom0_path);
 		if (ss->rawfd >= 0)
 			unlink(o->raw);
 	}
+	return ret;
+}
+
+static void free_session(struct session *ss)
+{
 	rec_hvdrain_free(ss->dr);
 	rec_stream_free(ss->s);
 	rec_sink_free(ss->sink);
@@ -1279,12 +1366,64 @@ out:
 		xs_close(ss->xs);
 	free(ss->g);
 	free(ss->gsum);
+	free(ss->runs);
 	free(ss->dom0_path);
+	free(ss);
+}
+
+static const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
+
+/* The signals stop the loop through a pipe it polls. */
+static int catch_signals(struct sigaction old[4])
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	stop_sig = 0;
+	if (pipe2(sigpipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	return 0;
+}
+
+static void restore_signals(const struct sigaction old[4])
+{
 	for (int i = 0; i < 4; i++)
 		sigaction(sigs[i], &old[i], NULL);
 	close(sigpipe[0]);
 	close(sigpipe[1]);
 	sigpipe[0] = sigpipe[1] = -1;
-	free(ss);
+}
+
+int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t errlen)
+{
+	struct session *ss = calloc(1, sizeof(*ss));
+	struct sigaction old[4];
+	int ret;
+
+	*status = 0;
+	err[0] = 0;
+	if (!ss)
+		return -ENOMEM;
+	ss->o = o;
+	ss->rawfd = -1;
+	ss->gofd = -1;
+	ret = catch_signals(old);
+	if (ret) {
+		free(ss);
+		return ret;
+	}
+	ret = open_outputs(ss, err, errlen);
+	if (!ret)
+		ret = open_hv(ss, err, errlen);
+	if (!ret)
+		ret = start_sources(ss, err, errlen);
+	if (!ret)
+		run(ss);
+	close_outputs(ss, ret);
+	*status = ss->status;
+	ret = report(ss, ret, err, errlen);
+	free_session(ss);
+	restore_signals(old);
 	return ret;
 }

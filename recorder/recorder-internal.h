@@ -590,14 +590,12 @@ struct rec_hvdrain;
 /*
  * What the session does with staged data, in the order Xen's windows came:
  * @window (a window of @bytes starts on @cpu), @data (some of its bytes),
- * @end (the window is complete), @barrier (every pCPU was drained up to a
- * round that started at @tsc). Negative returns stop the consumer.
+ * @end (the window is complete). Negative returns stop the consumer.
  */
 struct rec_hvdrain_ops {
 	int (*window)(void *ctx, int cpu, uint64_t bytes);
 	int (*data)(void *ctx, int cpu, const void *p, size_t len);
 	int (*end)(void *ctx, int cpu);
-	int (*barrier)(void *ctx, uint64_t tsc);
 };
 
 /**
@@ -710,16 +708,19 @@ int rec_dom0_close(struct rec_dom0 *d, const char **msg);
 int rec_guest_add_host_entry(const struct rec_guest *g, struct tdat_writer *host);
 
 /**
- * rec_guest_hv_record - one hypervisor record of the session, in merged
- * order, with the vCPU running on its pCPU (a rec_tap_fn's arguments):
- * time sync ("xen") finds its markers in them. From one thread at a time,
- * from rec_guest_open() until rec_guest_close(), including the records
- * drained after rec_guest_stop(): the last sample's traps are among them.
- * Cheap for a guest without protocol xen, and for other domains' records;
+ * rec_guest_hv_record - one hypervisor record of the session, with the
+ * vCPU running on its pCPU (a rec_tap_fn's arguments): time sync ("xen")
+ * finds its markers in them. Each pCPU's records in order, @run naming
+ * the vCPU's stretch on its pCPU (struct tsync_hvrec), or all in merged
+ * TSC order with @run 0. From one thread at a time, from rec_guest_open()
+ * until rec_guest_close(), including the records drained after
+ * rec_guest_stop(): the last sample's traps are among them. Cheap for a
+ * guest without protocol xen; others' records are skipped under the
+ * guest's lock, so a caller passes only the guest's own and LOST_RECORDS.
  * @g NULL is ignored.
  */
 void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
-			 uint32_t dom, uint32_t vcpu);
+			 uint32_t dom, uint32_t vcpu, uint64_t run);
 
 /**
  * rec_guest_set_tsc2nsec - TSC2NSEC for the guest file, after

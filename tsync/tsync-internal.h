@@ -53,15 +53,18 @@ struct tsync_match;
 struct tsync_match *tsync_match_new(uint32_t dom);
 
 /**
- * tsync_match_feed - one record, in the order of the merged stream
+ * tsync_match_feed - one record; each vCPU's records in TSC order (the
+ * merged stream), or each pCPU's in its order with @r->run set
  *
  * Per vCPU: an exit opens a bracket, the CPUID record with our leaf (or the
  * GUEST record of our event after VMMCALL) names it, and the VMENTRY that
  * resumes that vCPU closes it, whatever came between (EMUL records, a
- * deschedule, another pCPU). RDTSC handler records give vpairs. A
- * LOST_RECORDS record drops every open bracket: the exit or entry of one
- * may be among the lost, and an older exit must not stand in for it.
- * @r->known may be false for LOST_RECORDS.
+ * deschedule, another pCPU). Fed per pCPU, a vCPU's records on two pCPUs
+ * may come in either order: a bracket then closes only in the run it
+ * opened in, and one whose vCPU left its pCPU is dropped. RDTSC handler
+ * records give vpairs. A LOST_RECORDS record drops every open bracket:
+ * the exit or entry of one may be among the lost, and an older exit must
+ * not stand in for it. @r->known may be false for LOST_RECORDS.
  */
 int tsync_match_feed(struct tsync_match *m, const struct tsync_hvrec *r);
 

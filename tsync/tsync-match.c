@@ -6,6 +6,13 @@
  * resumes later, possibly elsewhere, and only the VMENTRY that resumes
  * that vCPU closes the bracket. "The next record with a TSC" would be an
  * EMUL record on HVM, or another domain's record after a deschedule.
+ *
+ * Fed per pCPU (the live recorder), only each pCPU's records are in order:
+ * a vCPU's records on its previous pCPU may come after those on its next.
+ * Each record then names its run (the vCPU's stretch on its pCPU), and a
+ * bracket that spans two runs is dropped rather than closed by an entry
+ * that may not be its own. Such a bracket holds a deschedule: it is wide
+ * and bounds the offset little, so dropping it costs next to nothing.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +32,7 @@ struct vst {
 	uint64_t	rdtsc_val;
 	bool		pv_hcall;	/* the last record was HYPERCALL_V2(hvm_op) */
 	uint64_t	pv_tsc;
+	uint64_t	run;		/* the run the open bracket is in */
 };
 
 struct tsync_match {
@@ -131,6 +139,13 @@ int tsync_match_feed(struct tsync_match *m, const struct tsync_hvrec *r)
 	v = vcpu_state(m, r->dom, r->vcpu);
 	if (!v)
 		return -ENOMEM;
+	if (v->run != r->run) {
+		/* another stretch: the records between may be elsewhere, unseen */
+		v->st = ST_IDLE;
+		v->rdtsc = false;
+		v->pv_hcall = false;
+		v->run = r->run;
+	}
 	pv_prev = v->pv_hcall;
 	v->pv_hcall = false;
 	if ((ev & 0x0ffff000) == 0x00081000)	/* entry/exit: nested or not */

@@ -183,6 +183,9 @@ uint64_t tsync_host_of(const struct tsync_scale *s, int64_t off, uint64_t g);
  * @nr, @w:	payload words
  * @dom, @vcpu:	the vCPU running on its pCPU (from the scheduler records)
  * @known:	@dom/@vcpu are known
+ * @run:	which stretch of that vCPU on that pCPU the record is in: a new
+ *		value whenever the pCPU's vCPU changes or leaves (0 throughout:
+ *		not tracked, the records come in merged TSC order)
  */
 struct tsync_hvrec {
 	uint64_t	tsc;
@@ -192,6 +195,7 @@ struct tsync_hvrec {
 	uint32_t	w[7];
 	uint32_t	dom, vcpu;
 	bool		known;
+	uint64_t	run;
 };
 
 /* ---- solving: offsets, epochs, TIME_SHIFT ---- */

@@ -1093,7 +1093,7 @@ static void hv_emit_guests(void *ctx, const struct rec_record *r)
 	rec_vcpus_update(t->v, r, &sw);
 	known = rec_vcpus_current(t->v, r->cpu, &dom, &vcpu);
 	for (int i = 0; i < t->ng; i++)
-		rec_guest_hv_record(t->g[i], r, known, dom, vcpu);
+		rec_guest_hv_record(t->g[i], r, known, dom, vcpu, 0);
 }
 
 struct runs_check {

@@ -157,6 +157,7 @@ static void test_match(void **state)
 	struct tsync_match *m = tsync_match_new(1);
 	const struct tsync_hmark *h;
 	const struct tsync_vpair *vp;
+	struct tsync_hvrec r;
 
 	(void)state;
 	assert_non_null(m);
@@ -242,6 +243,28 @@ static void test_match(void **state)
 	feed(m, rec(7000, false, TSYNC_TRC_CPUID, 3, 0, 6, TSYNC_CPUID_LEAF, 12, 0, 0, 0, 0));
 	feed(m, rec(7100, true, TSYNC_TRC_VMENTRY, 3, 0, 0));
 	assert_int_equal(tsync_match_marks(m, &h), 6);
+	/* fed per pCPU: a bracket closes in its own run only */
+	r = rec(8000, true, TSYNC_TRC_VMEXIT64, 1, 0, 3, 0x72, 0, 0);
+	r.run = 5;
+	feed(m, r);
+	r = rec(8000, false, TSYNC_TRC_CPUID, 1, 0, 6, TSYNC_CPUID_LEAF, 16, 0, 0, 0, 0);
+	r.run = 5;
+	feed(m, r);
+	r = rec(8100, true, TSYNC_TRC_VMENTRY, 1, 0, 0);
+	r.run = 6;	/* the vCPU left its pCPU in between */
+	feed(m, r);
+	assert_int_equal(tsync_match_marks(m, &h), 6);
+	r = rec(8200, true, TSYNC_TRC_VMEXIT64, 1, 0, 3, 0x72, 0, 0);
+	r.run = 6;
+	feed(m, r);
+	r = rec(8200, false, TSYNC_TRC_CPUID, 1, 0, 6, TSYNC_CPUID_LEAF, 17, 0, 0, 0, 0);
+	r.run = 6;
+	feed(m, r);
+	r = rec(8300, true, TSYNC_TRC_VMENTRY, 1, 0, 0);
+	r.run = 6;
+	feed(m, r);
+	assert_int_equal(tsync_match_marks(m, &h), 7);
+	assert_true(h[6].seq == 17 && h[6].h_exit == 8200 && h[6].h_entry == 8300);
 	tsync_match_free(m);
 }
 
