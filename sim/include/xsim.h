@@ -225,7 +225,9 @@ struct xsim_conf {
  * @err: out, a message on failure.
  * @errlen: size of @err.
  *
- * Return: 0, or -1 with a message naming the line.
+ * Return: 0, or a negative errno with a message in @err: -EINVAL for a
+ * bad description (the message names the line), -ENOMEM, -EIO, or the
+ * -errno of fopen.
  */
 int xsim_conf_load(const char *path, struct xsim_conf *c, char *err,
 		   size_t errlen);
@@ -237,7 +239,7 @@ int xsim_conf_load(const char *path, struct xsim_conf *c, char *err,
  * @err: out, a message on failure.
  * @errlen: size of @err.
  *
- * Return: 0 or -1.
+ * Return: 0, -EINVAL with a message naming the line, or -ENOMEM.
  */
 int xsim_conf_parse(const char *text, struct xsim_conf *c, char *err,
 		    size_t errlen);
