@@ -86,7 +86,7 @@ static uint64_t stamp(struct xsim_pcpu *p, uint64_t want)
 	return p->clk;
 }
 
-/* Return: xsim_tbuf_trace()'s (1 written, 0 filtered, -1 lost). */
+/* Return: xsim_tbuf_trace()'s (1 written, 0 filtered, -ENOSPC lost). */
 static int emit(struct xsim_pcpu *p, uint32_t event, bool cycles,
 		uint64_t tsc, unsigned int n, const uint32_t *extra)
 {

@@ -151,7 +151,8 @@ int xsim_tbuf_mfn_kind(const struct xsim_tbuf *tb, uint64_t mfn);
  *       taken anyway so that disable can clear the lost counters).
  * @r: the record.
  *
- * Return: 1 written, 0 filtered (disabled, masks), -1 dropped (lost).
+ * Return: 1 written, 0 filtered (disabled, masks), -ENOSPC dropped (no
+ * room; counted as lost, reported by a later LOST record).
  */
 int xsim_tbuf_trace(struct xsim_tbuf *tb, unsigned int cpu,
 		    const struct xsim_rec *r);
