@@ -748,12 +748,14 @@ int xsim_sched_start(struct xsim_host *h)
 		}
 	}
 	for (unsigned int i = 0; i < c->pcpus; i++) {
-		if (pthread_create(&h->pcpu[i].thread, NULL, pcpu_main,
-				   &h->pcpu[i])) {
+		int err = pthread_create(&h->pcpu[i].thread, NULL, pcpu_main,
+					 &h->pcpu[i]);
+
+		if (err) {
 			__atomic_store_n(&h->stop, 1, __ATOMIC_RELEASE);
 			while (i--)
 				pthread_join(h->pcpu[i].thread, NULL);
-			return -1;
+			return -err;
 		}
 	}
 	return 0;

@@ -295,7 +295,7 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir);
  * @h: host.
  * @stop: polled between requests (set it from a signal handler).
  *
- * Return: 0, or -1 on a fatal socket error.
+ * Return: 0, -ENOMEM, or the -errno of a failed poll.
  */
 int xsim_host_serve(struct xsim_host *h, volatile int *stop);
 
