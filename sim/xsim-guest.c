@@ -119,7 +119,7 @@ static const char header_event[] =
 static const char clocks[] =
 	"local global counter uptime perf mono mono_raw boot tai x86-tsc";
 
-/* Return: 0, or -ENOMEM, -EIO (short write) or the -errno of open/write. */
+/* Returns 0, or -ENOMEM, -EIO (short write) or the -errno of open/write. */
 static int put_file(const char *dir, const char *name, const char *text)
 {
 	size_t len = strlen(text);
@@ -161,7 +161,7 @@ static void get_file(const char *dir, const char *name, char *buf, size_t len)
 	buf[n > 0 ? n : 0] = '\0';
 }
 
-/* mkdir @base/@rel; an existing one will do. Return: 0 or -errno. */
+/* mkdir @base/@rel; an existing one will do. Returns 0 or -errno. */
 static int mkdirs(const char *base, const char *rel)
 {
 	char *p;
@@ -175,7 +175,7 @@ static int mkdirs(const char *base, const char *rel)
 	return ret;
 }
 
-/* A fresh FIFO @dir/@name, opened. Return: the fd, or -errno. */
+/* A fresh FIFO @dir/@name, opened. Returns the fd, or -errno. */
 static int open_fifo(const char *dir, const char *name)
 {
 	char *p;
@@ -225,7 +225,7 @@ static const struct {
 	{ "README", "xensim: a simulated guest kernel's tracefs\n" },
 };
 
-/* The tracefs files and FIFOs under g->dir. Return: 0 or -errno. */
+/* The tracefs files and FIFOs under g->dir. Returns 0 or -errno. */
 static int make_tree(struct xsim_guest *g)
 {
 	char name[128], text[4096];

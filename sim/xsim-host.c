@@ -44,7 +44,7 @@ static char *path_in(const char *dir, const char *name)
 	return p;
 }
 
-/* Return: 0, or -ENOMEM, -EIO (short write) or the -errno of open/write. */
+/* Returns 0, or -ENOMEM, -EIO (short write) or the -errno of open/write. */
 static int write_file(const char *dir, const char *name, const char *text)
 {
 	char *p = path_in(dir, name);
@@ -67,7 +67,7 @@ static int write_file(const char *dir, const char *name, const char *text)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
-/* The control socket @dir/ctl, listening. Return: its fd, or -errno. */
+/* The control socket @dir/ctl, listening. Returns its fd, or -errno. */
 static int listen_on(const char *dir)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };

@@ -121,7 +121,7 @@ uint32_t xsim_host_incarnation(const struct xsim_host *h, unsigned int dom,
 /* host.c: a pCPU thread finished a hypercall for @client */
 void xsim_host_done(struct xsim_host *h, int client, uint32_t gen);
 
-/* sched.c: pin the vCPUs, start one thread per pCPU. Return: 0 or -errno. */
+/* sched.c: pin the vCPUs, start one thread per pCPU. Returns 0 or -errno. */
 int xsim_sched_start(struct xsim_host *h);
 /* sched.c: stop the pCPU threads; log the intervals still running. */
 void xsim_sched_stop(struct xsim_host *h);

@@ -106,7 +106,7 @@ static void drop_client(struct server *s, int i)
 	c->fd = c->evt_wfd = -1;
 }
 
-/* Send @m, @len bytes of @data and @nfds fds. Return: 0 or -errno. */
+/* Send @m, @len bytes of @data and @nfds fds. Returns 0 or -errno. */
 static int reply(int fd, struct xsim_msg *m, const void *data, uint32_t len,
 		 const int *fds, int nfds)
 {
@@ -133,7 +133,7 @@ static int reply(int fd, struct xsim_msg *m, const void *data, uint32_t len,
 	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-/* Return: 1 (answered here), or -errno for handle() to answer. */
+/* Returns 1 (answered here), or -errno for handle() to answer. */
 static int op_hello(struct server *s, int i, struct xsim_msg *m)
 {
 	struct client *c = &s->cl[i];
@@ -516,7 +516,7 @@ static int op_gnt(struct server *s, int i, struct xsim_msg *m, uint8_t *data,
 	return -EINVAL;
 }
 
-/* One request of client @i. Return: 0, or -errno: drop the client. */
+/* One request of client @i. Returns 0, or -errno: drop the client. */
 static int handle(struct server *s, int i)
 {
 	struct client *c = &s->cl[i];
