@@ -26,7 +26,7 @@
 /* Page i of the machine memory is this MFN; nonzero to catch MFN 0 bugs. */
 #define XSIM_MFN_BASE		0x100000u
 
-/* ---- trace buffers ---------------------------------------------------- */
+/* ---- trace buffers ---- */
 
 /** struct xsim_rec - one trace record as a producer hands it over */
 struct xsim_rec {
@@ -164,7 +164,7 @@ void xsim_tbuf_stats(struct xsim_tbuf *tb, unsigned int cpu,
 /** xsim_tbuf_lost_pending - drops on @cpu not yet reported by a LOST */
 uint32_t xsim_tbuf_lost_pending(struct xsim_tbuf *tb, unsigned int cpu);
 
-/* ---- host description --------------------------------------------------- */
+/* ---- host description ---- */
 
 enum xsim_dtype { XSIM_PV, XSIM_PVH, XSIM_HVM };
 enum xsim_vendor { XSIM_INTEL, XSIM_AMD };
@@ -276,7 +276,7 @@ uint64_t xsim_rdtsc(void);
 /** xsim_measure_khz - this machine's TSC rate against CLOCK_MONOTONIC_RAW */
 uint32_t xsim_measure_khz(void);
 
-/* ---- the running host --------------------------------------------------- */
+/* ---- the running host ---- */
 
 struct xsim_host;
 
