@@ -3,6 +3,12 @@
  * What every shim library shares: a connection to the xensim daemon named
  * by $XENSIM_HOST, acting as domain $XENSIM_DOMID (default 0), and mapping
  * of machine frames from the daemon's memory. Hidden from the exports.
+ *
+ * Error convention: unlike the simulator core (0 or a negative errno), the
+ * shims return what the Xen library they replace returns, mostly -1 or
+ * NULL with errno set, and the helpers here do the same so that the
+ * wrappers can pass their results on as they are. The daemon's -errno in
+ * a reply (struct xsim_msg.ret) becomes errno in xsim_call().
  */
 #ifndef XSIM_CLIENT_H
 #define XSIM_CLIENT_H
