@@ -105,6 +105,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ret = xsim_host_serve(h, &stop);
+	if (ret)
+		fprintf(stderr, "xensim: serve: %s\n", strerror(-ret));
 	xsim_host_stop(h);
 	return ret ? 1 : 0;
 }

@@ -14,53 +14,64 @@
 
 struct xsim_chan;
 
-/** xsim_chan_new() - channels and a grant pool of @pages at @pool. */
+/** xsim_chan_new - channels and a grant pool of @pages at @pool */
 struct xsim_chan *xsim_chan_new(uint8_t *pool, uint32_t pages,
 				void (*deliver)(void *arg, int client,
 						uint32_t gen, uint32_t port),
 				void *arg);
-/** xsim_chan_free() - release. */
+/** xsim_chan_free - release */
 void xsim_chan_free(struct xsim_chan *ch);
 
-/** xsim_chan_unbound() - EVTCHNOP_alloc_unbound. Return: port or -errno. */
+/** xsim_chan_unbound - EVTCHNOP_alloc_unbound; returns the port or -errno */
 int xsim_chan_unbound(struct xsim_chan *ch, int client, uint32_t gen,
 		      uint32_t dom, uint32_t remote_dom);
-/** xsim_chan_interdomain() - bind to a peer's unbound port, once. */
+/**
+ * xsim_chan_interdomain - bind to a peer's unbound port, once
+ *
+ * Returns the port or -errno.
+ */
 int xsim_chan_interdomain(struct xsim_chan *ch, int client, uint32_t gen,
 			  uint32_t dom, uint32_t remote_dom,
 			  uint32_t remote_port);
-/** xsim_chan_notify() - EVTCHNOP_send on @dom's @port. */
+/** xsim_chan_notify - EVTCHNOP_send on @dom's @port; returns 0 or -EINVAL */
 int xsim_chan_notify(struct xsim_chan *ch, uint32_t dom, uint32_t port);
-/** xsim_chan_unmask() - deliver what came while masked. */
+/** xsim_chan_unmask - deliver what came while masked; returns 0 or -EINVAL */
 int xsim_chan_unmask(struct xsim_chan *ch, int client, uint32_t dom,
 		     uint32_t port);
-/** xsim_chan_unbind() - close a port; its peer becomes unbound. */
+/**
+ * xsim_chan_unbind - close a port; its peer becomes unbound
+ *
+ * Returns 0 or -EINVAL.
+ */
 int xsim_chan_unbind(struct xsim_chan *ch, int client, uint32_t dom,
 		     uint32_t port);
 
 /**
- * xsim_chan_share() - grant @count contiguous pool pages to @peer.
- * @nt_off: byte of the first page cleared if the sharer vanishes, or -1.
- * @nt_port: port notified then.
- * @refs: out, the grant refs (= pool page numbers).
- * Return: 0 or -errno.
+ * xsim_chan_share - grant @count contiguous pool pages to @peer
+ * @nt_off:	byte of the first page cleared if the sharer vanishes, or -1
+ * @nt_port:	port notified then
+ * @refs:	out, the grant refs (= pool page numbers)
+ *
+ * Returns 0 or -errno.
  */
 int xsim_chan_share(struct xsim_chan *ch, int client, uint32_t gen,
 		    uint32_t dom, uint32_t peer, uint32_t count, int32_t nt_off,
 		    uint32_t nt_port, uint32_t *refs);
-/** xsim_chan_unshare() - end a share by its first ref. */
+/** xsim_chan_unshare - end a share by its first ref; returns 0 or -EINVAL */
 int xsim_chan_unshare(struct xsim_chan *ch, int client, uint32_t dom,
 		      uint32_t ref);
 /**
- * xsim_chan_map() - map refs @granter gave to @dom (consecutive refs);
- * @nt_off/@nt_port as for a share, for a one-page map.
+ * xsim_chan_map - map refs @granter gave to @dom (consecutive refs);
+ * @nt_off/@nt_port as for a share, for a one-page map
+ *
+ * Returns 0 or -errno.
  */
 int xsim_chan_map(struct xsim_chan *ch, int client, uint32_t dom,
 		  uint32_t granter, uint32_t count, const uint32_t *refs,
 		  int32_t nt_off, uint32_t nt_port);
-/** xsim_chan_unmap() - forget a map by its first ref. */
+/** xsim_chan_unmap - forget a map by its first ref; returns 0 or -EINVAL */
 int xsim_chan_unmap(struct xsim_chan *ch, int client, uint32_t ref);
-/** xsim_chan_drop() - @client's process is gone: notify, unshare, unbind. */
+/** xsim_chan_drop - @client's process is gone: notify, unshare, unbind */
 void xsim_chan_drop(struct xsim_chan *ch, int client);
 
 #endif /* XSIM_CHAN_H */

@@ -50,7 +50,7 @@ static int parse_u64(const char *v, uint64_t *out)
 
 	errno = 0;
 	*out = strtoull(v, &end, 0);
-	return errno || end == v || *trim(end) ? -1 : 0;
+	return errno || end == v || *trim(end) ? -EINVAL : 0;
 }
 
 static int parse_u32(const char *v, uint32_t *out)
@@ -58,7 +58,7 @@ static int parse_u32(const char *v, uint32_t *out)
 	uint64_t x;
 
 	if (parse_u64(v, &x) || x > UINT32_MAX)
-		return -1;
+		return -EINVAL;
 	*out = x;
 	return 0;
 }
@@ -73,14 +73,14 @@ static int parse_list(char *v, int64_t out[XSIM_MAX_VCPUS])
 		char *end;
 
 		if (n >= XSIM_MAX_VCPUS)
-			return -1;
+			return -EINVAL;
 		errno = 0;
 		out[n++] = strtoll(trim(t), &end, 0);
 		if (errno || *trim(end))
-			return -1;
+			return -EINVAL;
 	}
 	if (!n)
-		return -1;
+		return -EINVAL;
 	for (unsigned int i = n; i < XSIM_MAX_VCPUS; i++)
 		out[i] = out[n - 1];
 	return 0;
@@ -89,7 +89,7 @@ static int parse_list(char *v, int64_t out[XSIM_MAX_VCPUS])
 static int parse_offsets(char *v, struct xsim_dom_conf *d)
 {
 	if (parse_list(v, d->tsc_offset))
-		return -1;
+		return -EINVAL;
 	d->offset_set = true;
 	return 0;
 }
@@ -102,21 +102,21 @@ static int parse_us(const char *v, uint64_t *us)
 	const char *p = v;
 
 	if (!isdigit((unsigned char)*p))
-		return -1;
+		return -EINVAL;
 	for (; isdigit((unsigned char)*p); p++) {
 		if (whole > 1000000000ull)
-			return -1;
+			return -EINVAL;
 		whole = whole * 10 + (uint64_t)(*p - '0');
 	}
 	if (*p == '.') {
 		for (p++; isdigit((unsigned char)*p); p++) {
 			if (++digits > 6)
-				return -1;
+				return -EINVAL;
 			frac = frac * 10 + (uint64_t)(*p - '0');
 		}
 	}
 	if (*p)
-		return -1;
+		return -EINVAL;
 	while (digits++ < 6)
 		frac *= 10;
 	*us = whole * 1000000ull + frac;
@@ -130,13 +130,13 @@ static int parse_change(char *v, struct xsim_dom_conf *d)
 	char *colon = strchr(v, ':');
 
 	if (!colon || d->nchanges >= XSIM_MAX_TSC_CHANGES)
-		return -1;
+		return -EINVAL;
 	*colon = '\0';
 	c = &d->change[d->nchanges];
 	if (parse_us(trim(v), &c->at_us) || parse_list(colon + 1, c->offset))
-		return -1;
+		return -EINVAL;
 	if (d->nchanges && c->at_us <= d->change[d->nchanges - 1].at_us)
-		return -1;
+		return -EINVAL;
 	d->nchanges++;
 	return 0;
 }
@@ -169,7 +169,7 @@ static int host_key(struct xsim_conf *c, const char *k, char *v)
 		else if (!strcmp(v, "amd"))
 			c->vendor = XSIM_AMD;
 		else
-			return -1;
+			return -EINVAL;
 		return 0;
 	}
 	if (!strcmp(k, "seed"))
@@ -180,14 +180,14 @@ static int host_key(struct xsim_conf *c, const char *k, char *v)
 		else if (!strcmp(v, "0") || !strcmp(v, "no"))
 			c->migrate = false;
 		else
-			return -1;
+			return -EINVAL;
 		return 0;
 	}
 	if (parse_u32(v, &x))
-		return -1;
+		return -EINVAL;
 	if (!strcmp(k, "pcpus")) {
 		if (!x || x > XSIM_MAX_PCPUS)
-			return -1;
+			return -EINVAL;
 		c->pcpus = x;
 	} else if (!strcmp(k, "cpu_khz")) {
 		c->cpu_khz = x;
@@ -200,7 +200,7 @@ static int host_key(struct xsim_conf *c, const char *k, char *v)
 	} else if (!strcmp(k, "xwake_pct")) {
 		c->xwake_pct = x > 100 ? 100 : x;
 	} else {
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -217,7 +217,7 @@ static int dom_key(struct xsim_dom_conf *d, const char *k, char *v)
 		else if (!strcmp(v, "hvm"))
 			d->type = XSIM_HVM;
 		else
-			return -1;
+			return -EINVAL;
 		return 0;
 	}
 	if (!strcmp(k, "profile")) {
@@ -228,7 +228,7 @@ static int dom_key(struct xsim_dom_conf *d, const char *k, char *v)
 		else if (!strcmp(v, "busy"))
 			d->profile = XSIM_BUSY;
 		else
-			return -1;
+			return -EINVAL;
 		return 0;
 	}
 	if (!strcmp(k, "tsc_offset"))
@@ -242,23 +242,23 @@ static int dom_key(struct xsim_dom_conf *d, const char *k, char *v)
 		errno = 0;
 		ppm = strtol(v, &end, 0);
 		if (errno || end == v || *trim(end) || ppm < -100000 || ppm > 100000)
-			return -1;
+			return -EINVAL;
 		d->drift_ppm = (int32_t)ppm;
 		return 0;
 	}
 	if (parse_u32(v, &x))
-		return -1;
+		return -EINVAL;
 	if (!strcmp(k, "domid")) {
 		if (x >= 0x7ff0)
-			return -1;
+			return -EINVAL;
 		d->domid = x;
 	} else if (!strcmp(k, "vcpus")) {
 		if (!x || x > XSIM_MAX_VCPUS)
-			return -1;
+			return -EINVAL;
 		d->vcpus = x;
 	} else if (!strcmp(k, "tsc_mode")) {
 		if (x > 2)
-			return -1;
+			return -EINVAL;
 		d->tsc_mode = x;
 	} else if (!strcmp(k, "gtsc_khz")) {
 		d->gtsc_khz = x;
@@ -269,7 +269,7 @@ static int dom_key(struct xsim_dom_conf *d, const char *k, char *v)
 	} else if (!strcmp(k, "block_us")) {
 		d->block_us = x ? x : 1;
 	} else {
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -305,7 +305,7 @@ static int check(struct xsim_conf *c, char *err, size_t errlen,
 {
 	if (!c->ndoms || c->dom[0].domid != 0) {
 		set_err(err, errlen, line, "the first domain must be domid 0");
-		return -1;
+		return -EINVAL;
 	}
 	for (unsigned int i = 0; i < c->ndoms; i++)
 		for (unsigned int j = 0; j < i; j++)
@@ -314,7 +314,7 @@ static int check(struct xsim_conf *c, char *err, size_t errlen,
 				set_err(err, errlen, line,
 					"domain %s: duplicate name or domid",
 					c->dom[i].name);
-				return -1;
+				return -EINVAL;
 			}
 	for (unsigned int i = 0; i < c->ndoms; i++)
 		if (c->dom[i].type == XSIM_PV &&
@@ -322,11 +322,11 @@ static int check(struct xsim_conf *c, char *err, size_t errlen,
 			set_err(err, errlen, line,
 				"domain %s: a PV domain reads the host TSC (no offset_change, no drift_ppm)",
 				c->dom[i].name);
-			return -1;
+			return -EINVAL;
 		}
 	if (c->dom[0].type == XSIM_HVM) {
 		set_err(err, errlen, line, "dom0 cannot be HVM");
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -337,11 +337,11 @@ int xsim_conf_parse(const char *text, struct xsim_conf *c, char *err,
 	char *copy = strdup(text), *save = NULL, *raw;
 	struct xsim_dom_conf *d = NULL;
 	unsigned int line = 0;
-	int ret = -1;
+	int ret = -EINVAL;
 
 	if (!copy) {
 		set_err(err, errlen, 0, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	defaults(c);
 	/* strtok_r would merge blank lines and miscount; split by hand. */
@@ -410,17 +410,24 @@ int xsim_conf_load(const char *path, struct xsim_conf *c, char *err,
 	int ret;
 
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
 	}
 	text = calloc(1, 1 << 20);
-	if (text)
-		len = fread(text, 1, (1 << 20) - 1, f);
-	fclose(f);
 	if (!text) {
+		fclose(f);
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
+	len = fread(text, 1, (1 << 20) - 1, f);
+	if (ferror(f)) {
+		fclose(f);
+		free(text);
+		snprintf(err, errlen, "%s: read error", path);
+		return -EIO;
+	}
+	fclose(f);
 	text[len] = '\0';
 	ret = xsim_conf_parse(text, c, err, errlen);
 	free(text);

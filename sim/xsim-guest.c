@@ -119,20 +119,27 @@ static const char header_event[] =
 static const char clocks[] =
 	"local global counter uptime perf mono mono_raw boot tai x86-tsc";
 
+/* Returns 0, or -ENOMEM, -EIO (short write) or the -errno of open/write. */
 static int put_file(const char *dir, const char *name, const char *text)
 {
+	size_t len = strlen(text);
 	char *p;
-	int fd, ret = -1;
+	ssize_t n;
+	int fd;
 
 	if (asprintf(&p, "%s/%s", dir, name) < 0)
-		return -1;
+		return -ENOMEM;
 	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		ret = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
-		close(fd);
-	}
 	free(p);
-	return ret;
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, len);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EIO;
 }
 
 /* Read a small control file; "" if missing. */
@@ -154,29 +161,34 @@ static void get_file(const char *dir, const char *name, char *buf, size_t len)
 	buf[n > 0 ? n : 0] = '\0';
 }
 
+/* mkdir @base/@rel; an existing one will do. Returns 0 or -errno. */
 static int mkdirs(const char *base, const char *rel)
 {
 	char *p;
-	int ret;
+	int ret = 0;
 
 	if (asprintf(&p, "%s/%s", base, rel) < 0)
-		return -1;
-	ret = mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
+		return -ENOMEM;
+	if (mkdir(p, 0755) && errno != EEXIST)
+		ret = -errno;
 	free(p);
 	return ret;
 }
 
+/* A fresh FIFO @dir/@name, opened. Returns the fd, or -errno. */
 static int open_fifo(const char *dir, const char *name)
 {
 	char *p;
 	int fd;
 
 	if (asprintf(&p, "%s/%s", dir, name) < 0)
-		return -1;
+		return -ENOMEM;
 	unlink(p);
 	/* O_RDWR: opening never blocks and a reader never sees EOF */
-	fd = mkfifo(p, 0666) ? -1 :
-	     open(p, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (mkfifo(p, 0666))
+		fd = -errno;
+	else if ((fd = open(p, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
+		fd = -errno;
 	if (fd >= 0)
 		fcntl(fd, F_SETPIPE_SZ, 1 << 20);
 	else
@@ -185,82 +197,110 @@ static int open_fifo(const char *dir, const char *name)
 	return fd;
 }
 
+/* An optional FIFO: its fd, or -1 without it. */
+static int open_fifo_opt(const char *dir, const char *name)
+{
+	int fd = open_fifo(dir, name);
+
+	return fd < 0 ? -1 : fd;
+}
+
+/* The fixed files of a guest's tracefs. */
+static const struct {
+	const char *name, *text;
+} tree_files[] = {
+	{ "events/header_page", header_page },
+	{ "events/header_event", header_event },
+	{ "events/enable", "0\n" },
+	{ "tracing_on", "1\n" },
+	{ "trace_clock", "[local] global counter uptime perf mono mono_raw boot tai x86-tsc\n" },
+	{ "buffer_size_kb", "1408\n" },
+	{ "buffer_total_size_kb", "1408\n" },
+	{ "buffer_percent", "50\n" },
+	{ "current_tracer", "nop\n" },
+	{ "available_tracers", "nop\n" },
+	{ "set_event", "" },
+	{ "saved_cmdlines", "1 init\n" },
+	{ "printk_formats", "" },
+	{ "README", "xensim: a simulated guest kernel's tracefs\n" },
+};
+
+/* The tracefs files and FIFOs under g->dir. Returns 0 or -errno. */
 static int make_tree(struct xsim_guest *g)
 {
 	char name[128], text[4096];
+	int ret;
 
-	if (mkdirs(g->dir, "events") || mkdirs(g->dir, "per_cpu"))
-		return -1;
-	if (put_file(g->dir, "events/header_page", header_page) ||
-	    put_file(g->dir, "events/header_event", header_event) ||
-	    put_file(g->dir, "events/enable", "0\n") ||
-	    put_file(g->dir, "tracing_on", "1\n") ||
-	    put_file(g->dir, "trace_clock", "[local] global counter uptime perf mono mono_raw boot tai x86-tsc\n") ||
-	    put_file(g->dir, "buffer_size_kb", "1408\n") ||
-	    put_file(g->dir, "buffer_total_size_kb", "1408\n") ||
-	    put_file(g->dir, "buffer_percent", "50\n") ||
-	    put_file(g->dir, "current_tracer", "nop\n") ||
-	    put_file(g->dir, "available_tracers", "nop\n") ||
-	    put_file(g->dir, "set_event", "") ||
-	    put_file(g->dir, "saved_cmdlines", "1 init\n") ||
-	    put_file(g->dir, "printk_formats", "") ||
-	    put_file(g->dir, "README", "xensim: a simulated guest kernel's tracefs\n"))
-		return -1;
+	if ((ret = mkdirs(g->dir, "events")) ||
+	    (ret = mkdirs(g->dir, "per_cpu")))
+		return ret;
+	for (size_t i = 0; i < sizeof(tree_files) / sizeof(tree_files[0]); i++)
+		if ((ret = put_file(g->dir, tree_files[i].name,
+				    tree_files[i].text)))
+			return ret;
 	text[0] = '\0';
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		char fmt[4096];
 
 		snprintf(name, sizeof(name), "events/%s", events[i].sys);
-		if (mkdirs(g->dir, name))
-			return -1;
+		if ((ret = mkdirs(g->dir, name)))
+			return ret;
 		snprintf(name, sizeof(name), "events/%s/%s", events[i].sys,
 			 events[i].name);
-		if (mkdirs(g->dir, name))
-			return -1;
+		if ((ret = mkdirs(g->dir, name)))
+			return ret;
 		snprintf(fmt, sizeof(fmt), "name: %s\nID: %d\nformat:\n%s%s\nprint fmt: %s\n",
 			 events[i].name, events[i].id, common_fields,
 			 events[i].fields, events[i].fmt);
 		snprintf(name, sizeof(name), "events/%s/%s/format",
 			 events[i].sys, events[i].name);
-		if (put_file(g->dir, name, fmt))
-			return -1;
+		if ((ret = put_file(g->dir, name, fmt)))
+			return ret;
 		snprintf(name, sizeof(name), "events/%s/%s/enable",
 			 events[i].sys, events[i].name);
 		/* ftrace's own events are always on, as in the kernel */
-		if (put_file(g->dir, name, strcmp(events[i].sys, "ftrace") ? "0\n" : "1\n"))
-			return -1;
+		if ((ret = put_file(g->dir, name,
+				    strcmp(events[i].sys, "ftrace") ? "0\n" : "1\n")))
+			return ret;
 		snprintf(name, sizeof(name), "events/%s/%s/filter",
 			 events[i].sys, events[i].name);
-		if (put_file(g->dir, name, "none\n"))
-			return -1;
+		if ((ret = put_file(g->dir, name, "none\n")))
+			return ret;
 		snprintf(name, sizeof(name), "events/%s/enable", events[i].sys);
-		if (put_file(g->dir, name, "0\n"))
-			return -1;
+		if ((ret = put_file(g->dir, name, "0\n")))
+			return ret;
 		snprintf(text + strlen(text), sizeof(text) - strlen(text),
 			 "%s:%s\n", events[i].sys, events[i].name);
 	}
-	if (put_file(g->dir, "available_events", text))
-		return -1;
+	if ((ret = put_file(g->dir, "available_events", text)))
+		return ret;
 	for (unsigned int c = 0; c < g->nvcpus; c++) {
 		snprintf(name, sizeof(name), "per_cpu/cpu%u", c);
-		if (mkdirs(g->dir, name))
-			return -1;
+		if ((ret = mkdirs(g->dir, name)))
+			return ret;
 		snprintf(name, sizeof(name), "per_cpu/cpu%u/buffer_size_kb", c);
-		if (put_file(g->dir, name, "1408\n"))
-			return -1;
+		if ((ret = put_file(g->dir, name, "1408\n")))
+			return ret;
 		snprintf(name, sizeof(name), "per_cpu/cpu%u/trace_pipe_raw", c);
-		g->cpu[c].fd = open_fifo(g->dir, name);
-		if (g->cpu[c].fd < 0)
-			return -1;
+		ret = open_fifo(g->dir, name);
+		if (ret < 0)
+			return ret;
+		g->cpu[c].fd = ret;
 		/* optional: without them, writers use the shared pair */
 		snprintf(name, sizeof(name), "per_cpu/cpu%u/trace_marker", c);
-		g->cpu[c].mfd[0] = open_fifo(g->dir, name);
+		g->cpu[c].mfd[0] = open_fifo_opt(g->dir, name);
 		snprintf(name, sizeof(name), "per_cpu/cpu%u/trace_marker_raw", c);
-		g->cpu[c].mfd[1] = open_fifo(g->dir, name);
+		g->cpu[c].mfd[1] = open_fifo_opt(g->dir, name);
 	}
-	g->marker_fd = open_fifo(g->dir, "trace_marker");
-	g->raw_fd = open_fifo(g->dir, "trace_marker_raw");
-	return g->marker_fd < 0 || g->raw_fd < 0 ? -1 : 0;
+	ret = open_fifo(g->dir, "trace_marker");
+	if (ret < 0)
+		return ret;
+	g->marker_fd = ret;
+	ret = open_fifo(g->dir, "trace_marker_raw");
+	if (ret < 0)
+		return ret;
+	g->raw_fd = ret;
+	return 0;
 }
 
 struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom,
@@ -268,6 +308,7 @@ struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom,
 {
 	const struct xsim_dom_conf *d = &h->conf.dom[dom];
 	struct xsim_guest *g = calloc(1, sizeof(*g));
+	int ret = -ENOMEM;
 
 	if (!g)
 		return NULL;
@@ -289,20 +330,27 @@ struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom,
 		g->dir = NULL;
 		goto fail;
 	}
-	if (mkdir(g->dir, 0755) && errno != EEXIST)
+	if (mkdir(g->dir, 0755) && errno != EEXIST) {
+		ret = -errno;
 		goto fail;
+	}
 	free(g->dir);
 	if (asprintf(&g->dir, "%s/dom%u/tracing", h->dir, d->domid) < 0) {
 		g->dir = NULL;
 		goto fail;
 	}
-	if ((mkdir(g->dir, 0755) && errno != EEXIST) || make_tree(g))
+	if (mkdir(g->dir, 0755) && errno != EEXIST) {
+		ret = -errno;
+		goto fail;
+	}
+	if ((ret = make_tree(g)))
 		goto fail;
 	g->on = 1;
 	g->enabled = EV_PRINT | EV_RAW;
 	return g;
 fail:
 	xsim_guest_free(g);
+	errno = -ret;
 	return NULL;
 }
 

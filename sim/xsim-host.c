@@ -44,44 +44,52 @@ static char *path_in(const char *dir, const char *name)
 	return p;
 }
 
+/* Returns 0, or -ENOMEM, -EIO (short write) or the -errno of open/write. */
 static int write_file(const char *dir, const char *name, const char *text)
 {
 	char *p = path_in(dir, name);
-	int fd, ret = -1;
+	size_t len = strlen(text);
+	ssize_t n;
+	int fd;
 
 	if (!p)
-		return -1;
+		return -ENOMEM;
 	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		ret = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
-		close(fd);
-	}
 	free(p);
-	return ret;
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, len);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EIO;
 }
 
+/* The control socket @dir/ctl, listening. Returns its fd, or -errno. */
 static int listen_on(const char *dir)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	char *p = path_in(dir, "ctl");
-	int fd;
+	int fd, ret;
 
 	if (!p)
-		return -1;
+		return -ENOMEM;
 	if (strlen(p) >= sizeof(a.sun_path)) {
 		free(p);
-		errno = ENAMETOOLONG;
-		return -1;
+		return -ENAMETOOLONG;
 	}
 	strcpy(a.sun_path, p);
 	unlink(p);
 	free(p);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16)) {
+		ret = -errno;
 		close(fd);
-		return -1;
+		return ret;
 	}
 	return fd;
 }
@@ -195,6 +203,7 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 {
 	struct xsim_host *h = calloc(1, sizeof(*h));
 	char *tp = NULL, pid[32];
+	int err;
 
 	if (!h)
 		return NULL;
@@ -205,28 +214,42 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 	if (!h->conf.cpu_khz)
 		h->conf.cpu_khz = xsim_measure_khz();
 	h->dir = strdup(dir);
-	if (!h->dir || (mkdir(dir, 0755) && errno != EEXIST))
+	if (!h->dir) {
+		err = -ENOMEM;
 		goto fail;
+	}
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		goto fail_errno;
 	h->pool_base = xsim_tbuf_mem_pages(c->pcpus);
 	h->mem_pages = h->pool_base + XSIM_GNT_POOL;
 	h->memfd = memfd_create("xensim-machine-memory", MFD_CLOEXEC);
 	if (h->memfd < 0 ||
 	    ftruncate(h->memfd, (off_t)h->mem_pages * XSIM_PAGE_SIZE))
-		goto fail;
+		goto fail_errno;
 	h->mem = mmap(NULL, h->mem_pages * XSIM_PAGE_SIZE,
 		      PROT_READ | PROT_WRITE, MAP_SHARED, h->memfd, 0);
 	if (h->mem == MAP_FAILED) {
 		h->mem = NULL;
-		goto fail;
+		goto fail_errno;
 	}
 	h->tb = xsim_tbuf_new(c->pcpus, h->mem, notify_cb, h);
+	if (!h->tb)
+		goto fail_errno;
 	h->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (h->notify_fd < 0)
+		goto fail_errno;
 	h->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	h->listen_fd = listen_on(dir);
-	tp = path_in(dir, "truth");
-	if (!h->tb || h->notify_fd < 0 || h->done_fd < 0 || h->listen_fd < 0 ||
-	    !tp)
+	if (h->done_fd < 0)
+		goto fail_errno;
+	err = listen_on(dir);
+	if (err < 0)
 		goto fail;
+	h->listen_fd = err;
+	tp = path_in(dir, "truth");
+	if (!tp) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	/*
 	 * The guests' directories before the truth file: scripts take the
 	 * truth's appearance as the sign that they exist.
@@ -235,26 +258,31 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 		/* dom0 traces this machine's real ftrace: no tracefs of its own */
 		h->guest[i] = xsim_guest_new(h, i, c->dom[i].domid != 0);
 		if (!h->guest[i])
-			goto fail;
+			goto fail_errno;
 	}
 	h->truth = fopen(tp, "we");
+	if (!h->truth)
+		goto fail_errno;
 	free(tp);
 	tp = NULL;
-	if (!h->truth)
-		goto fail;
 	h->t0 = xsim_rdtsc();
 	default_offsets(h);
 	domain_clocks(h);
 	h->xs = xsim_xs_new(&h->conf);
-	if (!h->xs || xsim_sched_start(h))
+	if (!h->xs)
+		goto fail_errno;
+	if ((err = xsim_sched_start(h)))
 		goto fail;
 	truth_header(h);
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-	if (write_file(dir, "pid", pid) || write_file(dir, "ready", "1\n")) {
+	if ((err = write_file(dir, "pid", pid)) ||
+	    (err = write_file(dir, "ready", "1\n"))) {
 		xsim_sched_stop(h);
 		goto fail;
 	}
 	return h;
+fail_errno:
+	err = -errno;
 fail:
 	free(tp);
 	if (h->truth)
@@ -275,6 +303,7 @@ fail:
 		close(h->memfd);
 	free(h->dir);
 	free(h);
+	errno = -err;
 	return NULL;
 }
 

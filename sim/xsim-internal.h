@@ -121,7 +121,7 @@ uint32_t xsim_host_incarnation(const struct xsim_host *h, unsigned int dom,
 /* host.c: a pCPU thread finished a hypercall for @client */
 void xsim_host_done(struct xsim_host *h, int client, uint32_t gen);
 
-/* sched.c: pin the vCPUs, start one thread per pCPU. Return: 0 or -1. */
+/* sched.c: pin the vCPUs, start one thread per pCPU. Returns 0 or -errno. */
 int xsim_sched_start(struct xsim_host *h);
 /* sched.c: stop the pCPU threads; log the intervals still running. */
 void xsim_sched_stop(struct xsim_host *h);
@@ -130,7 +130,8 @@ void xsim_truth(struct xsim_host *h, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* guest.c: a guest kernel's tracefs directory (if @tracefs), and the
- * queue of what its processes ask of a running vCPU (always) */
+ * queue of what its processes ask of a running vCPU (always); NULL with
+ * errno set on failure */
 struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom,
 				  bool tracefs);
 void xsim_guest_free(struct xsim_guest *g);

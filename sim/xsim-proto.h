@@ -58,7 +58,7 @@ struct xsim_msg {
 	uint32_t pad;
 };
 
-/** Domain as XSIM_OP_DOMINFO returns it. */
+/** struct xsim_wdom - a domain as XSIM_OP_DOMINFO returns it */
 struct xsim_wdom {
 	uint32_t domid;
 	uint32_t type;		/* enum xsim_dtype */

@@ -86,7 +86,7 @@ static uint64_t stamp(struct xsim_pcpu *p, uint64_t want)
 	return p->clk;
 }
 
-/* Return: xsim_tbuf_trace()'s (1 written, 0 filtered, -1 lost). */
+/* Returns xsim_tbuf_trace()'s (1 written, 0 filtered, -ENOSPC lost). */
 static int emit(struct xsim_pcpu *p, uint32_t event, bool cycles,
 		uint64_t tsc, unsigned int n, const uint32_t *extra)
 {
@@ -659,7 +659,7 @@ static bool guest_action(struct xsim_pcpu *p, struct xsim_guest *g)
  * µs on hardware). Its next action reaches the simulator later; until it
  * does, within the stamps' allowed lag, nothing else runs on this pCPU,
  * so the action follows ACT_GAP ticks after the VMENTRY and what fell due
- * meanwhile comes after it. Return: true while still waiting.
+ * meanwhile comes after it. Returns true while still waiting.
  */
 static bool hold_for_caller(struct xsim_pcpu *p)
 {
@@ -748,12 +748,14 @@ int xsim_sched_start(struct xsim_host *h)
 		}
 	}
 	for (unsigned int i = 0; i < c->pcpus; i++) {
-		if (pthread_create(&h->pcpu[i].thread, NULL, pcpu_main,
-				   &h->pcpu[i])) {
+		int err = pthread_create(&h->pcpu[i].thread, NULL, pcpu_main,
+					 &h->pcpu[i]);
+
+		if (err) {
 			__atomic_store_n(&h->stop, 1, __ATOMIC_RELEASE);
 			while (i--)
 				pthread_join(h->pcpu[i].thread, NULL);
-			return -1;
+			return -err;
 		}
 	}
 	return 0;

@@ -106,6 +106,7 @@ static void drop_client(struct server *s, int i)
 	c->fd = c->evt_wfd = -1;
 }
 
+/* Send @m, @len bytes of @data and @nfds fds. Returns 0 or -errno. */
 static int reply(int fd, struct xsim_msg *m, const void *data, uint32_t len,
 		 const int *fds, int nfds)
 {
@@ -129,9 +130,10 @@ static int reply(int fd, struct xsim_msg *m, const void *data, uint32_t len,
 		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
 		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
+/* Returns 1 (answered here), or -errno for handle() to answer. */
 static int op_hello(struct server *s, int i, struct xsim_msg *m)
 {
 	struct client *c = &s->cl[i];
@@ -147,7 +149,7 @@ static int op_hello(struct server *s, int i, struct xsim_msg *m)
 	m->a[1] = s->h->pool_base;
 	m->ret = 0;
 	if (c->kind != XSIM_KIND_EVTCHN && c->kind != XSIM_KIND_XS)
-		return reply(c->fd, m, NULL, 0, fds, 1) ? -EIO : 1;
+		return (ret = reply(c->fd, m, NULL, 0, fds, 1)) ? ret : 1;
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
 	/* a watcher that does not read loses events, never stalls us */
@@ -155,9 +157,9 @@ static int op_hello(struct server *s, int i, struct xsim_msg *m)
 		fcntl(pfd[1], F_SETFL, O_NONBLOCK);
 	c->evt_wfd = pfd[1];
 	fds[1] = pfd[0];
-	ret = reply(c->fd, m, NULL, 0, fds, 2) ? -EIO : 1;
+	ret = reply(c->fd, m, NULL, 0, fds, 2);
 	close(pfd[0]);
-	return ret;
+	return ret ? ret : 1;
 }
 
 static int op_tbuf(struct server *s, struct client *c, struct xsim_msg *m,
@@ -514,6 +516,7 @@ static int op_gnt(struct server *s, int i, struct xsim_msg *m, uint8_t *data,
 	return -EINVAL;
 }
 
+/* One request of client @i. Returns 0, or -errno: drop the client. */
 static int handle(struct server *s, int i)
 {
 	struct client *c = &s->cl[i];
@@ -524,14 +527,16 @@ static int handle(struct server *s, int i)
 	int ret;
 
 	n = recv(c->fd, s->buf, sizeof(s->buf), 0);
-	if (n <= 0)
-		return -1;
+	if (n < 0)
+		return -errno;
+	if (!n)
+		return -ECONNRESET;	/* the peer closed */
 	if ((size_t)n < sizeof(*m) || m->len != n - sizeof(*m)) {
 		m->ret = -EPROTO;
 		return reply(c->fd, m, NULL, 0, NULL, 0);
 	}
 	if (!c->kind && m->op != XSIM_OP_HELLO)
-		return -1;
+		return -EPROTO;
 	switch (m->op) {
 	case XSIM_OP_HELLO:
 		ret = op_hello(s, i, m);
@@ -711,14 +716,14 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 	int ret = 0;
 
 	if (!s)
-		return -1;
+		return -ENOMEM;
 	s->h = h;
 	s->virq_owner = -1;
 	s->ch = xsim_chan_new(h->mem + h->pool_base * XSIM_PAGE_SIZE,
 			      XSIM_GNT_POOL, deliver_port, s);
 	if (!s->ch) {
 		free(s);
-		return -1;
+		return -ENOMEM;
 	}
 	for (int k = 0; k < MAX_WATCHES; k++)
 		s->w[k].client = -1;
@@ -756,7 +761,7 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 		}
 		r = poll(pf, n, 20);
 		if (r < 0 && errno != EINTR) {
-			ret = -1;
+			ret = -errno;
 			break;
 		}
 		if (xsim_rdtsc() >= next_tick) {

@@ -386,7 +386,7 @@ int xsim_tbuf_trace(struct xsim_tbuf *tb, unsigned int cpu,
 			p->lost_first_tsc = r->tsc;
 		p->st.dropped++;
 		below = false;
-		ret = -1;
+		ret = -ENOSPC;
 		goto unlock;
 	}
 

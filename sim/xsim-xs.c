@@ -117,6 +117,7 @@ struct xsim_xs *xsim_xs_new(const struct xsim_conf *c)
 	}
 	if (err) {
 		xsim_xs_free(xs);
+		errno = ENOMEM;		/* add() fails for nothing else */
 		return NULL;
 	}
 	return xs;

@@ -267,7 +267,7 @@ static uint64_t gtsc_at(const struct gclock *g, uint64_t h)
 }
 
 /**
- * xensim_guest_rdtsc() - RDTSC in the simulated guest: $XENSIM_DOMID's TSC on
+ * xensim_guest_rdtsc - RDTSC in the simulated guest: $XENSIM_DOMID's TSC on
  * the vCPU of the CPU the calling thread runs on (the one it is pinned to,
  * as for markers and HVMOP_xentrace; a CPU the guest lacks reads vCPU 0),
  * ((host · ratio) >> frac) + offset + drift, as the guest's trace stamps.
@@ -277,7 +277,7 @@ static uint64_t gtsc_at(const struct gclock *g, uint64_t h)
  * change; otherwise a local computation: a round trip per read is what ptp
  * would measure. Without a daemon: this machine's TSC.
  *
- * Return: the guest TSC now.
+ * Returns the guest TSC now.
  */
 uint64_t xensim_guest_rdtsc(void);
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The host description parser and the TSC arithmetic (docs/xensim.md). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,7 +93,7 @@ static void test_vendor_auto(void **state)
 					 &c, err, sizeof(err)), 0);
 	assert_int_equal(c.vendor, XSIM_INTEL);
 	assert_int_equal(xsim_conf_parse("[host]\nvendor = via\n[domain a]\n",
-					 &c, err, sizeof(err)), -1);
+					 &c, err, sizeof(err)), -EINVAL);
 }
 
 static void test_errors(void **state)
@@ -101,21 +102,24 @@ static void test_errors(void **state)
 	char err[128];
 
 	assert_int_equal(xsim_conf_parse("[host]\npcpus = 0\n", &c, err,
-					 sizeof(err)), -1);
+					 sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "line 2"));
 	assert_int_equal(xsim_conf_parse("[host]\nbogus = 1\n[domain a]\n",
-					 &c, err, sizeof(err)), -1);
+					 &c, err, sizeof(err)), -EINVAL);
 	assert_int_equal(xsim_conf_parse("[domain a]\ndomid = 3\n", &c, err,
-					 sizeof(err)), -1);	/* no dom0 */
+					 sizeof(err)), -EINVAL);	/* no dom0 */
 	assert_int_equal(xsim_conf_parse("[domain a]\n[domain b]\ndomid = 0\n",
-					 &c, err, sizeof(err)), -1);	/* dup */
+					 &c, err, sizeof(err)), -EINVAL);	/* dup */
 	assert_int_equal(xsim_conf_parse("[domain a]\ntype = hvm\n", &c, err,
-					 sizeof(err)), -1);	/* HVM dom0 */
+					 sizeof(err)), -EINVAL);	/* HVM dom0 */
 	assert_int_equal(xsim_conf_parse("[domain a]\n[domain b]\nvcpus = 99\n",
-					 &c, err, sizeof(err)), -1);
+					 &c, err, sizeof(err)), -EINVAL);
 	assert_int_equal(xsim_conf_parse("[domain a]\nfoo\n", &c, err,
-					 sizeof(err)), -1);
+					 sizeof(err)), -EINVAL);
 	assert_int_equal(xsim_conf_parse("[domain a]\n", &c, err, sizeof(err)), 0);
+	/* a file that cannot be opened: the -errno of fopen */
+	assert_int_equal(xsim_conf_load("/nonexistent/xensim.conf", &c, err,
+					sizeof(err)), -ENOENT);
 }
 
 /* offset_change and drift_ppm: parsed, in time order, HVM/PVH only */
@@ -138,16 +142,16 @@ static void test_clock_keys(void **state)
 	/* out of order, no colon, too many decimals, a PV domain, out of range */
 	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = hvm\n"
 					 "offset_change = 2:1\noffset_change = 1:2\n",
-					 &c, err, sizeof(err)), -1);
+					 &c, err, sizeof(err)), -EINVAL);
 	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = hvm\n"
-					 "offset_change = 5\n", &c, err, sizeof(err)), -1);
+					 "offset_change = 5\n", &c, err, sizeof(err)), -EINVAL);
 	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = hvm\n"
-					 "offset_change = 0.0000001:5\n", &c, err, sizeof(err)), -1);
+					 "offset_change = 0.0000001:5\n", &c, err, sizeof(err)), -EINVAL);
 	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = pv\n"
-					 "drift_ppm = 3\n", &c, err, sizeof(err)), -1);
+					 "drift_ppm = 3\n", &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "PV"));
 	assert_int_equal(xsim_conf_parse("[domain d0]\n[domain g]\ntype = hvm\n"
-					 "drift_ppm = 100001\n", &c, err, sizeof(err)), -1);
+					 "drift_ppm = 100001\n", &c, err, sizeof(err)), -EINVAL);
 }
 
 static void test_guest_tsc(void **state)

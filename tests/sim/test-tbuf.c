@@ -289,7 +289,7 @@ static void test_fill_and_lost(void **state)
 
 		if (ret == 1)
 			written++;
-		else if (ret == -1)
+		else if (ret == -ENOSPC)
 			dropped++;
 	}
 	assert_int_equal(written, 255);
@@ -394,7 +394,7 @@ static void test_lost_needs_room_for_both(void **state)
 	/* 40 bytes free: enough for the record (20), not for LOST+record (48) */
 	b->prod = 0;
 	b->cons = (2 * x - (x - 40)) % (2 * x);
-	assert_int_equal(xsim_tbuf_trace(f->tb, 0, &r), -1);
+	assert_int_equal(xsim_tbuf_trace(f->tb, 0, &r), -ENOSPC);
 	assert_int_equal(xsim_tbuf_lost_pending(f->tb, 0), 3);
 	assert_int_equal(b->prod, 0);
 	/* 48 free: both fit */
@@ -519,7 +519,7 @@ static void test_bogus_disables(void **state)
 	struct xsim_rec r = rec(0x00021011, true, 1, 1);
 
 	b->prod = 2;			/* not 4-aligned */
-	assert_int_equal(xsim_tbuf_trace(f->tb, 0, &r), -1);
+	assert_int_equal(xsim_tbuf_trace(f->tb, 0, &r), -ENOSPC);
 	assert_false(xsim_tbuf_enabled(f->tb));
 	assert_int_equal(b->prod, 2);
 
