@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * tsync-bench: time sync session setup and accuracy (issue 8).
+ * tsync-bench: time sync session setup and accuracy.
  *
  * 1. Setup: the first sampling point of 2 guests of 8 vCPUs each, both at
  *    once, as the recorder runs it (tsync_host_sample, one thread per

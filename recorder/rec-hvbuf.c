@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The hypervisor's trace buffers, consumed from dom0 as Xen's protocol
- * requires (research/xen.md 1.3-1.5): claim VIRQ_TBUF first (one consumer
+ * requires (as xentrace does, tools/xentrace/xentrace.c in Xen): claim VIRQ_TBUF first (one consumer
  * per host), set the masks, enable, map t_info and every pCPU buffer, then
  * per pCPU read prod and cons once, a read barrier, hand out the window
  * (two pieces when it wraps), a full barrier and cons = prod.

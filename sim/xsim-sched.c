@@ -2,7 +2,7 @@
 /*
  * The simulated scheduler and workloads: one thread per pCPU runs its vCPUs
  * in real time (a woken vCPU moves to an idle pCPU) and emits the records
- * Xen would (research/xen.md §1.2): runstate changes, INFPREV/INFNEXT/
+ * Xen would (xen/common/sched/core.c): runstate changes, INFPREV/INFNEXT/
  * SWITCH, CONTINUE_RUNNING, WAKE (on the waker's pCPU), BLOCK, HVM VMEXIT ->
  * handler -> VMENTRY, PV HYPERCALL_V2.
  * Every run interval goes to the ground-truth log with the stamps of the

@@ -674,7 +674,7 @@ static int op_hvm_xentrace(struct server *s, int i, struct xsim_msg *m,
 	for (unsigned int k = 0; k < s->h->conf.ndoms; k++)
 		if (&s->h->conf.dom[k] == d)
 			g = s->h->guest[k];
-	/* 4.17 lets PV domains make it too (research/xen-sync-markers.md) */
+	/* 4.17 lets PV domains make it too */
 	if (!d || !g)
 		return -ENOSYS;
 	if (m->len < 4 + 28)

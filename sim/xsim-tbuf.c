@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Xen's trace buffers (research/xen.md §1.3): t_info, per-CPU t_buf with
+ * Xen's trace buffers (xen/common/trace.c): t_info, per-CPU t_buf with
  * mod-2X counters, wrap fillers, LOST records and the half-full VIRQ.
  * Written from the documented behaviour; the consumer in another process
  * sees exactly the bytes Xen would leave in these pages.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * xenstore of the simulated host (research/xen.md §5): the tree a libxl
+ * xenstore of the simulated host: the tree a libxl
  * host has for its domains, xenstored's permission rules, and the paths
  * that changed so the serve loop can fire watches. Transactions are not
  * isolated: their operations apply at once and every commit succeeds.

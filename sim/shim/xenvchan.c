@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libxenvchan.so.4.17 on xensim, written from the documented protocol
- * (research/xen.md §4): a control page (struct vchan_interface) and two
+ * (Xen's tools/libs/vchan/ and xen/include/public/io/libxenvchan.h): a control page (struct vchan_interface) and two
  * rings in pages the server grants, rings of 1 KiB or 2 KiB inside the
  * control page or 2^n >= 4 KiB pages up to 1 MiB, the ring-ref and
  * event-channel nodes in xenstore readable by the peer, notify bits, live

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Unit tests of the message layer: every command round trip, the bytes of
- * stock trace-cmd 3.1.6 (research/tracecmd.md §1.2), and bad input:
+ * stock trace-cmd 3.1.6 (trace-cmd's lib/trace-cmd/trace-msg.c), and bad input:
  * truncated, oversized, out-of-order and unknown messages, malformed
  * parameters, a peer that stops reading, cmd_size growth and shrink.
  */
@@ -226,7 +226,7 @@ static void test_tinit_bad(void **state)
 
 /*
  * TRACE_REQ as stock `trace-cmd record -A 127.0.0.1:port -C local -e
- * sched:sched_switch` sends it (strace, research/tracecmd.md §1.2).
+ * sched:sched_switch` sends it (seen with strace).
  */
 static const uint8_t stock_trace_req[84] = {
 	0x00, 0x00, 0x00, 0x54, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x10,

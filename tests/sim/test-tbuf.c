@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The trace-buffer producer against the fidelity checklist
- * (research/xen.md §1.3, §1.8): t_info layout and clamp, the one-shot size,
+ * (xen/common/trace.c): t_info layout and clamp, the one-shot size,
  * wrap fillers at every offset, the LOST dry run and record, the half-full
  * VIRQ, masks, disable, and bogus counters. Records are read back the way
  * xentrace does: from cons to prod, modulo 2X.
