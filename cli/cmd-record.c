@@ -64,6 +64,148 @@ static int check_tsync(const char *s)
 	return -EINVAL;
 }
 
+/* What the command line gathered for rec_record(). */
+struct args {
+	struct rec_record_opts	o;
+	const char		**events, **guests;
+	bool			xen;
+};
+
+static uint8_t cpumap[REC_MAX_CPUS / 8];
+static uint8_t secret[TCX_SECRET_MAX + 1];
+
+enum { ARG_OK, ARG_USAGE, ARG_NOMEM };
+
+static int add_arg(const char ***list, int *n, const char *arg)
+{
+	const char **nl = realloc(*list, (*n + 1) * sizeof(*nl));
+
+	if (!nl)
+		return ARG_NOMEM;
+	*list = nl;
+	nl[(*n)++] = arg;
+	return ARG_OK;
+}
+
+/* Seconds > 0 for --duration and --tsync-interval. */
+static int seconds(const char *opt, const char *arg, double *v)
+{
+	char *end;
+
+	*v = strtod(arg, &end);
+	if (*end || end == arg || !(*v > 0)) {
+		tcx_err("record", "%s %s: seconds > 0", opt, arg);
+		return ARG_USAGE;
+	}
+	return ARG_OK;
+}
+
+static int read_secret(struct args *a, const char *arg)
+{
+	int ret = tcx_read_secret(arg, secret, &a->o.secret_len);
+
+	if (ret) {
+		tcx_err("record", "--secret-file %s: %s", arg, ret == -EINVAL ?
+			"must hold 1 to " TCX_SECRET_MAX_STR " bytes" : strerror(-ret));
+		return ARG_USAGE;
+	}
+	a->o.secret = secret;
+	return ARG_OK;
+}
+
+/* The Xen knobs: -S, -M, -c. */
+static int xen_arg(struct args *a, int c, const char *arg)
+{
+	unsigned long v;
+
+	switch (c) {
+	case 'S':
+		if (tcx_parse_uint(arg, 65535, &v) || !v) {
+			tcx_err("record", "-S %s: pages per pCPU, 1..65535", arg);
+			return ARG_USAGE;
+		}
+		a->o.pages = v;
+		return ARG_OK;
+	case 'M':
+		if (rec_parse_evt_mask(arg, &a->o.evt_mask)) {
+			tcx_err("record", "-M %s: unknown class or mask (sched, hvm, pv, "
+				"mem, hw, gen, dom0op, shadow, guest, all, or hex)", arg);
+			return ARG_USAGE;
+		}
+		return ARG_OK;
+	default:
+		if (rec_parse_cpu_mask(arg, cpumap, sizeof(cpumap))) {
+			tcx_err("record", "-c %s: not a pCPU list or mask", arg);
+			return ARG_USAGE;
+		}
+		a->o.cpumap = cpumap;
+		return ARG_OK;
+	}
+}
+
+/* One option of getopt_long()'s: ARG_OK, ARG_USAGE or ARG_NOMEM. */
+static int take_arg(struct args *a, int c, const char *arg)
+{
+	struct rec_record_opts *o = &a->o;
+	unsigned long v;
+
+	switch (c) {
+	case 'X':
+		a->xen = true;
+		return ARG_OK;
+	case 'e':
+		return add_arg(&a->events, &o->nr_events, arg);
+	case 'A':
+		return add_arg(&a->guests, &o->nr_guests, arg);
+	case 'T':
+		if (check_tsync(arg))
+			return ARG_USAGE;
+		o->tsync = arg;
+		return ARG_OK;
+	case 'I':
+		return seconds("--tsync-interval", arg, &o->tsync_interval);
+	case 'D':
+		return seconds("--duration", arg, &o->duration);
+	case 'K':
+		return read_secret(a, arg);
+	case 'S':
+	case 'M':
+	case 'c':
+		return xen_arg(a, c, arg);
+	case 'b':
+		if (tcx_parse_uint(arg, 1u << 30, &v) || !v) {
+			tcx_err("record", "-b %s: KiB per CPU, 1..1073741824", arg);
+			return ARG_USAGE;
+		}
+		o->buffer_kb = v;
+		return ARG_OK;
+	case 'o':
+		o->output = arg;
+		return ARG_OK;
+	case 'N':
+		o->no_dom0 = true;
+		return ARG_OK;
+	case 'R':
+		o->raw = arg;
+		return ARG_OK;
+	case 'J':
+		o->summary_json = arg;
+		return ARG_OK;
+	case 'q':
+		o->quiet = true;
+		return ARG_OK;
+	default:
+		return ARG_USAGE;
+	}
+}
+
+static void free_args(struct args *a)
+{
+	free(a->events);
+	free(a->guests);
+	explicit_bzero(secret, sizeof(secret));
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -79,146 +221,42 @@ int cmd_record(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct rec_record_opts o = { .output = "trace.dat", .log = stderr };
-	static uint8_t cpumap[REC_MAX_CPUS / 8];
-	const char **events = NULL, **guests = NULL;
-	static uint8_t secret[TCX_SECRET_MAX + 1];
-	bool xen = false;
-	unsigned long v;
-	char err[1024], *end;
-	int c, ret, status = 0;
+	struct args a = { .o = { .output = "trace.dat", .log = stderr } };
+	char err[1024];
+	int c, ret = ARG_OK, status = 0;
 
 	optind = 1;
 	/* '+': stop at the command after "--" or the first non-option */
-	while ((c = getopt_long(argc, argv, "+e:o:S:M:c:b:A:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'X':
-			xen = true;
-			break;
-		case 'e': {
-			const char **ne = realloc(events, (o.nr_events + 1) * sizeof(*ne));
-
-			if (!ne)
-				goto fail;
-			events = ne;
-			events[o.nr_events++] = optarg;
-			break;
-		}
-		case 'A': {
-			const char **ng = realloc(guests, (o.nr_guests + 1) * sizeof(*ng));
-
-			if (!ng)
-				goto fail;
-			guests = ng;
-			guests[o.nr_guests++] = optarg;
-			break;
-		}
-		case 'T':
-			if (check_tsync(optarg))
-				goto usage_err;
-			o.tsync = optarg;
-			break;
-		case 'I':
-			o.tsync_interval = strtod(optarg, &end);
-			if (*end || end == optarg || !(o.tsync_interval > 0)) {
-				tcx_err("record", "--tsync-interval %s: seconds > 0", optarg);
-				goto usage_err;
-			}
-			break;
-		case 'K':
-			ret = tcx_read_secret(optarg, secret, &o.secret_len);
-			if (ret) {
-				tcx_err("record", "--secret-file %s: %s", optarg, ret == -EINVAL ?
-					"must hold 1 to " TCX_SECRET_MAX_STR " bytes" : strerror(-ret));
-				goto usage_err;
-			}
-			o.secret = secret;
-			break;
-		case 'o':
-			o.output = optarg;
-			break;
-		case 'S':
-			if (tcx_parse_uint(optarg, 65535, &v) || !v) {
-				tcx_err("record", "-S %s: pages per pCPU, 1..65535", optarg);
-				goto usage_err;
-			}
-			o.pages = v;
-			break;
-		case 'M':
-			if (rec_parse_evt_mask(optarg, &o.evt_mask)) {
-				tcx_err("record", "-M %s: unknown class or mask (sched, hvm, pv, "
-					"mem, hw, gen, dom0op, shadow, guest, all, or hex)", optarg);
-				goto usage_err;
-			}
-			break;
-		case 'c':
-			if (rec_parse_cpu_mask(optarg, cpumap, sizeof(cpumap))) {
-				tcx_err("record", "-c %s: not a pCPU list or mask", optarg);
-				goto usage_err;
-			}
-			o.cpumap = cpumap;
-			break;
-		case 'b':
-			if (tcx_parse_uint(optarg, 1u << 30, &v) || !v) {
-				tcx_err("record", "-b %s: KiB per CPU, 1..1073741824", optarg);
-				goto usage_err;
-			}
-			o.buffer_kb = v;
-			break;
-		case 'N':
-			o.no_dom0 = true;
-			break;
-		case 'D':
-			o.duration = strtod(optarg, &end);
-			if (*end || end == optarg || !(o.duration > 0)) {
-				tcx_err("record", "--duration %s: seconds > 0", optarg);
-				goto usage_err;
-			}
-			break;
-		case 'R':
-			o.raw = optarg;
-			break;
-		case 'J':
-			o.summary_json = optarg;
-			break;
-		case 'q':
-			o.quiet = true;
-			break;
-		case 'h':
+	while (ret == ARG_OK &&
+	       (c = getopt_long(argc, argv, "+e:o:S:M:c:b:A:qh", longopts, NULL)) != -1) {
+		if (c == 'h') {
 			usage(stdout);
-			free(events);
-			free(guests);
+			free_args(&a);
 			return TCX_EXIT_OK;
-		default:
-			goto usage_err;
 		}
+		ret = take_arg(&a, c, optarg);
 	}
-	if (!xen) {
+	if (ret == ARG_OK && !a.xen) {
 		tcx_err("record", "--xen is required: trace-cmd-xen records a Xen host "
 			"(the stock trace-cmd record does the rest)");
-		goto usage_err;
+		ret = ARG_USAGE;
+	}
+	if (ret != ARG_OK) {
+		free_args(&a);
+		if (ret == ARG_NOMEM)
+			return TCX_EXIT_FAIL;
+		usage(stderr);
+		return TCX_EXIT_USAGE;
 	}
 	if (optind < argc)
-		o.command = argv + optind;
-	o.events = events;
-	o.guests = guests;
-	ret = rec_record(&o, &status, err, sizeof(err));
-	free(events);
-	free(guests);
-	explicit_bzero(secret, sizeof(secret));
+		a.o.command = argv + optind;
+	a.o.events = a.events;
+	a.o.guests = a.guests;
+	ret = rec_record(&a.o, &status, err, sizeof(err));
+	free_args(&a);
 	if (ret) {
 		tcx_err("record", "%s", err[0] ? err : strerror(-ret));
 		return TCX_EXIT_FAIL;
 	}
-	return o.command ? status : TCX_EXIT_OK;
-usage_err:
-	free(events);
-	free(guests);
-	usage(stderr);
-	return TCX_EXIT_USAGE;
-fail:
-	free(events);
-	free(guests);
-	explicit_bzero(secret, sizeof(secret));
-	return TCX_EXIT_FAIL;
+	return a.o.command ? status : TCX_EXIT_OK;
 }
