@@ -12,6 +12,11 @@
  * convert and record use neither queue nor heap (per_cpu): each record is
  * decoded and emitted as it is fed, only those before their pCPU's first
  * TSC wait in its queue for it.
+ *
+ * In both modes at most REC_NO_TSC_HOLD records wait for a pCPU's first
+ * TSC; the ones past that are dropped (no_tsc_dropped). Without the cap a
+ * pCPU that never sends a TSC would have its queue grow with the input,
+ * and in the merge it would hold everything it sent until the end.
  */
 #include <errno.h>
 #include <limits.h>
@@ -39,6 +44,7 @@ struct cpu_q {
 	uint64_t	first_fed;	/* first TSC ever fed (for records before it) */
 	uint64_t	last_fed;	/* newest TSC fed */
 	bool		fed_tsc;
+	uint32_t	held;		/* records queued before the first TSC */
 	bool		seen;		/* sent data or was announced */
 	bool		data;		/* sent data */
 	bool		in_heap;
@@ -437,11 +443,18 @@ static void pass_through(struct rec_stream *s, int cpu, const uint8_t *p)
 		unsigned int size = rec_size(hdr);
 
 		if (!(hdr >> 31)) {
+			if (c->held >= REC_NO_TSC_HOLD) {
+				s->st.no_tsc_dropped++;
+				return;
+			}
 			if (reserve(c, size))
 				return;	/* no memory: the record is lost, not misplaced */
 			memcpy(c->buf + c->end, p, size);
 			c->end += size;
+			c->held++;
 			s->queued += size;
+			if (s->queued > s->st.peak_buffered)
+				s->st.peak_buffered = s->queued;
 			return;
 		}
 		c->first_fed = rd32(p + 4) | ((uint64_t)rd32(p + 8) << 32);
@@ -453,6 +466,56 @@ static void pass_through(struct rec_stream *s, int cpu, const uint8_t *p)
 	decode(p, cpu, &r);
 	stamp(s, c, &r);
 	emit_one(s, &r);
+}
+
+static int append(struct rec_stream *s, struct cpu_q *c, const uint8_t *p, size_t len)
+{
+	int ret = reserve(c, len);
+
+	if (ret)
+		return ret;
+	memcpy(c->buf + c->end, p, len);
+	c->end += len;
+	s->queued += len;
+	if (s->queued > s->st.peak_buffered)
+		s->st.peak_buffered = s->queued;
+	return 0;
+}
+
+/*
+ * The merge's share of the hold before a pCPU's first TSC: of the records
+ * @p[0..len) that come before the first one with a TSC, those past
+ * REC_NO_TSC_HOLD are dropped (fillers among them count as fillers, as
+ * they would once skipped). Returns where the dropped run ends; @keep is
+ * where it starts, what comes before is queued.
+ */
+static size_t hold_no_tsc(struct rec_stream *s, struct cpu_q *c, const uint8_t *p,
+			  size_t len, size_t *keep)
+{
+	size_t off;
+
+	*keep = SIZE_MAX;
+	for (off = 0; off < len; off += rec_size(rd32(p + off))) {
+		uint32_t hdr = rd32(p + off);
+		bool wrap = (hdr & 0x0fffffff) == TRC_GEN_WRAP;
+
+		if ((hdr >> 31) && !wrap)
+			break;
+		if (c->held < REC_NO_TSC_HOLD) {
+			c->held++;
+			continue;
+		}
+		/* held only grows until the first TSC: the dropped run is one */
+		if (*keep == SIZE_MAX)
+			*keep = off;
+		if (wrap)
+			s->st.fillers++;
+		else
+			s->st.no_tsc_dropped++;
+	}
+	if (*keep == SIZE_MAX)
+		*keep = off;
+	return off;
 }
 
 /*
@@ -470,6 +533,17 @@ static int queue(struct rec_stream *s, int cpu, const uint8_t *p, size_t len,
 			pass_through(s, cpu, p + off);
 		return 0;
 	}
+	if (!c->fed_tsc) {
+		size_t keep = 0, end = hold_no_tsc(s, c, p, len, &keep);
+
+		if (end > keep) {
+			ret = append(s, c, p, keep);
+			if (ret)
+				return ret;
+			p += end;
+			len -= end;
+		}
+	}
 	if (has_tsc) {
 		if (!c->fed_tsc) {
 			c->fed_tsc = true;
@@ -479,14 +553,9 @@ static int queue(struct rec_stream *s, int cpu, const uint8_t *p, size_t len,
 		if (tsc_max > c->last_fed)
 			c->last_fed = tsc_max;
 	}
-	ret = reserve(c, len);
+	ret = append(s, c, p, len);
 	if (ret)
 		return ret;
-	memcpy(c->buf + c->end, p, len);
-	c->end += len;
-	s->queued += len;
-	if (s->queued > s->st.peak_buffered)
-		s->st.peak_buffered = s->queued;
 	heap_add(s, cpu);
 	if (s->queued > s->p.max_buffered)
 		drain(s, false);
@@ -612,6 +681,12 @@ int rec_stream_barrier(struct rec_stream *s, uint64_t tsc)
 
 int rec_stream_finish(struct rec_stream *s)
 {
+	uint64_t latest = s->last_emitted;
+
+	/* the merge may not have emitted the newest yet: what was fed */
+	for (int i = 0; i <= s->max_seen; i++)
+		if (s->cpus[i].fed_tsc && s->cpus[i].last_fed > latest)
+			latest = s->cpus[i].last_fed;
 	for (int i = 0; i <= s->max_seen; i++) {
 		struct cpu_q *c = &s->cpus[i];
 
@@ -619,10 +694,10 @@ int rec_stream_finish(struct rec_stream *s)
 		c->carry_len = 0;
 		if (!c->seen || c->fed_tsc)
 			continue;
-		/* never a TSC on this pCPU: its records take the latest one */
+		/* never a TSC on this pCPU: what it holds takes the latest one */
 		s->waiting--;
 		c->fed_tsc = true;
-		c->first_fed = c->last_fed = s->last_emitted;
+		c->first_fed = c->last_fed = latest;
 		heap_add(s, i);
 	}
 	drain(s, true);

@@ -70,8 +70,10 @@ typedef void (*rec_emit_fn)(void *ctx, const struct rec_record *r);
  *		own order with the time rules (TSC inheritance, skew clamp),
  *		but no order across pCPUs: for a consumer whose output is per
  *		pCPU, as a trace.dat's CPU buffers are (readers merge them by
- *		time). Nothing is queued, so nothing is late and no bound
- *		applies; rec_stream_expect() and rec_stream_barrier() are moot
+ *		time). Nothing is queued but the records that wait for their
+ *		pCPU's first TSC (REC_NO_TSC_HOLD), so nothing is late and no
+ *		other bound applies; rec_stream_expect() and
+ *		rec_stream_barrier() are moot
  */
 struct rec_stream_params {
 	int		max_cpus;
@@ -81,6 +83,17 @@ struct rec_stream_params {
 	bool		per_cpu;
 };
 
+
+/*
+ * Records without a TSC that come before their pCPU's first TSC wait for
+ * it, in either mode, and then take it. At most this many wait per pCPU
+ * (at most 32 bytes each): later ones, until that first TSC, are dropped
+ * and counted in no_tsc_dropped, so a pCPU that never gets a TSC (a
+ * corrupt capture, or a mask of only TSC-less classes) costs bounded
+ * memory. A pCPU that has none at rec_stream_finish() gives the ones it
+ * holds the latest TSC any pCPU delivered.
+ */
+#define REC_NO_TSC_HOLD		1024
 
 struct rec_stream;
 

@@ -35,6 +35,9 @@
  * @lost_records: LOST_RECORDS records
  * @lost:	records Xen dropped, the sum of their counts
  * @no_tsc:	records that took their pCPU's previous TSC
+ * @no_tsc_dropped: records without a TSC that came before their pCPU's
+ *		first TSC when REC_NO_TSC_HOLD such records of that pCPU were
+ *		already waiting for it: dropped
  * @skew:	records older than their pCPU's previous record (clamped to it)
  * @max_skew:	the largest such step back, in TSC ticks
  * @late:	records emitted after a newer one of another pCPU because the
@@ -53,6 +56,7 @@ struct rec_stream_stats {
 	uint64_t	lost_records;
 	uint64_t	lost;
 	uint64_t	no_tsc;
+	uint64_t	no_tsc_dropped;
 	uint64_t	skew;
 	uint64_t	max_skew;
 	uint64_t	late;

@@ -276,6 +276,92 @@ static void test_stream_bound(void **state)
 	free(k);
 }
 
+/* records counted per pCPU (0 and 1), with their first and last TSC */
+struct tally {
+	uint64_t	n[2], first[2], last[2];
+};
+
+static void tally(void *ctx, const struct rec_record *r)
+{
+	struct tally *t = ctx;
+	int c = r->cpu & 1;
+
+	if (!t->n[c])
+		t->first[c] = r->tsc;
+	t->last[c] = r->tsc;
+	t->n[c]++;
+}
+
+/*
+ * pCPU 1 sends a million records without a TSC before any with one (or
+ * none at all): REC_NO_TSC_HOLD of them wait, the rest are dropped and
+ * counted, and what is queued stays bounded all along.
+ */
+static void no_tsc_run(bool per_cpu, bool tsc_later)
+{
+	struct rec_stream_params p = { .per_cpu = per_cpu };
+	struct tally *k = calloc(1, sizeof(*k));
+	struct rec_stream *s = rec_stream_new(&p, tally, k);
+	struct buf *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	const uint64_t n = 1000000, per = sizeof(b->b) / 8;
+	struct rec_stream_stats st;
+	size_t bound;
+
+	for (int i = 0; i < 1000; i++)
+		rec(a, TRC_PM_FREQ_CHANGE, true, 1000 + i, 2, 1, 2);
+	rec_stream_feed(s, 0, a->b, a->len);
+	rec_stream_end_window(s, 0);
+	/* what may be queued: pCPU 0's (the merge waits for pCPU 1's time), the
+	 * hold, and pCPU 1's last window */
+	bound = (per_cpu ? 0 : a->len) + REC_NO_TSC_HOLD * 8 + 20;
+	for (uint64_t i = 0; i < per; i++)
+		rec(b, TRC_HVM_INTR, false, 0, 1, 32);
+	for (uint64_t fed = 0; fed < n; fed += per) {
+		uint64_t m = n - fed < per ? n - fed : per;
+
+		assert_int_equal(rec_stream_feed(s, 1, b->b, m * 8), 0);
+		rec_stream_end_window(s, 1);
+		rec_stream_get_stats(s, &st);
+		assert_true(st.peak_buffered <= bound);
+	}
+	assert_int_equal(st.no_tsc_dropped, n - REC_NO_TSC_HOLD);
+	if (tsc_later) {
+		b->len = 0;
+		rec(b, TRC_PM_FREQ_CHANGE, true, 5000, 0);
+		rec(b, TRC_HVM_INTR, false, 0, 1, 32);	/* after a TSC: kept */
+		rec_stream_feed(s, 1, b->b, b->len);
+		rec_stream_end_window(s, 1);
+	}
+	rec_stream_finish(s);
+	rec_stream_get_stats(s, &st);
+	assert_int_equal(st.no_tsc_dropped, n - REC_NO_TSC_HOLD);
+	assert_int_equal(k->n[0], 1000);
+	assert_int_equal(k->n[1], REC_NO_TSC_HOLD + (tsc_later ? 2 : 0));
+	assert_int_equal(st.records, 1000 + k->n[1]);
+	assert_int_equal(st.no_tsc, REC_NO_TSC_HOLD + (tsc_later ? 1 : 0));
+	assert_int_equal(st.late, 0);
+	assert_true(st.peak_buffered <= bound);
+	/* the held ones take the pCPU's first TSC, or without one the latest of all */
+	assert_int_equal(k->first[1], tsc_later ? 5000 : 1999);
+	assert_int_equal(k->last[1], tsc_later ? 5000 : 1999);
+	rec_stream_free(s);
+	free(a);
+	free(b);
+	free(k);
+}
+
+static void test_stream_no_tsc_merge(void **state)
+{
+	no_tsc_run(false, false);
+	no_tsc_run(false, true);
+}
+
+static void test_stream_no_tsc_per_cpu(void **state)
+{
+	no_tsc_run(true, false);
+	no_tsc_run(true, true);
+}
+
 /* the live reader's barrier: records out up to it while a pCPU is silent */
 static void test_stream_barrier(void **state)
 {
@@ -463,6 +549,8 @@ int main(void)
 		cmocka_unit_test(test_stream_per_cpu),
 		cmocka_unit_test(test_stream_bound),
 		cmocka_unit_test(test_stream_barrier),
+		cmocka_unit_test(test_stream_no_tsc_merge),
+		cmocka_unit_test(test_stream_no_tsc_per_cpu),
 		cmocka_unit_test(test_catalogue_formats),
 		cmocka_unit_test(test_catalogue_lookup),
 		cmocka_unit_test(test_encode),
