@@ -3,15 +3,20 @@
  * The xentrace file: a sequence of windows, each a cpu_change record
  * (event 0x1f003, words: pCPU, window size) and that many raw ring bytes.
  * Read sequentially in bounded memory, so pipes work and a window size of
- * any value costs no memory. A regular file is mapped a slab at a time and
- * fed from the mapping (no copy into a read buffer); a pipe is read.
+ * any value costs no memory. Files and pipes alike are read a chunk at a
+ * time into one buffer.
+ *
+ * Not mapped: a file that shrinks while it is read (truncated by another
+ * process) faults with SIGBUS on the first mapped page past its new end,
+ * and checking its size before mapping each slab leaves the same fault
+ * between the check and the access. read() returns what is left, so a
+ * shrinking file is a truncated capture with everything before the cut.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,15 +24,16 @@
 
 #define TRC_CPU_CHANGE	0x0001f003u
 #define CHUNK		(1u << 20)
-#define SLAB		(4u << 20)	/* mapped at once: bounds the resident input */
 #define PROGRESS_EVERY	(64u << 20)
 
-static ssize_t read_full(int fd, uint8_t *buf, size_t len)
+/* @len bytes or up to the end; at @off with @at, else at the fd's offset. */
+static ssize_t read_full(int fd, uint8_t *buf, size_t len, bool at, uint64_t off)
 {
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t n = read(fd, buf + got, len - got);
+		ssize_t n = at ? pread(fd, buf + got, len - got, off + got) :
+				 read(fd, buf + got, len - got);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -41,36 +47,24 @@ static ssize_t read_full(int fd, uint8_t *buf, size_t len)
 	return got;
 }
 
-/* Where the bytes come from: a mapped regular file, or read() chunks. */
+/* Where the bytes come from: read() chunks, or pread() from offset 0. */
 struct src {
 	int		fd;
-	bool		map;
-	bool		from_start;	/* pread-like: leave the fd offset alone */
-	uint64_t	pos;		/* file offset of the next chunk (map) */
-	uint64_t	size;		/* file size (map) */
+	bool		from_start;	/* pread: leave the fd offset alone */
 	uint64_t	limit;		/* bytes to deliver at most */
 	uint64_t	given;
-	uint8_t		*buf;		/* read buffer, or the current slab */
-	size_t		slab_len;
+	uint8_t		*buf;		/* the read buffer */
 };
 
 static int src_open(struct src *r, int fd, uint64_t limit, bool from_start)
 {
 	struct stat st;
-	off_t at = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
 	r->from_start = from_start;
 	r->limit = limit ? limit : UINT64_MAX;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) &&
-	    (from_start || (at = lseek(fd, 0, SEEK_CUR)) >= 0)) {
-		r->map = true;
-		r->pos = at;
-		r->size = st.st_size;
-		return 0;
-	}
-	if (from_start)
+	if (from_start && (fstat(fd, &st) || !S_ISREG(st.st_mode)))
 		return -ESPIPE;
 	r->buf = malloc(CHUNK);
 	return r->buf ? 0 : -ENOMEM;
@@ -78,15 +72,7 @@ static int src_open(struct src *r, int fd, uint64_t limit, bool from_start)
 
 static void src_close(struct src *r)
 {
-	if (r->map) {
-		if (r->buf)
-			munmap(r->buf, r->slab_len);
-		/* a later reader of @fd starts after what was consumed */
-		if (!r->from_start)
-			lseek(r->fd, r->pos, SEEK_SET);
-	} else {
-		free(r->buf);
-	}
+	free(r->buf);
 	r->buf = NULL;
 }
 
@@ -98,31 +84,7 @@ static ssize_t src_next(struct src *r, const uint8_t **p)
 
 	if (!want)
 		return 0;
-	if (r->map) {
-		uint64_t base = r->pos & ~(uint64_t)(SLAB - 1), len;
-		void *m;
-
-		if (r->buf)
-			munmap(r->buf, r->slab_len);
-		r->buf = NULL;
-		if (r->pos >= r->size)
-			return 0;
-		len = r->size - base < SLAB ? r->size - base : SLAB;
-		/* populated at once: one call maps the slab's pages */
-		m = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, r->fd, base);
-		if (m == MAP_FAILED)
-			return -errno;
-		r->buf = m;
-		r->slab_len = len;
-		n = base + len - r->pos;
-		if ((uint64_t)n > want)
-			n = want;
-		*p = r->buf + (r->pos - base);
-		r->pos += n;
-		r->given += n;
-		return n;
-	}
-	n = read_full(r->fd, r->buf, want < CHUNK ? want : CHUNK);
+	n = read_full(r->fd, r->buf, want < CHUNK ? want : CHUNK, r->from_start, r->given);
 	if (n > 0)
 		r->given += n;
 	*p = r->buf;
