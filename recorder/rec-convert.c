@@ -366,6 +366,10 @@ static int finish_output(struct conv *c, struct rec_convert_summary *sum,
 	if (sum->stream.cut_bytes)
 		warn(o, "%s: %" PRIu64 " bytes of records cut at a window end were dropped",
 		     o->input, sum->stream.cut_bytes);
+	if (sum->stream.no_tsc_dropped)
+		warn(o, "%s: %" PRIu64 " records without a TSC were dropped: their pCPU had "
+		     "no TSC yet and already held %d such records waiting for one",
+		     o->input, sum->stream.no_tsc_dropped, REC_NO_TSC_HOLD);
 	ret = tdat_close(c->w);
 	c->w = NULL;
 	if (ret < 0) {
@@ -452,6 +456,9 @@ void rec_convert_summary_print(const struct rec_convert_summary *s, FILE *f)
 	fprintf(f, "skew        %" PRIu64 " records older than their pCPU's previous one "
 		"(max %" PRIu64 " ticks), %" PRIu64 " emitted late\n",
 		s->stream.skew, s->stream.max_skew, s->stream.late);
+	if (s->stream.no_tsc_dropped)
+		fprintf(f, "no TSC      %" PRIu64 " records dropped: before their pCPU's first TSC, "
+			"past the %d held\n", s->stream.no_tsc_dropped, REC_NO_TSC_HOLD);
 	if (s->read.truncated || s->stream.cut_bytes)
 		fprintf(f, "truncated   %" PRIu64 " bytes missing at the end, %" PRIu64
 			" bytes of cut records\n", s->read.truncated, s->stream.cut_bytes);
@@ -477,8 +484,9 @@ void rec_convert_summary_json(const struct rec_convert_summary *s, FILE *f)
 		s->stream.lost, s->stream.lost_records);
 	fprintf(f, "  \"skew\": %" PRIu64 ",\n  \"max_skew_ticks\": %" PRIu64
 		",\n  \"late\": %" PRIu64 ",\n", s->stream.skew, s->stream.max_skew, s->stream.late);
-	fprintf(f, "  \"no_tsc\": %" PRIu64 ",\n  \"fillers\": %" PRIu64 ",\n",
-		s->stream.no_tsc, s->stream.fillers);
+	fprintf(f, "  \"no_tsc\": %" PRIu64 ",\n  \"no_tsc_dropped\": %" PRIu64
+		",\n  \"fillers\": %" PRIu64 ",\n",
+		s->stream.no_tsc, s->stream.no_tsc_dropped, s->stream.fillers);
 	fprintf(f, "  \"truncated_bytes\": %" PRIu64 ",\n  \"cut_bytes\": %" PRIu64 ",\n",
 		s->read.truncated, s->stream.cut_bytes);
 	fprintf(f, "  \"bytes\": %" PRIu64 ",\n  \"windows\": %" PRIu64 ",\n",

@@ -154,6 +154,31 @@ ok $([ $rc = 0 ] && grep -q "truncated capture" "$tmp/err"; echo $?) "window siz
 report_ok "$tmp/p.dat"
 ok $? "window past the end: file reads cleanly"
 
+# pCPU 1 sends a million records and never a TSC: a bounded number are
+# kept, the rest dropped, counted and warned about once
+"$xtgen" -o "$tmp/n0.bin" --cpus 1 --epochs 5 >"$tmp/n0.truth"
+python3 - "$tmp/n0.bin" "$tmp/notsc.bin" <<'EOF'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+rec = struct.pack('<II', 0x1008200f, 32)	# TRC_HVM_INTR, one word, no TSC
+n, per, out = 1000000, 8192, bytearray(d)
+for done in range(0, n, per):
+    m = min(per, n - done)
+    out += struct.pack('<IiI', 0x2001f003, 1, 8 * m) + rec * m
+open(sys.argv[2], 'wb').write(out)
+EOF
+run "$tcx" convert "$tmp/notsc.bin" -o "$tmp/nt.dat" --cpu-hz 2.4G --summary-json "$tmp/nt.json"
+ok $([ $rc = 0 ] && [ "$(json "$tmp/nt.json" "d['no_tsc_dropped']")" = 998976 ] && \
+     [ "$(json "$tmp/nt.json" "d['records']")" = $(( $(json "$tmp/n0.truth" "d['records']") + 1024 )) ] && \
+     [ "$(json "$tmp/nt.json" "d['pcpus']")" = 2 ]; echo $?) \
+   "pCPU without a TSC: 1024 records kept, the rest dropped and counted"
+ok $([ "$(grep -c "warning: .*records without a TSC were dropped" "$tmp/err")" = 1 ] && \
+     grep -q "^no TSC *998976 records dropped" "$tmp/err"; echo $?) \
+   "pCPU without a TSC: one warning, a summary line"
+report_ok "$tmp/nt.dat"
+ok $? "pCPU without a TSC: trace-cmd report clean"
+rm -f "$tmp/n0.bin" "$tmp/notsc.bin" "$tmp/nt.dat"
+
 # records with the largest extra-word count (7) and TSC, cut by the window end;
 # a cpu_change that itself carries 7 words; a pCPU id out of range
 python3 - "$tmp/x7.bin" "$tmp/badcpu.bin" "$tmp/corrupt.bin" "$tmp/a.bin" <<'EOF'

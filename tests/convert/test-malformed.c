@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * convert on captures that are corrupt or change under it: a file
- * truncated while it is being read. The outputs are checked with the
- * stock `trace-cmd report`.
+ * convert on captures that are corrupt or change under it: a pCPU whose
+ * records never carry a TSC, a file truncated while it is being read. The
+ * outputs are checked with the stock `trace-cmd report`.
  *
  * The truncation has to happen while convert reads, at a known point: this
  * executable is linked with --wrap for rec_read_xentrace() (the conversion
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <xen/trace.h>
 
 #include "recorder-internal.h"
 #include "xtgen.h"
@@ -225,6 +226,61 @@ static void test_truncated_mid_page(void **state)
 	truncated_while_reading((5 << 19) + 3);
 }
 
+/* ---- a pCPU whose records never carry a TSC ---- */
+
+static void test_pcpu_without_tsc(void **state)
+{
+	struct xtgen_truth *t = calloc(1, sizeof(*t));
+	struct xtgen_params p;
+	struct rec_convert_summary sum;
+	char in[256], out[256], log[4096];
+	const uint32_t nrec = 1000000, per = 8192;
+	uint32_t *win = calloc(3 + 2 * per, 4);
+	long events;
+	FILE *f;
+
+	snprintf(in, sizeof(in), "%s/notsc.bin", tmpdir);
+	snprintf(out, sizeof(out), "%s/notsc.dat", tmpdir);
+	/* pCPU 0 from xtgen, then pCPU 1: a million HVM handler records, no TSC */
+	xtgen_defaults(&p);
+	p.ncpus = 1;
+	p.epochs = 5;
+	f = fopen(in, "w");
+	assert_non_null(f);
+	assert_int_equal(xtgen_write(&p, f, t), 0);
+	for (uint32_t i = 0; i < per; i++) {
+		win[3 + 2 * i] = TRC_HVM_INTR | 1u << 28;
+		win[4 + 2 * i] = 32;
+	}
+	for (uint32_t done = 0; done < nrec; done += per) {
+		uint32_t m = nrec - done < per ? nrec - done : per;
+
+		win[0] = TRC_TRACE_CPU_CHANGE | 2u << 28;
+		win[1] = 1;
+		win[2] = m * 8;
+		assert_int_equal(fwrite(win, 4, 3 + 2 * m, f), 3 + 2 * m);
+	}
+	assert_int_equal(fclose(f), 0);
+	free(win);
+
+	assert_int_equal(convert(in, out, &sum, log, sizeof(log)), 0);
+	assert_int_equal(sum.stream.cpus, 2);
+	assert_int_equal(sum.stream.no_tsc_dropped, nrec - REC_NO_TSC_HOLD);
+	assert_int_equal(sum.stream.records, t->records + REC_NO_TSC_HOLD);
+	assert_int_equal(sum.stream.no_tsc, t->no_tsc + REC_NO_TSC_HOLD);
+	/* bounded: no more than the hold was ever queued */
+	assert_true(sum.stream.peak_buffered <= REC_NO_TSC_HOLD * 8);
+	/* one warning naming the count */
+	assert_non_null(strstr(log, "998976 records without a TSC were dropped"));
+	assert_null(strstr(strstr(log, "without a TSC") + 1, "without a TSC"));
+	/* the held ones are stamped with the capture's last TSC */
+	assert_int_equal(sum.stream.last_tsc, t->last_tsc);
+	events = report(out);
+	assert_int_equal(events, sum.events);
+	rec_convert_summary_free(&sum);
+	free(t);
+}
+
 static int setup(void **state)
 {
 	return mkdtemp(tmpdir) ? 0 : -1;
@@ -245,6 +301,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_truncated_page),
 		cmocka_unit_test(test_truncated_mid_page),
+		cmocka_unit_test(test_pcpu_without_tsc),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
