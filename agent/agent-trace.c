@@ -21,6 +21,7 @@
 #include <tracefs.h>
 
 #include "agent-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 #define INSTANCE_PREFIX	"tcx-agent-"
@@ -401,7 +402,7 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 	w = tdat_create(path, &par);
 	free(clock);
 	if (!w) {
-		snprintf(err, errlen, "trace.dat: %s", tdat_last_error());
+		snprintf(err, errlen, "trace.dat: %s", tcx_error());
 		goto out;
 	}
 	hp = tracefs_event_file_read(NULL, NULL, "header_page", NULL, &hp_size);

@@ -24,6 +24,7 @@
 #include <xen/trace.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 /* ---- the conversion ---- */
@@ -257,7 +258,7 @@ static int create_output(struct conv *c, struct rec_convert_summary *sum,
 	c->w = tdat_create(o->output, &tp);
 	if (!c->w) {
 		ret = errno ? -errno : -EIO;
-		snprintf(err, errlen, "%s: %s", o->output, tdat_last_error());
+		snprintf(err, errlen, "%s: %s", o->output, tcx_error());
 		return ret;
 	}
 	c->created = true;
@@ -292,7 +293,7 @@ static int create_output(struct conv *c, struct rec_convert_summary *sum,
 	if (!ret)
 		ret = tdat_start_data(c->w);
 	if (ret < 0)
-		snprintf(err, errlen, "%s: %s", o->output, tdat_error(c->w));
+		snprintf(err, errlen, "%s: %s", o->output, tcx_error());
 	return ret;
 }
 
@@ -347,7 +348,7 @@ static int finish_output(struct conv *c, struct rec_convert_summary *sum,
 		if (!ret)
 			ret = rec_sink_add_guests(c->out);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: %s", o->output, tdat_error(c->w));
+			snprintf(err, errlen, "%s: %s", o->output, tcx_error());
 			return ret;
 		}
 	} else if (!c->is_file) {

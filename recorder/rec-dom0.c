@@ -19,6 +19,7 @@
 #include <tracefs.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 #define INSTANCE_PREFIX	"tcx-record-"
@@ -176,7 +177,7 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
 	d->w = tdat_create(o->path, &tp);
 	if (!d->w) {
 		ret = failf(errno ? -errno : -EIO, err, errlen, "%s: %s", o->path,
-			    tdat_last_error());
+			    tcx_error());
 		goto fail;
 	}
 	hp = tracefs_event_file_read(NULL, NULL, "header_page", NULL, &hp_size);
@@ -202,7 +203,7 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
 	if (!ret)
 		ret = tdat_start_data(d->w);
 	if (ret) {
-		ret = failf(ret, err, errlen, "%s: %s", o->path, tdat_error(d->w));
+		ret = failf(ret, err, errlen, "%s: %s", o->path, tcx_error());
 		goto fail;
 	}
 	d->page = malloc(d->page_size);
@@ -254,7 +255,7 @@ int rec_dom0_drain(struct rec_dom0 *d)
 				continue;	/* counted in bad_pages */
 			if (ret < 0) {
 				d->err = ret;
-				snprintf(d->errmsg, sizeof(d->errmsg), "%s", tdat_error(d->w));
+				snprintf(d->errmsg, sizeof(d->errmsg), "%s", tcx_error());
 				return ret;
 			}
 			d->pages++;

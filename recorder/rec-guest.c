@@ -678,7 +678,7 @@ static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
 		return errf(err, errlen, -EPROTO, "the agent's metadata is cut or malformed "
 			    "at %s (offset %zu of %zu bytes)", r.bad, r.pos, len);
 	if (ret)
-		return errf(err, errlen, ret, "the agent's metadata: %s", tdat_error(w));
+		return errf(err, errlen, ret, "the agent's metadata: %s", tcx_error());
 	return 0;
 }
 
@@ -721,7 +721,7 @@ static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *
 			pthread_mutex_lock(&g->lock);
 			g->sum.error = ret;
 			snprintf(g->sum.note, sizeof(g->sum.note), "%.120s: %.120s",
-				 g->path, tdat_error(g->w));
+				 g->path, tcx_error());
 			pthread_mutex_unlock(&g->lock);
 		}
 	}
@@ -1452,7 +1452,7 @@ static int make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 	tp.clock = mo.clock[0] ? mo.clock : NULL;
 	g->w = tdat_create(g->path, &tp);
 	if (!g->w)
-		return errf(err, errlen, errno ? -errno : -EIO, "%s", tdat_last_error());
+		return errf(err, errlen, errno ? -errno : -EIO, "%s", tcx_error());
 	ret = meta_walk(mb->b, mb->len, g->w, &mo, !o->mult, msg, sizeof(msg));
 	if (!ret)
 		ret = tdat_set_traceid(g->w, g->traceid);
@@ -1462,7 +1462,7 @@ static int make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 		ret = tdat_start_data(g->w);
 	if (ret)
 		return errf(err, errlen, ret, "guest %s: %s", g->sp.name,
-			    msg[0] ? msg : tdat_error(g->w));
+			    msg[0] ? msg : tcx_error());
 	return 0;
 }
 

@@ -976,7 +976,7 @@ static int setup_files(struct session *ss, char *err, size_t errlen)
 	}
 	ss->w = tdat_create(ss->o->output, &tp);
 	if (!ss->w) {
-		snprintf(err, errlen, "%s: %s", ss->o->output, tdat_last_error());
+		snprintf(err, errlen, "%s: %s", ss->o->output, tcx_error());
 		return errno ? -errno : -EIO;
 	}
 	so.ncpus = ss->ncpus;
@@ -996,7 +996,7 @@ static int setup_files(struct session *ss, char *err, size_t errlen)
 	if (!ret)
 		ret = tdat_start_data(ss->w);
 	if (ret) {
-		snprintf(err, errlen, "%s: %s", ss->o->output, tdat_error(ss->w));
+		snprintf(err, errlen, "%s: %s", ss->o->output, tcx_error());
 		return ret;
 	}
 	/*
@@ -1062,7 +1062,7 @@ static void finish(struct session *ss)
 			tdat_set_tsc2nsec(rec_dom0_writer(ss->d0), ss->mult, ss->shift, 0);
 	}
 	if (ret < 0)
-		fail(ss, ret, "%s: %s", ss->o->output, tdat_error(ss->w));
+		fail(ss, ret, "%s: %s", ss->o->output, tcx_error());
 }
 
 /* Refuse an unwritable output before touching the hypervisor; dom0's path, --raw. */

@@ -15,6 +15,7 @@
 #include <xen/trace.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)
@@ -206,7 +207,7 @@ static void fail(struct rec_sink *k, int err)
 	if (k->err)
 		return;
 	k->err = err;
-	snprintf(k->errmsg, sizeof(k->errmsg), "%s", tdat_error(k->w));
+	snprintf(k->errmsg, sizeof(k->errmsg), "%s", tcx_error());
 }
 
 static void put(struct rec_sink *k, int cpu, uint64_t ts, const void *p, size_t len)
