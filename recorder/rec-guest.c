@@ -352,13 +352,13 @@ static int xen_connect(struct rec_guest *g, int timeout_ms, char *err, size_t er
 		return errf(err, errlen, -ENOENT, "guest %s (domain %u) runs no agent: "
 			    "start `trace-cmd-xen agent --xen` in it", g->sp.name, g->sp.domid);
 	if (ret)
-		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tmsg_error());
+		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tcx_error());
 	if (!a.ready)
 		return errf(err, errlen, -ENOTCONN, "guest %s (domain %u): its agent is "
 			    "not ready (stopped, or still starting)", g->sp.name, g->sp.domid);
 	ret = tmsg_vchan_path(path, sizeof(path), g->sp.domid, a.port);
 	if (ret)
-		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tmsg_error());
+		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tcx_error());
 	/* Between two sessions the agent makes its control vchan anew. */
 	end = tcx_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	while (!(g->ctl = tmsg_vchan_client(g->sp.domid, path))) {
@@ -366,7 +366,7 @@ static int xen_connect(struct rec_guest *g, int timeout_ms, char *err, size_t er
 			return errf(err, errlen, -ECONNREFUSED, "guest %s (domain %u): the "
 				    "agent advertised in xenstore does not answer on %s (%s): "
 				    "is it still running, or serving another recorder?", g->sp.name, g->sp.domid, path,
-				    tmsg_error());
+				    tcx_error());
 		usleep(50 * 1000);
 	}
 	return 0;
@@ -387,7 +387,7 @@ static int net_connect(struct rec_guest *g, int timeout_ms, char *err, size_t er
 	}
 	if (fd < 0)
 		return errf(err, errlen, fd, "guest %s: cannot connect to its agent: %s",
-			    g->sp.name, tmsg_error());
+			    g->sp.name, tcx_error());
 	g->ctl = tmsg_fd_transport(fd, name);
 	if (!g->ctl)
 		return errf(err, errlen, -ENOMEM, "out of memory");
@@ -817,7 +817,7 @@ static void maybe_close(struct drain *d)
 	d->closing = true;
 	d->deadline = tcx_now_ns() + (uint64_t)g->close_ms * 1000000ull;
 	if (d->ctl_open && tmsg_send_cmd(g->ctl, TMSG_CLOSE)) {
-		note(g, "CLOSE: %s", tmsg_error());
+		note(g, "CLOSE: %s", tcx_error());
 		d->ctl_open = false;
 	}
 }
@@ -1199,7 +1199,7 @@ static void tsync_start(struct rec_guest *g, const struct tmsg_trace_resp *r, in
 	g->tst = tsync_connect(g, r->tsync_port, timeout_ms);
 	if (!g->tst) {
 		tnote(g, "cannot connect its time sync stream (port %u): %s", r->tsync_port,
-		      tmsg_error());
+		      tcx_error());
 		return;
 	}
 	if (strcmp(proto, TSYNC_PTP_NAME))
@@ -1416,7 +1416,7 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 		return errf(err, errlen, ret, "guest %s: the agent refused the session%s%s",
 			    g->sp.name, why[0] ? ": " : "", why);
 	if (ret)
-		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tmsg_error());
+		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tcx_error());
 	return 0;
 }
 
@@ -1547,7 +1547,7 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 	ret = open_streams(g, &resp, ts);
 	if (ret) {
 		ret = errf(err, errlen, -EIO, "guest %s: cannot open its data streams: %s",
-			   g->sp.name, tmsg_error());
+			   g->sp.name, tcx_error());
 		goto fail;
 	}
 	tsync_start(g, &resp, timeout);
@@ -1563,7 +1563,7 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 	got = tmsg_recv_data(g->ctl, meta_sink, &mb, TMSG_WAIT_MS, META_MAX);
 	if (got < 0) {
 		ret = errf(err, errlen, (int)got, "guest %s: receiving its metadata: %s",
-			   g->sp.name, tmsg_error());
+			   g->sp.name, tcx_error());
 		goto fail;
 	}
 	ret = make_file(g, o, &mb, err, errlen);
