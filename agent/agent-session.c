@@ -96,8 +96,9 @@ static int read_request(struct session *s, struct agent_record_opts *o)
 			return -EACCES;
 		}
 	}
-	ret = agent_parse_record_args((int)req.argc, req.argv, o, why,
-				      sizeof(why));
+	ret = agent_parse_record_args((int)req.argc, req.argv, o);
+	if (ret)
+		snprintf(why, sizeof(why), "%s", tcx_error());
 	/*
 	 * Time sync only on the x86-tsc clock: our stamps are TSC reads (and,
 	 * for "xen", the hypervisor's records are host TSC). Otherwise none,
@@ -426,9 +427,9 @@ static int run_session(struct session *s)
 	if (ret)
 		return ret;
 	t0 = tcx_now_ns() / 1e9;
-	ret = agent_trace_setup(&s->tr, &o, s->seq, s->cfg->tracing_dir, why,
-				sizeof(why));
+	ret = agent_trace_setup(&s->tr, &o, s->seq, s->cfg->tracing_dir);
 	if (ret) {
+		snprintf(why, sizeof(why), "%s", tcx_error());
 		refuse(s, why);
 		return ret;
 	}
@@ -442,10 +443,9 @@ static int run_session(struct session *s)
 	 * TCG on a loaded host). It is in tracing's state once set up, and
 	 * tracing starts only after it is sent.
 	 */
-	ret = agent_trace_metadata(&s->tr, s->trace_id, &meta, &meta_len, why,
-				   sizeof(why));
+	ret = agent_trace_metadata(&s->tr, s->trace_id, &meta, &meta_len);
 	if (ret) {
-		fprintf(s->log, "agent: metadata: %s\n", why);
+		fprintf(s->log, "agent: metadata: %s\n", tcx_error());
 		refuse(s, "cannot make the metadata");
 		return ret;
 	}
