@@ -56,11 +56,10 @@ static void usage(FILE *f)
 static int check_tsync(const char *s)
 {
 	const char *names[8];
-	char why[128];
 
-	if (tsync_parse_offer(s, names, 8, why, sizeof(why)) >= 0)
+	if (tsync_parse_offer(s, names, 8) >= 0)
 		return 0;
-	tcx_err("record", "--tsync %s: %s", s, why);
+	tcx_err("record", "--tsync %s: %s", s, tcx_error());
 	return -EINVAL;
 }
 

@@ -984,12 +984,11 @@ static void tnote(struct rec_guest *g, const char *fmt, ...)
 /* The protocols of --tsync (all without one), or "none". */
 static int parse_protos(struct rec_guest *g, const char *spec, char *err, size_t errlen)
 {
-	char why[128];
-	int n = tsync_parse_offer(spec, g->offer, MAX_PROTOS, why, sizeof(why));
+	int n = tsync_parse_offer(spec, g->offer, MAX_PROTOS);
 
 	g->noffer = n > 0 ? (uint32_t)n : 0;
 	if (n < 0)
-		return errf(err, errlen, n, "--tsync %s: %s", spec, why);
+		return errf(err, errlen, n, "--tsync %s: %s", spec, tcx_error());
 	return 0;
 }
 
