@@ -84,7 +84,7 @@ int cmd_record(int argc, char **argv)
 	static uint8_t secret[TCX_SECRET_MAX + 1];
 	bool xen = false;
 	unsigned long v;
-	char err[1024], *end;
+	char *end;
 	int c, ret, status = 0;
 
 	optind = 1;
@@ -201,12 +201,12 @@ int cmd_record(int argc, char **argv)
 		o.command = argv + optind;
 	o.events = events;
 	o.guests = guests;
-	ret = rec_record(&o, &status, err, sizeof(err));
+	ret = rec_record(&o, &status);
 	free(events);
 	free(guests);
 	explicit_bzero(secret, sizeof(secret));
 	if (ret) {
-		tcx_err("record", "%s", err[0] ? err : strerror(-ret));
+		tcx_err("record", "%s", tcx_error());
 		return TCX_EXIT_FAIL;
 	}
 	return o.command ? status : TCX_EXIT_OK;
