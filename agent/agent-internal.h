@@ -37,14 +37,14 @@ struct agent_trace {
 /* Set by SIGINT/SIGTERM: finish the session, restore tracefs, stop. */
 extern volatile sig_atomic_t agent_stop;
 
+/* Set up tracing for session @seq; on failure, the reason in tcx_error(). */
 int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
-		      unsigned int seq, const char *tracing_dir,
-		      char *err, size_t errlen);
+		      unsigned int seq, const char *tracing_dir);
 /* Whether @dir is a mounted tracefs (else a simulated kernel). */
 bool agent_is_tracefs(const char *dir);
 /* A simulated kernel: match events, count CPUs (simdir.c). */
 int agent_sim_setup(struct agent_trace *tr, const char *dir,
-		    const struct agent_record_opts *o, char *err, size_t errlen);
+		    const struct agent_record_opts *o);
 /* trace_pipe_raw of @cpu (malloc'ed). */
 char *agent_trace_raw_path(struct agent_trace *tr, int cpu);
 void agent_trace_teardown(struct agent_trace *tr);
@@ -57,8 +57,7 @@ int agent_trace_on(struct agent_trace *tr, bool on);
 void agent_kallsyms_prime(void);
 /* The trace.dat metadata (*out malloc'ed, its first *out_len bytes). */
 int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
-			 uint8_t **out, size_t *out_len,
-			 char *err, size_t errlen);
+			 uint8_t **out, size_t *out_len);
 /* Bytes of a v6 trace.dat before its "flyrecord" section. */
 int agent_meta_length(const uint8_t *buf, size_t len, int version,
 		      size_t *meta_len);

@@ -6,7 +6,6 @@
  * checks every value so that no peer input becomes a path or a regex.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,20 +13,10 @@
 #include "agent.h"
 #include "tcx-util.h"
 
-static int __attribute__((format(printf, 4, 5)))
-refuse(int err, char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	/* The peer's text goes back to it and into logs: no control bytes. */
-	for (char *c = buf; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-	return err;
-}
+/*
+ * The refusals quote the peer's text, which goes back to it and into logs:
+ * tcx_fail() turns control bytes into '?'.
+ */
 
 /* Names of systems and events: letters, digits, '_' and the glob '*'. */
 static bool name_ok(const char *s, size_t n)
@@ -43,8 +32,7 @@ static bool name_ok(const char *s, size_t n)
 	return true;
 }
 
-static int add_event(struct agent_record_opts *o, const char *ev,
-		     char *err, size_t errlen)
+static int add_event(struct agent_record_opts *o, const char *ev)
 {
 	const char *colon = strchr(ev, ':');
 	bool ok;
@@ -55,25 +43,24 @@ static int add_event(struct agent_record_opts *o, const char *ev,
 	else
 		ok = name_ok(ev, strlen(ev));
 	if (!ok)
-		return refuse(-EINVAL, err, errlen,
+		return tcx_fail(-EINVAL,
 			      "event \"%.64s\" is not a system or event name", ev);
 	if (o->nr_events >= AGENT_MAX_EVENTS)
-		return refuse(-EINVAL, err, errlen, "more than %d events", AGENT_MAX_EVENTS);
+		return tcx_fail(-EINVAL, "more than %d events", AGENT_MAX_EVENTS);
 	snprintf(o->events[o->nr_events++], sizeof(o->events[0]), "%s", ev);
 	return 0;
 }
 
-static int set_clock(struct agent_record_opts *o, const char *c,
-		     char *err, size_t errlen)
+static int set_clock(struct agent_record_opts *o, const char *c)
 {
 	size_t n = strlen(c);
 
 	if (!n || n >= sizeof(o->clock))
-		return refuse(-EINVAL, err, errlen, "clock \"%.32s\" is invalid", c);
+		return tcx_fail(-EINVAL, "clock \"%.32s\" is invalid", c);
 	for (size_t i = 0; i < n; i++)
 		if (!((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= '0' && c[i] <= '9') ||
 		      c[i] == '-' || c[i] == '_'))
-			return refuse(-EINVAL, err, errlen,
+			return tcx_fail(-EINVAL,
 				      "clock \"%.32s\" is invalid", c);
 	memcpy(o->clock, c, n + 1);
 	return 0;
@@ -108,15 +95,12 @@ static bool is_opt(const char *a, const char *opt)
 }
 
 int agent_parse_record_args(int argc, const char *const *argv,
-			    struct agent_record_opts *o,
-			    char *err, size_t errlen)
+			    struct agent_record_opts *o)
 {
 	unsigned long v;
 
 	memset(o, 0, sizeof(*o));
 	o->file_version = 6;
-	if (errlen)
-		err[0] = 0;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *val;
 		int ret;
@@ -124,12 +108,12 @@ int agent_parse_record_args(int argc, const char *const *argv,
 		if (is_opt(a, "-e")) {
 			val = value_of(argc, argv, &i, "-e");
 			if (!val)
-				return refuse(-EINVAL, err, errlen, "%s needs an event", a);
-			ret = add_event(o, val, err, errlen);
+				return tcx_fail(-EINVAL, "%s needs an event", a);
+			ret = add_event(o, val);
 		} else if (is_opt(a, "-b")) {
 			val = value_of(argc, argv, &i, "-b");
 			if (!val || tcx_parse_uint(val, AGENT_MAX_BUFFER_KB, &v) || !v)
-				return refuse(-EINVAL, err, errlen,
+				return tcx_fail(-EINVAL,
 					      "-b takes a size in KiB, 1..262144 (got \"%.32s\")",
 					      val ? val : "");
 			o->buffer_kb = (unsigned int)v;
@@ -137,12 +121,12 @@ int agent_parse_record_args(int argc, const char *const *argv,
 		} else if (is_opt(a, "-C")) {
 			val = value_of(argc, argv, &i, "-C");
 			if (!val)
-				return refuse(-EINVAL, err, errlen, "%s needs a clock", a);
-			ret = set_clock(o, val, err, errlen);
+				return tcx_fail(-EINVAL, "%s needs a clock", a);
+			ret = set_clock(o, val);
 		} else if (is_opt(a, "--file-version")) {
 			val = value_of(argc, argv, &i, "--file-version");
 			if (!val || tcx_parse_uint(val, 7, &v) || v < 6)
-				return refuse(-EINVAL, err, errlen,
+				return tcx_fail(-EINVAL,
 					      "--file-version takes 6 or 7 (got \"%.32s\")",
 					      val ? val : "");
 			o->file_version = (int)v;
@@ -151,16 +135,16 @@ int agent_parse_record_args(int argc, const char *const *argv,
 			/* what we send is never compressed: only "none" */
 			val = value_of(argc, argv, &i, "--compression");
 			if (!val || strcmp(val, "none"))
-				return refuse(-EINVAL, err, errlen,
+				return tcx_fail(-EINVAL,
 					      "--compression: only \"none\" (got \"%.32s\")",
 					      val ? val : "");
 			ret = 0;
 		} else if (a[0] == '-') {
-			return refuse(-EPERM, err, errlen,
+			return tcx_fail(-EPERM,
 				      "option \"%.64s\" is not allowed by this agent "
 				      "(allowed: -e, -b, -C, --file-version, --compression none)", a);
 		} else {
-			return refuse(-EPERM, err, errlen,
+			return tcx_fail(-EPERM,
 				      "the agent runs no commands (got \"%.64s\")", a);
 		}
 		if (ret)

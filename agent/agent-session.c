@@ -69,7 +69,7 @@ static int read_request(struct session *s, struct agent_record_opts *o)
 			break;
 	}
 	if (ret) {
-		fprintf(s->log, "agent: %s\n", tmsg_error());
+		fprintf(s->log, "agent: %s\n", tcx_error());
 		return ret;
 	}
 	if (s->m->cmd != TMSG_TRACE_REQ) {
@@ -81,7 +81,7 @@ static int read_request(struct session *s, struct agent_record_opts *o)
 	}
 	ret = tmsg_parse_trace_req(s->m, &req);
 	if (ret) {
-		snprintf(why, sizeof(why), "%s", tmsg_error());
+		snprintf(why, sizeof(why), "%s", tcx_error());
 		refuse(s, why);
 		return ret;
 	}
@@ -96,8 +96,9 @@ static int read_request(struct session *s, struct agent_record_opts *o)
 			return -EACCES;
 		}
 	}
-	ret = agent_parse_record_args((int)req.argc, req.argv, o, why,
-				      sizeof(why));
+	ret = agent_parse_record_args((int)req.argc, req.argv, o);
+	if (ret)
+		snprintf(why, sizeof(why), "%s", tcx_error());
 	/*
 	 * Time sync only on the x86-tsc clock: our stamps are TSC reads (and,
 	 * for "xen", the hypervisor's records are host TSC). Otherwise none,
@@ -153,7 +154,7 @@ static int open_vchan_stream(struct session *s, struct agent_stream *st,
 			ret = -EIO;
 	}
 	if (ret)
-		fprintf(s->log, "agent: %s\n", tmsg_error());
+		fprintf(s->log, "agent: %s\n", tcx_error());
 	st->port = port;
 	return ret;
 }
@@ -179,7 +180,7 @@ static int tsync_open(struct session *s, unsigned int next)
 		ret = s->tsync_lfd < 0 ? s->tsync_lfd : 0;
 	}
 	if (ret)
-		fprintf(s->log, "agent: no time sync stream: %s\n", tmsg_error());
+		fprintf(s->log, "agent: no time sync stream: %s\n", tcx_error());
 	return ret;
 }
 
@@ -306,7 +307,7 @@ static int respond(struct session *s)
 		st->lfd = tmsg_tcp_listen_search(next, &st->port);
 		if (st->lfd < 0) {
 			ret = st->lfd;
-			fprintf(s->log, "agent: %s\n", tmsg_error());
+			fprintf(s->log, "agent: %s\n", tcx_error());
 			refuse(s, "no free data port");
 			free(ports);
 			return ret;
@@ -330,7 +331,7 @@ static int respond(struct session *s)
 		ret = tmsg_send(s->ctl, s->m);
 	free(ports);
 	if (ret)
-		fprintf(s->log, "agent: %s\n", tmsg_error());
+		fprintf(s->log, "agent: %s\n", tcx_error());
 	return ret;
 }
 
@@ -374,7 +375,7 @@ static int send_metadata(struct session *s, const uint8_t *meta, size_t len)
 	if (!ret)
 		ret = tmsg_send_cmd(s->ctl, TMSG_FIN_DATA);
 	if (ret)
-		fprintf(s->log, "agent: %s\n", tmsg_error());
+		fprintf(s->log, "agent: %s\n", tcx_error());
 	return ret;
 }
 
@@ -389,7 +390,7 @@ static int wait_close(struct session *s)
 		if (ret == -ETIMEDOUT)
 			continue;
 		if (ret) {
-			fprintf(s->log, "agent: %s\n", tmsg_error());
+			fprintf(s->log, "agent: %s\n", tcx_error());
 			return ret;
 		}
 		if (s->m->cmd == TMSG_CLOSE)
@@ -426,9 +427,9 @@ static int run_session(struct session *s)
 	if (ret)
 		return ret;
 	t0 = tcx_now_ns() / 1e9;
-	ret = agent_trace_setup(&s->tr, &o, s->seq, s->cfg->tracing_dir, why,
-				sizeof(why));
+	ret = agent_trace_setup(&s->tr, &o, s->seq, s->cfg->tracing_dir);
 	if (ret) {
+		snprintf(why, sizeof(why), "%s", tcx_error());
 		refuse(s, why);
 		return ret;
 	}
@@ -442,10 +443,9 @@ static int run_session(struct session *s)
 	 * TCG on a loaded host). It is in tracing's state once set up, and
 	 * tracing starts only after it is sent.
 	 */
-	ret = agent_trace_metadata(&s->tr, s->trace_id, &meta, &meta_len, why,
-				   sizeof(why));
+	ret = agent_trace_metadata(&s->tr, s->trace_id, &meta, &meta_len);
 	if (ret) {
-		fprintf(s->log, "agent: metadata: %s\n", why);
+		fprintf(s->log, "agent: metadata: %s\n", tcx_error());
 		refuse(s, "cannot make the metadata");
 		return ret;
 	}
@@ -476,7 +476,7 @@ static int run_session(struct session *s)
 	if (!ret) {
 		ret = tmsg_send_cmd(s->ctl, TMSG_CLOSE_RESP);
 		if (ret)
-			fprintf(s->log, "agent: %s\n", tmsg_error());
+			fprintf(s->log, "agent: %s\n", tcx_error());
 	}
 	fprintf(s->log, "agent: session %u: %llu pages sent%s\n", s->seq,
 		(unsigned long long)pages, ret ? " (session failed)" : "");
@@ -563,7 +563,7 @@ int agent_serve_tcp(const struct agent_config *cfg)
 	}
 	lfd = tmsg_tcp_listen(NULL, cfg->port, &bound);
 	if (lfd < 0) {
-		fprintf(log, "agent: %s\n", tmsg_error());
+		fprintf(log, "agent: %s\n", tcx_error());
 		return lfd;
 	}
 	fprintf(log, "agent: listening on port %u, accepting %s%s\n", bound,
@@ -584,7 +584,7 @@ int agent_serve_tcp(const struct agent_config *cfg)
 		if (fd == -ETIMEDOUT)
 			continue;
 		if (fd < 0) {
-			fprintf(log, "agent: %s\n", tmsg_error());
+			fprintf(log, "agent: %s\n", tcx_error());
 			continue;
 		}
 		tmsg_addr_string(&peer, who, sizeof(who));
@@ -626,13 +626,13 @@ int agent_serve_xen(const struct agent_config *cfg)
 	if (domid == AGENT_DOMID_SELF) {
 		ret = tmsg_xs_self_domid(&domid);
 		if (ret) {
-			fprintf(log, "agent: %s\n", tmsg_error());
+			fprintf(log, "agent: %s\n", tcx_error());
 			return ret;
 		}
 	}
 	ret = tmsg_vchan_path(path, sizeof(path), domid, 0);
 	if (ret) {
-		fprintf(log, "agent: %s\n", tmsg_error());
+		fprintf(log, "agent: %s\n", tcx_error());
 		return ret;
 	}
 	while (!agent_stop && (!cfg->sessions || served < cfg->sessions)) {
@@ -643,7 +643,7 @@ int agent_serve_xen(const struct agent_config *cfg)
 					  64 * 1024);
 
 		if (!ctl) {
-			fprintf(log, "agent: %s\n", tmsg_error());
+			fprintf(log, "agent: %s\n", tcx_error());
 			ret = -EIO;
 			break;
 		}
@@ -652,7 +652,7 @@ int agent_serve_xen(const struct agent_config *cfg)
 		if (!advertised) {
 			ret = tmsg_xs_advertise(domid, XEN_CAPS, 0);
 			if (ret) {
-				fprintf(log, "agent: %s\n", tmsg_error());
+				fprintf(log, "agent: %s\n", tcx_error());
 				tmsg_close(ctl);
 				break;
 			}
@@ -672,7 +672,7 @@ int agent_serve_xen(const struct agent_config *cfg)
 			served++;
 			ret = 0;
 		} else if (ret < 0) {
-			fprintf(log, "agent: %s\n", tmsg_error());
+			fprintf(log, "agent: %s\n", tcx_error());
 			ret = 0;	/* a client that went away: serve anew */
 		}
 		tmsg_close(ctl);

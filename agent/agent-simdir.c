@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent-internal.h"
+#include "tcx-util.h"
 
 static bool is_dir(const char *path)
 {
@@ -159,34 +160,34 @@ static bool sim_clock(const char *dir, char *clock, size_t len)
 }
 
 int agent_sim_setup(struct agent_trace *tr, const char *dir,
-		    const struct agent_record_opts *o, char *err, size_t errlen)
+		    const struct agent_record_opts *o)
 {
 	char clock[64];
 
 	tr->sim_dir = strdup(dir);
 	if (!tr->sim_dir)
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "out of memory");
 	tr->ncpus = count_cpus(dir);
 	if (!tr->ncpus) {
-		snprintf(err, errlen, "%s has no per_cpu/cpuN/trace_pipe_raw", dir);
+		tcx_fail(-EINVAL, "%s has no per_cpu/cpuN/trace_pipe_raw", dir);
 		goto fail;
 	}
 	/* Its clock is what the simulator stamps with; we cannot change it. */
 	if (o->clock[0] && sim_clock(dir, clock, sizeof(clock)) &&
 	    strcmp(clock, o->clock)) {
-		snprintf(err, errlen, "this guest traces with clock \"%s\", not \"%s\"",
+		tcx_fail(-EINVAL, "this guest traces with clock \"%s\", not \"%s\"",
 			 clock, o->clock);
 		goto fail;
 	}
 	for (int i = 0; i < o->nr_events; i++) {
 		if (add_event(tr, o->events[i])) {
-			snprintf(err, errlen, "no event matches \"%s\"",
+			tcx_fail(-EINVAL, "no event matches \"%s\"",
 				 o->events[i]);
 			goto fail;
 		}
 	}
 	if (!o->nr_events && add_event(tr, AGENT_DEFAULT_EVENT)) {
-		snprintf(err, errlen, "no " AGENT_DEFAULT_EVENT " in %s", dir);
+		tcx_fail(-EINVAL, "no " AGENT_DEFAULT_EVENT " in %s", dir);
 		goto fail;
 	}
 	return 0;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent-internal.h"
+#include "tcx-util.h"
 
 #define ACCEPT_WAIT_MS	30000	/* the host connects right after TRACE_RESP */
 #define POLL_MS		100
@@ -124,7 +125,7 @@ static int flush(struct agent_stream *s, struct tmsg_transport *out,
 	int ret = *used ? tmsg_write_full(out, buf, *used) : 0;
 
 	if (ret)
-		fprintf(s->log, "agent: %s\n", tmsg_error());
+		fprintf(s->log, "agent: %s\n", tcx_error());
 	*used = 0;
 	return ret;
 }

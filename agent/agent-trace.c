@@ -21,6 +21,7 @@
 #include <tracefs.h>
 
 #include "agent-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 #define INSTANCE_PREFIX	"tcx-agent-"
@@ -101,8 +102,7 @@ void agent_trace_unprepare(void)
 }
 
 int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
-		      unsigned int seq, const char *tracing_dir,
-		      char *err, size_t errlen)
+		      unsigned int seq, const char *tracing_dir)
 {
 	char name[64];
 
@@ -110,7 +110,7 @@ int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
 	tr->page_size = (uint32_t)getpagesize();
 	tr->version = o->file_version;
 	if (tracing_dir && !agent_is_tracefs(tracing_dir))
-		return agent_sim_setup(tr, tracing_dir, o, err, errlen);
+		return agent_sim_setup(tr, tracing_dir, o);
 
 	if (spare && spare_seq != seq)
 		agent_trace_unprepare();
@@ -121,9 +121,10 @@ int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
 		snprintf(name, sizeof(name), INSTANCE_PREFIX "%d-%u", (int)getpid(), seq);
 		tr->inst = tracefs_instance_create(name);
 		if (!tr->inst) {
-			snprintf(err, errlen, "cannot create tracefs instance %s: %s",
-				 name, strerror(errno));
-			return -errno ? -errno : -EIO;
+			int e = errno ? errno : EIO;
+
+			return tcx_fail(-e, "cannot create tracefs instance %s: %s",
+					name, strerror(e));
 		}
 	}
 	tracefs_trace_off(tr->inst);
@@ -136,24 +137,24 @@ int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
 
 		free(cur);
 		if (!same && tracefs_instance_file_write(tr->inst, "trace_clock", want) < 0) {
-			snprintf(err, errlen, "clock \"%s\" is not available", want);
+			tcx_fail(-EINVAL, "clock \"%s\" is not available", want);
 			goto fail;
 		}
 	}
 	if (o->buffer_kb &&
 	    tracefs_instance_set_buffer_size(tr->inst, o->buffer_kb, -1) < 0) {
-		snprintf(err, errlen, "cannot set a %u KiB buffer", o->buffer_kb);
+		tcx_fail(-EINVAL, "cannot set a %u KiB buffer", o->buffer_kb);
 		goto fail;
 	}
 	for (int i = 0; i < o->nr_events; i++) {
 		if (tdat_enable_event(tr->inst, o->events[i]) < 0) {
-			snprintf(err, errlen, "no event matches \"%s\"",
+			tcx_fail(-EINVAL, "no event matches \"%s\"",
 				 o->events[i]);
 			goto fail;
 		}
 	}
 	if (!o->nr_events && tdat_enable_event(tr->inst, AGENT_DEFAULT_EVENT) < 0) {
-		snprintf(err, errlen, "cannot enable " AGENT_DEFAULT_EVENT);
+		tcx_fail(-EINVAL, "cannot enable " AGENT_DEFAULT_EVENT);
 		goto fail;
 	}
 	tr->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
@@ -371,8 +372,7 @@ static void add_symbols(struct agent_trace *tr, struct tdat_writer *w)
 }
 
 int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
-			 uint8_t **out, size_t *out_len,
-			 char *err, size_t errlen)
+			 uint8_t **out, size_t *out_len)
 {
 	struct tdat_params par = {
 		.version = tr->version,
@@ -391,8 +391,8 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 	/* tdat patches its file in place: give it a memfd by path. */
 	fd = memfd_create("tcx-agent-meta", MFD_CLOEXEC);
 	if (fd < 0) {
-		snprintf(err, errlen, "memfd: %s", strerror(errno));
-		return -errno;
+		ret = -errno;
+		return tcx_fail(ret, "memfd: %s", strerror(-ret));
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	clock = tracefs_get_clock(tr->inst);
@@ -401,7 +401,7 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 	w = tdat_create(path, &par);
 	free(clock);
 	if (!w) {
-		snprintf(err, errlen, "trace.dat: %s", tdat_last_error());
+		ret = tcx_fail(errno ? -errno : -EIO, "trace.dat: %s", tcx_error());
 		goto out;
 	}
 	hp = tracefs_event_file_read(NULL, NULL, "header_page", NULL, &hp_size);
@@ -412,7 +412,7 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 		free(hp);
 	}
 	if (add_formats(tr, w)) {
-		snprintf(err, errlen, "no event formats could be read");
+		tcx_fail(ret, "no event formats could be read");
 		goto out;
 	}
 	if (tr->inst)
@@ -431,18 +431,17 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 		tdat_close(w);
 	w = NULL;
 	if (ret) {
-		snprintf(err, errlen, "trace.dat: %s", strerror(-ret));
+		tcx_fail(ret, "trace.dat: %s", tcx_error());
 		goto out;
 	}
 	if (fstat(fd, &st) < 0 || !(buf = malloc(st.st_size)) ||
 	    pread(fd, buf, st.st_size, 0) != st.st_size) {
-		snprintf(err, errlen, "reading the metadata back failed");
-		ret = -EIO;
+		ret = tcx_fail(-EIO, "reading the metadata back failed");
 		goto out;
 	}
 	ret = agent_meta_length(buf, st.st_size, tr->version, out_len);
 	if (ret) {
-		snprintf(err, errlen, "unexpected trace.dat layout");
+		tcx_fail(ret, "unexpected trace.dat layout");
 		goto out;
 	}
 	*out = buf;

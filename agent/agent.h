@@ -41,15 +41,16 @@ struct agent_record_opts {
  * agent_parse_record_args - apply the allow-list to a peer's ARGS
  * @argc, @argv: the record options the peer sent
  * @o:		 filled on success
- * @err:	 on refusal, the reason, to be sent back to the peer
  *
  * Accepts -e EVENT, -b KB, -C CLOCK, --file-version N and --compression
  * none (also in their joined forms: -eEVENT, --file-version=N). Anything else, commands
  * included, is refused (-EPERM); malformed values give -EINVAL.
+ *
+ * Returns 0, or a negative errno value with the reason, to be sent back
+ * to the peer, in tcx_error().
  */
 int agent_parse_record_args(int argc, const char *const *argv,
-			    struct agent_record_opts *o,
-			    char *err, size_t errlen);
+			    struct agent_record_opts *o);
 
 /**
  * struct agent_config - how the agent serves

@@ -234,7 +234,7 @@ static pid_t agent_pid;
 static int ours(unsigned int port, const char *out, uint64_t total, struct result *r)
 {
 	const char *const ev[] = { "tcx:tick" };
-	char spec[64], err[512];
+	char spec[64];
 	struct rec_guest_opts o = {
 		.spec = spec, .output = out, .events = ev, .nr_events = 1,
 		.host_traceid = 1,
@@ -245,8 +245,8 @@ static int ours(unsigned int port, const char *out, uint64_t total, struct resul
 	double t0 = now(), c0 = cpu_self(), a0 = cpu_of(agent_pid);
 
 	snprintf(spec, sizeof(spec), "127.0.0.1:%u", port);
-	if (rec_guest_open(&g, &o, err, sizeof(err))) {
-		fprintf(stderr, "agent-bench: %s\n", err);
+	if (rec_guest_open(&g, &o)) {
+		fprintf(stderr, "agent-bench: %s\n", tcx_error());
 		return -1;
 	}
 	r->rss_start = r->rss_peak = rss_kb();

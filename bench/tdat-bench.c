@@ -64,7 +64,7 @@ static struct stamp run_tdat(const char *path, long n, int ncpu, int use_reserve
 	long i;
 
 	if (!w || tdat_add_event_format(w, "xen", fmt) || tdat_start_data(w)) {
-		fprintf(stderr, "tdat-bench: %s\n", w ? tdat_error(w) : tdat_last_error());
+		fprintf(stderr, "tdat-bench: %s\n", tcx_error());
 		exit(1);
 	}
 	t0 = now();
@@ -94,7 +94,7 @@ static struct stamp run_tdat(const char *path, long n, int ncpu, int use_reserve
 		goto fail;
 	return t;
 fail:
-	fprintf(stderr, "tdat-bench: %s\n", tdat_error(w));
+	fprintf(stderr, "tdat-bench: %s\n", tcx_error());
 	exit(1);
 }
 
@@ -136,7 +136,7 @@ static struct stamp run_pages(const char *path, long n, uint64_t *bytes)
 		goto fail;
 	return t;
 fail:
-	fprintf(stderr, "tdat-bench: %s\n", w ? tdat_error(w) : tdat_last_error());
+	fprintf(stderr, "tdat-bench: %s\n", tcx_error());
 	exit(1);
 }
 

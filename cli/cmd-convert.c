@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "recorder.h"
+#include "tcx-util.h"
 
 static void usage(FILE *f)
 {
@@ -46,7 +47,7 @@ int cmd_convert(int argc, char **argv)
 	struct rec_convert_summary sum;
 	const char *json = NULL;
 	bool quiet = false;
-	char err[512];
+	char err[TCX_ERROR_MAX];
 	int c, ret;
 
 	optind = 1;
@@ -103,7 +104,9 @@ int cmd_convert(int argc, char **argv)
 			"runs at another rate\n", (uint64_t)REC_DEFAULT_HZ);
 	o.progress = isatty(STDERR_FILENO);
 
-	ret = rec_convert(&o, &sum, err, sizeof(err));
+	ret = rec_convert(&o, &sum);
+	/* a corrupt input's message comes after the summary: keep it */
+	snprintf(err, sizeof(err), "%s", ret < 0 ? tcx_error() : "");
 	if (ret < 0 && ret != -EBADMSG) {
 		tcx_err("convert", "%s", err);
 		rec_convert_summary_free(&sum);

@@ -56,11 +56,10 @@ static void usage(FILE *f)
 static int check_tsync(const char *s)
 {
 	const char *names[8];
-	char why[128];
 
-	if (tsync_parse_offer(s, names, 8, why, sizeof(why)) >= 0)
+	if (tsync_parse_offer(s, names, 8) >= 0)
 		return 0;
-	tcx_err("record", "--tsync %s: %s", s, why);
+	tcx_err("record", "--tsync %s: %s", s, tcx_error());
 	return -EINVAL;
 }
 
@@ -222,7 +221,6 @@ int cmd_record(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct args a = { .o = { .output = "trace.dat", .log = stderr } };
-	char err[1024];
 	int c, ret = ARG_OK, status = 0;
 
 	optind = 1;
@@ -252,10 +250,10 @@ int cmd_record(int argc, char **argv)
 		a.o.command = argv + optind;
 	a.o.events = a.events;
 	a.o.guests = a.guests;
-	ret = rec_record(&a.o, &status, err, sizeof(err));
+	ret = rec_record(&a.o, &status);
 	free_args(&a);
 	if (ret) {
-		tcx_err("record", "%s", err[0] ? err : strerror(-ret));
+		tcx_err("record", "%s", tcx_error());
 		return TCX_EXIT_FAIL;
 	}
 	return a.o.command ? status : TCX_EXIT_OK;

@@ -94,7 +94,7 @@ struct tmsg_transport *tmsg_fd_transport(int fd, const char *name)
 
 	if (!ft) {
 		close(fd);
-		tmsg_fail(-ENOMEM, "%s: out of memory", name);
+		tcx_fail(-ENOMEM, "%s: out of memory", name);
 		errno = ENOMEM;
 		return NULL;
 	}

@@ -24,7 +24,7 @@ int tmsg_host_request(struct tmsg_transport *ctl,
 	if (why_len)
 		why[0] = 0;
 	if (!m)
-		return tmsg_fail(-ENOMEM, "out of memory");
+		return tcx_fail(-ENOMEM, "out of memory");
 	ret = tmsg_make_trace_req(m, req);
 	if (!ret)
 		ret = tmsg_send(ctl, m);
@@ -34,13 +34,13 @@ int tmsg_host_request(struct tmsg_transport *ctl,
 		/* An agent that refuses: keep its reason if it is sane. */
 		if (tmsg_parse_not_supp(m, why, why_len) && why_len)
 			why[0] = 0;
-		ret = tmsg_fail(-EPERM, "%s: the agent refused the session%s%s",
+		ret = tcx_fail(-EPERM, "%s: the agent refused the session%s%s",
 				ctl->name, why_len && why[0] ? ": " : "",
 				why_len ? why : "");
 	} else if (!ret) {
 		ret = tmsg_parse_trace_resp(m, resp);
 		if (ret)
-			tmsg_fail(ret, "%s: %s", ctl->name, tmsg_error());
+			tcx_fail(ret, "%s: %s", ctl->name, tcx_error());
 	}
 	free(m);
 	return ret;
@@ -61,7 +61,7 @@ static struct tmsg_transport *open_stream(const char *host,
 		return tmsg_vchan_client(domid, path);
 	}
 	if (!port || port > 65535) {
-		tmsg_fail(-EINVAL, "%s: cpu%u: port %u", host, cpu, port);
+		tcx_fail(-EINVAL, "%s: cpu%u: port %u", host, cpu, port);
 		return NULL;
 	}
 	snprintf(pstr, sizeof(pstr), "%u", port);
@@ -113,7 +113,7 @@ int tmsg_host_close(struct tmsg_transport *ctl, int timeout_ms)
 	int ret;
 
 	if (!m)
-		return tmsg_fail(-ENOMEM, "out of memory");
+		return tcx_fail(-ENOMEM, "out of memory");
 	ret = tmsg_send_cmd(ctl, TMSG_CLOSE);
 	if (!ret)
 		ret = tmsg_wait_for(ctl, TMSG_CLOSE_RESP, m, timeout_ms);

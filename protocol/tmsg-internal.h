@@ -6,10 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tcx-util.h"
 #include "tmsg.h"
-
-/* Set tmsg_error() and return @err (a negative errno). */
-int tmsg_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static inline uint32_t get_be32(const uint8_t *p)
 {

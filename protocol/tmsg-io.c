@@ -47,10 +47,10 @@ static int wait_io(struct tmsg_transport *t, short events, int timeout_ms,
 	ret = t->ops->wait(t, events, timeout_ms);
 
 	if (ret == 0)
-		return tmsg_fail(-ETIMEDOUT, "%s: %s timed out after %d ms",
+		return tcx_fail(-ETIMEDOUT, "%s: %s timed out after %d ms",
 				 t->name, what, timeout_ms);
 	if (ret < 0)
-		return tmsg_fail(ret, "%s: %s: %s", t->name, what,
+		return tcx_fail(ret, "%s: %s: %s", t->name, what,
 				 strerror(-ret));
 	return 0;
 }
@@ -71,13 +71,13 @@ int tmsg_read_full(struct tmsg_transport *t, void *buf, size_t len,
 			continue;
 		}
 		if (n == 0)
-			return tmsg_fail(-ECONNRESET,
+			return tcx_fail(-ECONNRESET,
 					 "%s: connection closed by the peer%s",
 					 t->name, done ? " mid-message" : "");
 		if (n == -EINTR)
 			continue;
 		if (n != -EAGAIN)
-			return tmsg_fail((int)n, "%s: read: %s", t->name,
+			return tcx_fail((int)n, "%s: read: %s", t->name,
 					 strerror((int)-n));
 		n = wait_io(t, POLLIN, wait_ms, "read");
 		if (n)
@@ -103,7 +103,7 @@ int tmsg_write_full(struct tmsg_transport *t, const void *buf, size_t len)
 		if (n == 0)
 			n = -EAGAIN;
 		if (n != -EAGAIN)
-			return tmsg_fail((int)n, "%s: write: %s", t->name,
+			return tcx_fail((int)n, "%s: write: %s", t->name,
 					 strerror((int)-n));
 		n = wait_io(t, POLLOUT, t->io_timeout_ms,
 			    "write (the peer stopped reading)");
@@ -119,7 +119,7 @@ int tmsg_send(struct tmsg_transport *t, const struct tmsg *m)
 	size_t n = tmsg_encode(m, buf);
 
 	if (n > TMSG_MAX_LEN)
-		return tmsg_fail(-EMSGSIZE, "%s: %s of %zu bytes is too long",
+		return tcx_fail(-EMSGSIZE, "%s: %s of %zu bytes is too long",
 				 t->name, tmsg_cmd_name(m->cmd), n);
 	return tmsg_write_full(t, buf, n);
 }
@@ -130,7 +130,7 @@ int tmsg_send_cmd(struct tmsg_transport *t, uint32_t cmd)
 	uint32_t fixed;
 
 	if (cmd >= TMSG_NR_CMDS)
-		return tmsg_fail(-EINVAL, "unknown command %u", cmd);
+		return tcx_fail(-EINVAL, "unknown command %u", cmd);
 	fixed = tmsg_fixed_size(cmd);
 	put_be32(buf, TMSG_HDR_SIZE + fixed);
 	put_be32(buf + 4, cmd);
@@ -154,21 +154,21 @@ int tmsg_recv(struct tmsg_transport *t, struct tmsg *m, int timeout_ms)
 	if (!ret) {
 		ret = tmsg_check_header(buf, &size);
 		if (ret)
-			return tmsg_fail(ret, "%s: invalid message: %s",
-					 t->name, tmsg_error());
+			return tcx_fail(ret, "%s: invalid message: %s",
+					 t->name, tcx_error());
 		ret = tmsg_read_full(t, buf + TMSG_HDR_SIZE,
 				     size - TMSG_HDR_SIZE, t->io_timeout_ms);
 	}
 	if (ret == -ETIMEDOUT)
 		/* A started message that stalls: the stream is out of step. */
-		return tmsg_fail(-EPROTO, "%s: the peer stalled mid-message",
+		return tcx_fail(-EPROTO, "%s: the peer stalled mid-message",
 				 t->name);
 	if (ret)
 		return ret;
 	n = tmsg_decode(m, buf, size);
 	if (n < 0)
-		return tmsg_fail((int)n, "%s: invalid message: %s", t->name,
-				 tmsg_error());
+		return tcx_fail((int)n, "%s: invalid message: %s", t->name,
+				 tcx_error());
 	return 0;
 }
 
@@ -184,11 +184,11 @@ static int unexpected_msg(struct tmsg_transport *t, const struct tmsg *m,
 			  int *count, const char *want)
 {
 	if (m->cmd == TMSG_CLOSE)
-		return tmsg_fail(-ECONNABORTED,
+		return tcx_fail(-ECONNABORTED,
 				 "%s: the peer closed the session while we waited for %s",
 				 t->name, want);
 	if (++*count > MAX_UNEXPECTED)
-		return tmsg_fail(-EPROTO,
+		return tcx_fail(-EPROTO,
 				 "%s: %d unexpected messages (last %s) while waiting for %s",
 				 t->name, *count, tmsg_cmd_name(m->cmd), want);
 	if (m->cmd == TMSG_NOT_SUPP)
@@ -247,7 +247,7 @@ ssize_t tmsg_recv_data(struct tmsg_transport *t, tmsg_data_sink sink,
 	int ret;
 
 	if (!m)
-		return tmsg_fail(-ENOMEM, "out of memory");
+		return tcx_fail(-ENOMEM, "out of memory");
 	for (;;) {
 		ret = tmsg_recv(t, m, timeout_ms);
 		if (ret || m->cmd == TMSG_FIN_DATA)
@@ -260,13 +260,13 @@ ssize_t tmsg_recv_data(struct tmsg_transport *t, tmsg_data_sink sink,
 		}
 		total += m->len;
 		if (max_bytes && total > max_bytes) {
-			ret = tmsg_fail(-EFBIG, "%s: more than %llu bytes of data",
+			ret = tcx_fail(-EFBIG, "%s: more than %llu bytes of data",
 					t->name, (unsigned long long)max_bytes);
 			break;
 		}
 		ret = sink(arg, m->payload, m->len);
 		if (ret) {
-			tmsg_fail(ret, "%s: storing data: %s", t->name,
+			tcx_fail(ret, "%s: storing data: %s", t->name,
 				  strerror(-ret));
 			break;
 		}
@@ -287,7 +287,7 @@ static int read_cstr(struct tmsg_transport *t, char *buf, size_t max,
 		if (!buf[i])
 			return 0;
 	}
-	return tmsg_fail(-EBADMSG, "%s: handshake reply too long", t->name);
+	return tcx_fail(-EBADMSG, "%s: handshake reply too long", t->name);
 }
 
 int tmsg_v3_client_handshake(struct tmsg_transport *t, int timeout_ms)
@@ -299,14 +299,14 @@ int tmsg_v3_client_handshake(struct tmsg_transport *t, int timeout_ms)
 	if (ret)
 		return ret;
 	if (memcmp(buf, "tracecmd", 8))
-		return tmsg_fail(-EPROTO, "%s: not a trace-cmd listener", t->name);
+		return tcx_fail(-EPROTO, "%s: not a trace-cmd listener", t->name);
 	ret = tmsg_write_full(t, "-1V3", 5);
 	if (!ret)
 		ret = read_cstr(t, buf, 8, timeout_ms);
 	if (ret)
 		return ret;
 	if (strcmp(buf, "V3"))
-		return tmsg_fail(-EPROTO, "%s: listener speaks \"%.8s\", not V3",
+		return tcx_fail(-EPROTO, "%s: listener speaks \"%.8s\", not V3",
 				 t->name, buf);
 	/* The listener takes the magic in one read(): one write, 7 bytes. */
 	ret = tmsg_write_full(t, "766679", 7);
@@ -315,7 +315,7 @@ int tmsg_v3_client_handshake(struct tmsg_transport *t, int timeout_ms)
 	if (ret)
 		return ret;
 	if (memcmp(buf, "OK", 2))
-		return tmsg_fail(-EPROTO, "%s: listener refused the V3 magic",
+		return tcx_fail(-EPROTO, "%s: listener refused the V3 magic",
 				 t->name);
 	return 0;
 }

@@ -4,36 +4,11 @@
  * checks of trace-cmd (size range, command range) made strict.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
 
 #include "tcx-util.h"
 #include "tmsg-internal.h"
-
-static __thread char last_error[256];
-
-int tmsg_fail(int err, const char *fmt, ...)
-{
-	char buf[sizeof(last_error)];
-	va_list ap;
-
-	/* Through a copy: callers may pass tmsg_error() as an argument. */
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	/* Messages quote peer bytes: keep terminals and logs safe. */
-	for (char *c = buf; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-	memcpy(last_error, buf, sizeof(buf));
-	return err;
-}
-
-const char *tmsg_error(void)
-{
-	return last_error[0] ? last_error : "no error";
-}
 
 int64_t tmsg_now_ms(void)
 {
@@ -72,14 +47,14 @@ int tmsg_check_header(const uint8_t *hdr, uint32_t *size)
 	uint32_t cmd_size = get_be32(hdr + 8);
 
 	if (sz < TMSG_HDR_SIZE || sz > TMSG_MAX_LEN)
-		return tmsg_fail(-EBADMSG,
+		return tcx_fail(-EBADMSG,
 				 "message size %u out of range %d..%d",
 				 sz, TMSG_HDR_SIZE, TMSG_MAX_LEN);
 	if (cmd >= TMSG_NR_CMDS)
-		return tmsg_fail(-EBADMSG, "unknown command %u (size %u)",
+		return tcx_fail(-EBADMSG, "unknown command %u (size %u)",
 				 cmd, sz);
 	if (cmd_size > sz - TMSG_HDR_SIZE)
-		return tmsg_fail(-EBADMSG,
+		return tcx_fail(-EBADMSG,
 				 "%s: fixed part of %u bytes in a %u-byte message",
 				 cmd_names[cmd], cmd_size, sz);
 	*size = sz;
@@ -130,7 +105,7 @@ ssize_t tmsg_decode(struct tmsg *m, const uint8_t *buf, size_t len)
 	memcpy(m->payload, buf + TMSG_HDR_SIZE + cmd_size, m->len);
 
 	if (m->len && no_payload(cmd))
-		return tmsg_fail(-EBADMSG, "%s with a %u-byte payload",
+		return tcx_fail(-EBADMSG, "%s with a %u-byte payload",
 				 cmd_names[cmd], m->len);
 	return size;
 }
@@ -150,7 +125,7 @@ size_t tmsg_encode(const struct tmsg *m, uint8_t *buf)
 int tmsg_make(struct tmsg *m, uint32_t cmd)
 {
 	if (cmd >= TMSG_NR_CMDS)
-		return tmsg_fail(-EINVAL, "unknown command %u", cmd);
+		return tcx_fail(-EINVAL, "unknown command %u", cmd);
 	m->cmd = cmd;
 	m->wire_cmd_size = 0;
 	m->fixed_len = fixed_sizes[cmd];
@@ -162,7 +137,7 @@ int tmsg_make(struct tmsg *m, uint32_t cmd)
 int tmsg_append(struct tmsg *m, const void *data, size_t len)
 {
 	if (len > TMSG_MAX_DATA - m->fixed_len - m->len)
-		return tmsg_fail(-EMSGSIZE,
+		return tcx_fail(-EMSGSIZE,
 				 "%s does not fit in %d bytes",
 				 tmsg_cmd_name(m->cmd), TMSG_MAX_LEN);
 	if (len)

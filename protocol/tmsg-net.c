@@ -59,7 +59,7 @@ int tmsg_tcp_connect(const char *host, const char *port, int timeout_ms)
 
 	ret = getaddrinfo(host, port, &hints, &res);
 	if (ret)
-		return tmsg_fail(-EHOSTUNREACH, "%s:%s: %s", host, port,
+		return tcx_fail(-EHOSTUNREACH, "%s:%s: %s", host, port,
 				 gai_strerror(ret));
 	ret = -EHOSTUNREACH;
 	for (ai = res; ai; ai = ai->ai_next) {
@@ -78,7 +78,7 @@ int tmsg_tcp_connect(const char *host, const char *port, int timeout_ms)
 	}
 	freeaddrinfo(res);
 	if (fd < 0)
-		return tmsg_fail(ret, "%s:%s: connect: %s", host, port,
+		return tcx_fail(ret, "%s:%s: connect: %s", host, port,
 				 strerror(-ret));
 	/* Control messages are small and answered: don't let Nagle wait. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -153,17 +153,17 @@ int tmsg_tcp_listen(const char *host, unsigned int port,
 	int fd = -1, ret = -EADDRNOTAVAIL, one = 1;
 
 	if (port > 65535)
-		return tmsg_fail(-EINVAL, "port %u out of range", port);
+		return tcx_fail(-EINVAL, "port %u out of range", port);
 	if (!host) {
 		fd = listen_any(port);
 		if (fd < 0)
-			return tmsg_fail(fd, "listen on port %u: %s", port,
+			return tcx_fail(fd, "listen on port %u: %s", port,
 					 strerror(-fd));
 	} else {
 		snprintf(pstr, sizeof(pstr), "%u", port);
 		ret = getaddrinfo(host, pstr, &hints, &res);
 		if (ret)
-			return tmsg_fail(-EADDRNOTAVAIL, "%s: %s", host,
+			return tcx_fail(-EADDRNOTAVAIL, "%s: %s", host,
 					 gai_strerror(ret));
 		for (ai = res; ai; ai = ai->ai_next) {
 			fd = socket(ai->ai_family,
@@ -183,7 +183,7 @@ int tmsg_tcp_listen(const char *host, unsigned int port,
 		}
 		freeaddrinfo(res);
 		if (fd < 0)
-			return tmsg_fail(ret, "listen on %s:%u: %s", host, port,
+			return tcx_fail(ret, "listen on %s:%u: %s", host, port,
 					 strerror(-ret));
 	}
 	if (bound_port)
@@ -201,10 +201,10 @@ int tmsg_tcp_listen_search(unsigned int start, unsigned int *port)
 			return fd;
 		}
 		if (fd != -EADDRINUSE)
-			return tmsg_fail(fd, "listen on port %u: %s", p,
+			return tcx_fail(fd, "listen on port %u: %s", p,
 					 strerror(-fd));
 	}
-	return tmsg_fail(-EADDRINUSE, "no free TCP port at or above %u", start);
+	return tcx_fail(-EADDRINUSE, "no free TCP port at or above %u", start);
 }
 
 int tmsg_accept(int lfd, int timeout_ms, struct sockaddr_storage *peer,
@@ -219,13 +219,13 @@ int tmsg_accept(int lfd, int timeout_ms, struct sockaddr_storage *peer,
 		ret = poll(&pfd, 1, timeout_ms);
 	} while (ret < 0 && errno == EINTR);
 	if (ret == 0)
-		return tmsg_fail(-ETIMEDOUT, "no connection within %d ms",
+		return tcx_fail(-ETIMEDOUT, "no connection within %d ms",
 				 timeout_ms);
 	if (ret < 0)
-		return tmsg_fail(-errno, "accept: %s", strerror(errno));
+		return tcx_fail(-errno, "accept: %s", strerror(errno));
 	fd = accept4(lfd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
 	if (fd < 0)
-		return tmsg_fail(-errno, "accept: %s", strerror(errno));
+		return tcx_fail(-errno, "accept: %s", strerror(errno));
 	if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (peer)
@@ -317,12 +317,12 @@ int tmsg_vsock_connect(unsigned int cid, unsigned int port)
 	int ret;
 
 	if (fd < 0)
-		return tmsg_fail(-errno, "vsock: %s", strerror(errno));
+		return tcx_fail(-errno, "vsock: %s", strerror(errno));
 	ret = connect_timeout(fd, (struct sockaddr *)&vm, sizeof(vm),
 			      TMSG_WAIT_MS);
 	if (ret) {
 		close(fd);
-		return tmsg_fail(ret, "vsock %u:%u: connect: %s", cid, port,
+		return tcx_fail(ret, "vsock %u:%u: connect: %s", cid, port,
 				 strerror(-ret));
 	}
 	return fd;
@@ -339,14 +339,14 @@ int tmsg_vsock_listen(unsigned int port, unsigned int *bound)
 	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
-		return tmsg_fail(-errno, "vsock: %s", strerror(errno));
+		return tcx_fail(-errno, "vsock: %s", strerror(errno));
 	if (bind(fd, (struct sockaddr *)&vm, sizeof(vm)) < 0 ||
 	    listen(fd, 5) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&vm, &len) < 0) {
 		int err = -errno;
 
 		close(fd);
-		return tmsg_fail(err, "vsock listen on %u: %s", port,
+		return tcx_fail(err, "vsock listen on %u: %s", port,
 				 strerror(-err));
 	}
 	if (bound)

@@ -40,19 +40,19 @@ static int split_strings(const uint8_t *p, uint32_t len, uint32_t n,
 	*out = NULL;
 	/* Each string takes at least its NUL: this bounds the allocation. */
 	if (n > len)
-		return tmsg_fail(-EBADMSG, "%s: %u strings in %u bytes",
+		return tcx_fail(-EBADMSG, "%s: %u strings in %u bytes",
 				 what, n, len);
 	if (!n && len)
-		return tmsg_fail(-EBADMSG, "%s: %u stray bytes", what, len);
+		return tcx_fail(-EBADMSG, "%s: %u stray bytes", what, len);
 	v = calloc(n ? n : 1, sizeof(*v));
 	if (!v)
-		return tmsg_fail(-ENOMEM, "%s: out of memory", what);
+		return tcx_fail(-ENOMEM, "%s: out of memory", what);
 	for (uint32_t i = 0; i < n; i++) {
 		const uint8_t *nul = memchr(p + off, 0, len - off);
 
 		if (!nul) {
 			free(v);
-			return tmsg_fail(-EBADMSG,
+			return tcx_fail(-EBADMSG,
 					 "%s: string %u of %u is not terminated",
 					 what, i + 1, n);
 		}
@@ -60,13 +60,13 @@ static int split_strings(const uint8_t *p, uint32_t len, uint32_t n,
 		off = nul - p + 1;
 		if (off == len && i + 1 < n) {
 			free(v);
-			return tmsg_fail(-EBADMSG, "%s: %u strings, %u expected",
+			return tcx_fail(-EBADMSG, "%s: %u strings, %u expected",
 					 what, i + 1, n);
 		}
 	}
 	if (off != len) {
 		free(v);
-		return tmsg_fail(-EBADMSG, "%s: %u bytes after %u strings",
+		return tcx_fail(-EBADMSG, "%s: %u bytes after %u strings",
 				 what, len - off, n);
 	}
 	*out = v;
@@ -100,7 +100,7 @@ static int parse_ports(const struct tmsg *m, uint32_t cpus, uint32_t **out,
 
 	*out = NULL;
 	if (!cpus || cpus > TMSG_MAX_CPUS)
-		return tmsg_fail(-EBADMSG, "%s: cpu count %u out of range 1..%d",
+		return tcx_fail(-EBADMSG, "%s: cpu count %u out of range 1..%d",
 				 what, cpus, TMSG_MAX_CPUS);
 	ret = split_strings(m->payload, m->len, cpus, &s, what);
 	if (ret)
@@ -108,11 +108,11 @@ static int parse_ports(const struct tmsg *m, uint32_t cpus, uint32_t **out,
 	ports = calloc(cpus, sizeof(*ports));
 	if (!ports) {
 		free(s);
-		return tmsg_fail(-ENOMEM, "%s: out of memory", what);
+		return tcx_fail(-ENOMEM, "%s: out of memory", what);
 	}
 	for (uint32_t i = 0; i < cpus; i++) {
 		if (parse_u32_dec(s[i], &ports[i])) {
-			ret = tmsg_fail(-EBADMSG, "%s: port %u is \"%.16s\"",
+			ret = tcx_fail(-EBADMSG, "%s: port %u is \"%.16s\"",
 					what, i, s[i]);
 			free(ports);
 			free(s);
@@ -127,7 +127,7 @@ static int parse_ports(const struct tmsg *m, uint32_t cpus, uint32_t **out,
 static int check_cmd(const struct tmsg *m, uint32_t cmd)
 {
 	if (m->cmd != cmd)
-		return tmsg_fail(-EPROTO, "got %s, expected %s",
+		return tcx_fail(-EPROTO, "got %s, expected %s",
 				 tmsg_cmd_name(m->cmd), tmsg_cmd_name(cmd));
 	return 0;
 }
@@ -136,7 +136,7 @@ static int check_cmd(const struct tmsg *m, uint32_t cmd)
 static int check_page_size(uint32_t ps, const char *what)
 {
 	if (ps < 1024 || ps > (1u << 20) || (ps & (ps - 1)))
-		return tmsg_fail(-EBADMSG, "%s: page size %u", what, ps);
+		return tcx_fail(-EBADMSG, "%s: page size %u", what, ps);
 	return 0;
 }
 
@@ -146,11 +146,11 @@ static int copy_proto_name(char *dst, const uint8_t *src, const char *what)
 	const uint8_t *nul = memchr(src, 0, TMSG_PROTO_NAME_LEN);
 
 	if (!nul)
-		return tmsg_fail(-EBADMSG, "%s: protocol name not terminated",
+		return tcx_fail(-EBADMSG, "%s: protocol name not terminated",
 				 what);
 	for (const uint8_t *c = src; c < nul; c++)
 		if (*c < 0x21 || *c > 0x7e)
-			return tmsg_fail(-EBADMSG,
+			return tcx_fail(-EBADMSG,
 					 "%s: bad byte 0x%02x in protocol name",
 					 what, *c);
 	memcpy(dst, src, nul - src + 1);
@@ -160,7 +160,7 @@ static int copy_proto_name(char *dst, const uint8_t *src, const char *what)
 static int check_proto_name(const char *name, const char *what)
 {
 	if (!name || strlen(name) >= TMSG_PROTO_NAME_LEN)
-		return tmsg_fail(-EINVAL, "%s: protocol name too long", what);
+		return tcx_fail(-EINVAL, "%s: protocol name too long", what);
 	return 0;
 }
 
@@ -191,7 +191,7 @@ int tmsg_parse_tinit(const struct tmsg *m, struct tmsg_tinit *out)
 	out->page_size = get_be32(m->fixed + 4);
 	out->nr_opts = get_be32(m->fixed + 8);
 	if (!out->cpus || out->cpus > TMSG_MAX_CPUS)
-		return tmsg_fail(-EBADMSG, "TINIT: cpu count %u out of range 1..%d",
+		return tcx_fail(-EBADMSG, "TINIT: cpu count %u out of range 1..%d",
 				 out->cpus, TMSG_MAX_CPUS);
 	ret = check_page_size(out->page_size, "TINIT");
 	if (!ret)
@@ -260,10 +260,10 @@ static int put_args(struct tmsg *m, uint32_t argc, const char *const *argv)
 		size_t l = strlen(argv[i]) + 1;
 
 		if (l > TMSG_MAX_DATA)
-			return tmsg_fail(-EMSGSIZE, "TRACE_REQ: argument too long");
+			return tcx_fail(-EMSGSIZE, "TRACE_REQ: argument too long");
 		len += l;
 		if (len > TMSG_MAX_DATA)
-			return tmsg_fail(-EMSGSIZE, "TRACE_REQ: arguments too long");
+			return tcx_fail(-EMSGSIZE, "TRACE_REQ: arguments too long");
 	}
 	put_be32(n, argc);
 	ret = put_param_head(m, TMSG_PARAM_ARGS, len);
@@ -311,7 +311,7 @@ int tmsg_make_trace_req(struct tmsg *m, const struct tmsg_trace_req *req)
 		ret = put_protos(m, req->nr_protos, req->protos);
 	if (!ret && req->secret_len) {
 		if (req->secret_len > TMSG_MAX_SECRET)
-			return tmsg_fail(-EINVAL, "secret longer than %d bytes",
+			return tcx_fail(-EINVAL, "secret longer than %d bytes",
 					 TMSG_MAX_SECRET);
 		ret = put_param_head(m, TMSG_PARAM_SECRET, req->secret_len);
 		if (!ret)
@@ -324,7 +324,7 @@ static int parse_args(const uint8_t *p, uint32_t len,
 		      struct tmsg_trace_req *out)
 {
 	if (len < 4)
-		return tmsg_fail(-EBADMSG, "TRACE_REQ ARGS: %u bytes", len);
+		return tcx_fail(-EBADMSG, "TRACE_REQ ARGS: %u bytes", len);
 	out->argc = get_be32(p);
 	return split_strings(p + 4, len - 4, out->argc, &out->argv,
 			     "TRACE_REQ ARGS");
@@ -338,7 +338,7 @@ static int parse_protos(const uint8_t *p, uint32_t len,
 	int ret;
 
 	if (!len || p[len - 1])
-		return tmsg_fail(-EBADMSG, "TRACE_REQ TSYNC_PROTOS: not terminated");
+		return tcx_fail(-EBADMSG, "TRACE_REQ TSYNC_PROTOS: not terminated");
 	for (uint32_t i = 0; i < len; i++)
 		n += !p[i];
 	/* n strings, the last one empty. */
@@ -351,7 +351,7 @@ static int parse_protos(const uint8_t *p, uint32_t len,
 		if (!l || l >= TMSG_PROTO_NAME_LEN) {
 			free(out->protos);
 			out->protos = NULL;
-			return tmsg_fail(-EBADMSG,
+			return tcx_fail(-EBADMSG,
 					 "TRACE_REQ TSYNC_PROTOS: name %u has %zu bytes",
 					 i, l);
 		}
@@ -359,7 +359,7 @@ static int parse_protos(const uint8_t *p, uint32_t len,
 	if (out->protos[n - 1][0]) {
 		free(out->protos);
 		out->protos = NULL;
-		return tmsg_fail(-EBADMSG, "TRACE_REQ TSYNC_PROTOS: no end mark");
+		return tcx_fail(-EBADMSG, "TRACE_REQ TSYNC_PROTOS: no end mark");
 	}
 	out->nr_protos = n - 1;
 	return 0;
@@ -374,7 +374,7 @@ int tmsg_parse_trace_req(const struct tmsg *m, struct tmsg_trace_req *out)
 
 	memset(out, 0, sizeof(*out));
 	if (m->cmd != TMSG_TRACE_REQ && m->cmd != TMSG_TRACE_PROXY)
-		return tmsg_fail(-EPROTO, "got %s, expected TRACE_REQ",
+		return tcx_fail(-EPROTO, "got %s, expected TRACE_REQ",
 				 tmsg_cmd_name(m->cmd));
 	out->proxy = m->cmd == TMSG_TRACE_PROXY;
 	out->flags = get_be32(m->fixed);
@@ -389,7 +389,7 @@ int tmsg_parse_trace_req(const struct tmsg *m, struct tmsg_trace_req *out)
 		bool *seen = NULL;
 
 		if (left < 8) {
-			ret = tmsg_fail(-EBADMSG,
+			ret = tcx_fail(-EBADMSG,
 					"TRACE_REQ: %u stray bytes after parameters",
 					left);
 			break;
@@ -399,7 +399,7 @@ int tmsg_parse_trace_req(const struct tmsg *m, struct tmsg_trace_req *out)
 		p += 8;
 		left -= 8;
 		if (len > left) {
-			ret = tmsg_fail(-EBADMSG,
+			ret = tcx_fail(-EBADMSG,
 					"TRACE_REQ: parameter %u of %u bytes, %u left",
 					id, len, left);
 			break;
@@ -418,7 +418,7 @@ int tmsg_parse_trace_req(const struct tmsg *m, struct tmsg_trace_req *out)
 			break;
 		}
 		if (seen && *seen) {
-			ret = tmsg_fail(-EBADMSG, "TRACE_REQ: parameter %u twice",
+			ret = tcx_fail(-EBADMSG, "TRACE_REQ: parameter %u twice",
 					id);
 			break;
 		}
@@ -430,7 +430,7 @@ int tmsg_parse_trace_req(const struct tmsg *m, struct tmsg_trace_req *out)
 			ret = parse_protos(p, len, out);
 		} else if (id == TMSG_PARAM_SECRET) {
 			if (!len || len > TMSG_MAX_SECRET)
-				ret = tmsg_fail(-EBADMSG,
+				ret = tcx_fail(-EBADMSG,
 						"TRACE_REQ: secret of %u bytes", len);
 			out->secret = p;
 			out->secret_len = len;
@@ -552,10 +552,10 @@ int tmsg_parse_not_supp(const struct tmsg *m, char *reason, size_t len)
 		return ret;
 	if (m->payload[m->len - 1] || memchr(m->payload, 0, m->len) !=
 	    m->payload + m->len - 1)
-		return tmsg_fail(-EBADMSG, "NOT_SUPP: reason is not one string");
+		return tcx_fail(-EBADMSG, "NOT_SUPP: reason is not one string");
 	for (uint32_t i = 0; i + 1 < m->len; i++)
 		if (m->payload[i] < 0x20 || m->payload[i] == 0x7f)
-			return tmsg_fail(-EBADMSG,
+			return tcx_fail(-EBADMSG,
 					 "NOT_SUPP: control byte in the reason");
 	if (len)
 		snprintf(reason, len, "%s", (const char *)m->payload);

@@ -31,7 +31,7 @@ int tmsg_vchan_path(char *buf, size_t len, unsigned int domid,
 			 domid, port);
 
 	if (n < 0 || (size_t)n >= len || n > TMSG_VCHAN_PATH_MAX)
-		return tmsg_fail(-ENAMETOOLONG,
+		return tcx_fail(-ENAMETOOLONG,
 				 "vchan path for domain %u port %u is longer than %d",
 				 domid, port, TMSG_VCHAN_PATH_MAX);
 	return 0;
@@ -140,7 +140,7 @@ static struct tmsg_transport *wrap(struct libxenvchan *v, const char *role,
 
 	if (!vt) {
 		libxenvchan_close(v);
-		tmsg_fail(-ENOMEM, "vchan: out of memory");
+		tcx_fail(-ENOMEM, "vchan: out of memory");
 		return NULL;
 	}
 	v->blocking = 0;
@@ -155,7 +155,7 @@ static struct tmsg_transport *wrap(struct libxenvchan *v, const char *role,
 static int check_path(const char *path)
 {
 	if (strlen(path) > TMSG_VCHAN_PATH_MAX)
-		return tmsg_fail(-ENAMETOOLONG,
+		return tcx_fail(-ENAMETOOLONG,
 				 "vchan path \"%s\" is longer than %d bytes",
 				 path, TMSG_VCHAN_PATH_MAX);
 	return 0;
@@ -169,13 +169,13 @@ struct tmsg_transport *tmsg_vchan_server(unsigned int peer, const char *path,
 	if (check_path(path))
 		return NULL;
 	if (read_min > TMSG_VCHAN_RING_MAX || write_min > TMSG_VCHAN_RING_MAX) {
-		tmsg_fail(-EINVAL, "vchan ring larger than %u bytes",
+		tcx_fail(-EINVAL, "vchan ring larger than %u bytes",
 			  TMSG_VCHAN_RING_MAX);
 		return NULL;
 	}
 	v = libxenvchan_server_init(NULL, (int)peer, path, read_min, write_min);
 	if (!v) {
-		tmsg_fail(-errno ? -errno : -EIO,
+		tcx_fail(-errno ? -errno : -EIO,
 			  "vchan server for domain %u at %s: %s", peer, path,
 			  strerror(errno ? errno : EIO));
 		return NULL;
@@ -192,7 +192,7 @@ struct tmsg_transport *tmsg_vchan_client(unsigned int server,
 		return NULL;
 	v = libxenvchan_client_init(NULL, (int)server, path);
 	if (!v) {
-		tmsg_fail(-errno ? -errno : -EIO,
+		tcx_fail(-errno ? -errno : -EIO,
 			  "vchan client to domain %u at %s: %s", server, path,
 			  strerror(errno ? errno : EIO));
 		return NULL;
@@ -220,11 +220,11 @@ int tmsg_vchan_wait_client(struct tmsg_transport *t, int timeout_ms)
 		}
 		ret = poll(&pfd, 1, left);
 		if (ret < 0 && errno != EINTR)
-			return tmsg_fail(-errno, "%s: %s", t->name,
+			return tcx_fail(-errno, "%s: %s", t->name,
 					 strerror(errno));
 		if (ret > 0 && libxenvchan_wait(v) < 0)
-			return tmsg_fail(-EIO, "%s: event channel", t->name);
+			return tcx_fail(-EIO, "%s: event channel", t->name);
 	}
 	return libxenvchan_is_open(v) == 1 ? 1 :
-	       tmsg_fail(-ECONNRESET, "%s: client went away", t->name);
+	       tcx_fail(-ECONNRESET, "%s: client went away", t->name);
 }

@@ -27,9 +27,9 @@ static int xs_put(struct xs_handle *xs, unsigned int domid, const char *node,
 	char path[XS_NODE_MAX];
 
 	if (node_path(path, domid, node))
-		return tmsg_fail(-ENAMETOOLONG, "xenstore path too long");
+		return tcx_fail(-ENAMETOOLONG, "xenstore path too long");
 	if (!xs_write(xs, XBT_NULL, path, val, strlen(val)))
-		return tmsg_fail(errno ? -errno : -EIO, "xenstore write %s: %s",
+		return tcx_fail(errno ? -errno : -EIO, "xenstore write %s: %s",
 				 path, strerror(errno ? errno : EIO));
 	return 0;
 }
@@ -57,7 +57,7 @@ static struct xs_handle *open_xs(void)
 	struct xs_handle *xs = xs_open(0);
 
 	if (!xs)
-		tmsg_fail(errno ? -errno : -EIO, "xenstore: %s",
+		tcx_fail(errno ? -errno : -EIO, "xenstore: %s",
 			  strerror(errno ? errno : EIO));
 	return xs;
 }
@@ -126,12 +126,12 @@ int tmsg_xs_self_domid(unsigned int *domid)
 	v = xs_read(xs, XBT_NULL, "domid", &n);
 	xs_close(xs);
 	if (!v)
-		return tmsg_fail(-ENOENT, "xenstore: no \"domid\" node (not a Xen guest?)");
+		return tcx_fail(-ENOENT, "xenstore: no \"domid\" node (not a Xen guest?)");
 	snprintf(buf, sizeof(buf), "%.*s", (int)n, v);
 	free(v);
 	id = parse_id(buf);
 	if (id < 0)
-		return tmsg_fail(-EINVAL, "xenstore: domid \"%s\"", buf);
+		return tcx_fail(-EINVAL, "xenstore: domid \"%s\"", buf);
 	*domid = (unsigned int)id;
 	return 0;
 }
@@ -147,7 +147,7 @@ int tmsg_xs_lookup(unsigned int domid, struct tmsg_xs_agent *out)
 		return -EIO;
 	if (xs_get(xs, domid, "state", state, sizeof(state))) {
 		xs_close(xs);
-		return tmsg_fail(-ENOENT, "domain %u runs no trace-cmd-xen agent",
+		return tcx_fail(-ENOENT, "domain %u runs no trace-cmd-xen agent",
 				 domid);
 	}
 	out->ready = !strcmp(state, "ready");

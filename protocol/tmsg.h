@@ -10,8 +10,9 @@
  * and the payload. tmsg_make_*() build messages, tmsg_parse_*() check and
  * read them; tmsg_send()/tmsg_recv() move them over a transport.
  *
- * Every function that can fail returns a negative errno value and leaves a
- * message for people in tmsg_error() (per thread).
+ * Every function that can fail returns a negative errno value (NULL with
+ * errno set for those returning a pointer) and leaves a message for people
+ * in the thread's tcx_error() (tcx-util.h).
  *
  * See docs/protocol.md for the conversation and what we add to trace-cmd.
  */
@@ -94,15 +95,6 @@ struct tmsg {
 	uint8_t payload[TMSG_MAX_DATA];
 };
 
-/* ---- errors ---------------------------------------------------------- */
-
-/**
- * tmsg_error - the message of the last failure in this thread
- *
- * Returns a string that stays valid until the next tmsg call in the thread.
- */
-const char *tmsg_error(void);
-
 /**
  * tmsg_cmd_name - trace-cmd's name of a command ("TRACE_REQ"), or "UNKNOWN"
  * @cmd: command id
@@ -117,7 +109,7 @@ const char *tmsg_cmd_name(uint32_t cmd);
  * @size: set to the total message size on success
  *
  * Checks 12 <= size <= 8192, cmd < 12 and cmd_size <= size - 12.
- * Returns 0, or -EBADMSG with tmsg_error() naming the bad field.
+ * Returns 0, or -EBADMSG with tcx_error() naming the bad field.
  */
 int tmsg_check_header(const uint8_t *hdr, uint32_t *size);
 
@@ -596,7 +588,7 @@ int tmsg_vchan_path(char *buf, size_t len, unsigned int domid,
  * @read_min, @write_min: ring sizes wanted (peer to us, us to peer), each
  *			  at most TMSG_VCHAN_RING_MAX
  *
- * The agent side: it grants the rings. Returns NULL with tmsg_error() set.
+ * The agent side: it grants the rings. Returns NULL with tcx_error() set.
  */
 struct tmsg_transport *tmsg_vchan_server(unsigned int peer, const char *path,
 					 size_t read_min, size_t write_min);

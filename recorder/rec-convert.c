@@ -24,6 +24,7 @@
 #include <xen/trace.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 /* ---- the conversion ---- */
@@ -84,7 +85,7 @@ static void progress(void *ctx, uint64_t bytes)
  * runstate or SWITCH, AMD exit reasons; with @cpus, also which pCPUs have
  * data (the whole file only).
  */
-static int scan(struct conv *c, int fd, uint64_t limit, bool cpus, char *err, size_t errlen)
+static int scan(struct conv *c, int fd, uint64_t limit, bool cpus)
 {
 	/* GEN for LOST_RECORDS, SCHED for everything naming a vCPU, HVM exits */
 	struct rec_stream_params p = { .unordered = true, .class_mask = 0x00b };
@@ -94,13 +95,13 @@ static int scan(struct conv *c, int fd, uint64_t limit, bool cpus, char *err, si
 	int ret;
 
 	if (!s)
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "out of memory");
 	if (limit)
 		ret = rec_read_xentrace_prefix(fd, limit, s, &res);
 	else
 		ret = rec_read_xentrace(fd, s, &res, NULL, NULL);
 	if (ret < 0 && ret != -EBADMSG)
-		snprintf(err, errlen, "%.200s: %.256s", c->o->input, res.msg);
+		tcx_fail(ret, "%s: %s", c->o->input, res.msg);
 	else
 		ret = 0;
 	rec_stream_finish(s);
@@ -109,13 +110,13 @@ static int scan(struct conv *c, int fd, uint64_t limit, bool cpus, char *err, si
 		c->max_cpu = st.max_cpu;
 		c->has_data = calloc(c->max_cpu + 1, sizeof(*c->has_data));
 		if (!c->has_data && !ret)
-			ret = -ENOMEM;
+			ret = tcx_fail(-ENOMEM, "out of memory");
 		for (int i = 0; c->has_data && i <= c->max_cpu; i++)
 			c->has_data[i] = rec_stream_has_data(s, i);
 	}
 	rec_stream_free(s);
 	if (!ret && c->err)
-		ret = c->err;
+		ret = tcx_fail(c->err, "out of memory for the vCPUs");
 	return ret;
 }
 
@@ -126,19 +127,17 @@ static int scan(struct conv *c, int fd, uint64_t limit, bool cpus, char *err, si
  * SNIFF_BYTES, runstate or SWITCH and AMD exit reasons. vCPUs are named
  * at close (cmdlines and GUEST options after the data).
  */
-static int look_ahead(struct conv *c, int fd, char *err, size_t errlen)
+static int look_ahead(struct conv *c, int fd)
 {
 	int ret;
 
 	c->has_data = calloc(REC_MAX_CPUS, sizeof(*c->has_data));
 	if (!c->has_data)
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "out of memory");
 	ret = rec_xentrace_cpus(fd, c->has_data, REC_MAX_CPUS, &c->max_cpu);
-	if (ret < 0) {
-		snprintf(err, errlen, "%.200s: %s", c->o->input, strerror(-ret));
-		return ret;
-	}
-	return scan(c, fd, SNIFF_BYTES, false, err, errlen);
+	if (ret < 0)
+		return tcx_fail(ret, "%s: %s", c->o->input, strerror(-ret));
+	return scan(c, fd, SNIFF_BYTES, false);
 }
 
 __attribute__((format(printf, 2, 3)))
@@ -156,24 +155,20 @@ static void warn(const struct rec_convert_opts *o, const char *fmt, ...)
 }
 
 /* The input: opened, refused if it is the output, its size known. */
-static int open_input(struct conv *c, char *err, size_t errlen)
+static int open_input(struct conv *c)
 {
 	const struct rec_convert_opts *o = c->o;
 	struct stat ost;
 
 	c->is_stdin = !strcmp(o->input, "-");
 	c->fd = c->is_stdin ? 0 : open(o->input, O_RDONLY | O_CLOEXEC);
-	if (c->fd < 0) {
-		snprintf(err, errlen, "%s: %s", o->input, strerror(errno));
-		return -errno;
-	}
+	if (c->fd < 0)
+		return tcx_fail(-errno, "%s: %s", o->input, strerror(errno));
 	c->is_file = !fstat(c->fd, &c->st) && S_ISREG(c->st.st_mode);
 	/* writing the output would destroy the input being read */
 	if (c->is_file && !stat(o->output, &ost) && ost.st_dev == c->st.st_dev &&
-	    ost.st_ino == c->st.st_ino) {
-		snprintf(err, errlen, "%s: the output is the input file", o->output);
-		return -EINVAL;
-	}
+	    ost.st_ino == c->st.st_ino)
+		return tcx_fail(-EINVAL, "%s: the output is the input file", o->output);
 	return 0;
 }
 
@@ -183,28 +178,20 @@ static int open_input(struct conv *c, char *err, size_t errlen)
  * takes them after the data: a look at the window headers and the start.
  * A pipe is read once, as it comes.
  */
-static int look_first(struct conv *c, char *err, size_t errlen)
+static int look_first(struct conv *c)
 {
 	int ret;
 
 	/* the scan's vCPUs go into a writer-less sink, copied over later */
 	c->sink = rec_sink_new(NULL, &(struct rec_sink_opts){ .ncpus = 1 });
-	if (!c->sink) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!c->sink)
+		return tcx_fail(-ENOMEM, "out of memory");
 	if (c->is_file) {
-		ret = c->v7 ? look_ahead(c, c->fd, err, errlen) :
-			      scan(c, c->fd, 0, true, err, errlen);
-		if (ret < 0) {
-			if (!err[0])
-				snprintf(err, errlen, "%s: %s", c->o->input, strerror(-ret));
+		ret = c->v7 ? look_ahead(c, c->fd) : scan(c, c->fd, 0, true);
+		if (ret < 0)
 			return ret;
-		}
-		if (!c->v7 && lseek(c->fd, 0, SEEK_SET) < 0) {
-			snprintf(err, errlen, "%s: %s", c->o->input, strerror(errno));
-			return -errno;
-		}
+		if (!c->v7 && lseek(c->fd, 0, SEEK_SET) < 0)
+			return tcx_fail(-errno, "%s: %s", c->o->input, strerror(errno));
 	}
 	c->ncpus = c->is_file ? c->max_cpu + 1 : REC_MAX_CPUS;
 	if (c->ncpus < 1)
@@ -232,8 +219,7 @@ static uint64_t region_size(const struct conv *c)
 }
 
 /* The writer and its sink, the vCPUs the scan found, what goes before the data. */
-static int create_output(struct conv *c, struct rec_convert_summary *sum,
-			 char *err, size_t errlen)
+static int create_output(struct conv *c, struct rec_convert_summary *sum)
 {
 	const struct rec_convert_opts *o = c->o;
 	struct tdat_params tp = {
@@ -255,11 +241,8 @@ static int create_output(struct conv *c, struct rec_convert_summary *sum,
 	int ret;
 
 	c->w = tdat_create(o->output, &tp);
-	if (!c->w) {
-		ret = errno ? -errno : -EIO;
-		snprintf(err, errlen, "%s: %s", o->output, tdat_last_error());
-		return ret;
-	}
+	if (!c->w)
+		return tcx_fail(errno ? -errno : -EIO, "%s: %s", o->output, tcx_error());
 	c->created = true;
 	if (c->amd_seen && !o->svm) {
 		so.svm = true;
@@ -269,10 +252,8 @@ static int create_output(struct conv *c, struct rec_convert_summary *sum,
 				"naming pre-4.19 VMEXIT reasons as SVM (as --svm)\n");
 	}
 	c->out = rec_sink_new(c->w, &so);
-	if (!c->out) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!c->out)
+		return tcx_fail(-ENOMEM, "out of memory");
 	ret = rec_sink_vcpus(c->sink, &vcpus, &nvcpus);
 	for (size_t i = 0; !ret && i < nvcpus; i++)
 		ret = rec_sink_note_vcpu(c->out, vcpus[i] >> 16, vcpus[i] & 0xffff);
@@ -292,7 +273,7 @@ static int create_output(struct conv *c, struct rec_convert_summary *sum,
 	if (!ret)
 		ret = tdat_start_data(c->w);
 	if (ret < 0)
-		snprintf(err, errlen, "%s: %s", o->output, tdat_error(c->w));
+		tcx_fail(ret, "%s: %s", o->output, tcx_error());
 	return ret;
 }
 
@@ -303,39 +284,32 @@ static int create_output(struct conv *c, struct rec_convert_summary *sum,
  * records. Returns the reader's result (-EBADMSG: a corrupt window, what
  * came before it is written) or the sink's error.
  */
-static int convert_records(struct conv *c, struct rec_convert_summary *sum,
-			   char *err, size_t errlen)
+static int convert_records(struct conv *c, struct rec_convert_summary *sum)
 {
 	const struct rec_convert_opts *o = c->o;
 	struct rec_stream *s;
-	const char *msg;
 	int rret, ret;
 
 	s = rec_stream_new(&(struct rec_stream_params){ .max_cpus = c->ncpus, .per_cpu = true },
 			   rec_sink_emit, c->out);
-	if (!s) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!s)
+		return tcx_fail(-ENOMEM, "out of memory");
 	rret = rec_read_xentrace(c->fd, s, &sum->read, o->progress ? progress : NULL, (void *)o);
 	rec_stream_finish(s);
 	rec_stream_get_stats(s, &sum->stream);
 	rec_stream_free(s);
 	if (o->progress && sum->read.bytes >= (64u << 20))
 		fputc('\n', o->log);
-	ret = rec_sink_error(c->out, &msg);
-	if (ret) {
-		snprintf(err, errlen, "%s: %s", o->output, msg);
-		return ret;
-	}
+	ret = rec_sink_error(c->out);
+	if (ret)
+		return tcx_fail(ret, "%s: %s", o->output, tcx_error());
 	if (rret < 0 && rret != -EBADMSG)
-		snprintf(err, errlen, "%s: %s", o->input, sum->read.msg);
+		tcx_fail(rret, "%s: %s", o->input, sum->read.msg);
 	return rret < 0 ? rret : 0;
 }
 
 /* After the data: v7's sections, the warnings, the file closed, the summary. */
-static int finish_output(struct conv *c, struct rec_convert_summary *sum,
-			 char *err, size_t errlen)
+static int finish_output(struct conv *c, struct rec_convert_summary *sum)
 {
 	const struct rec_convert_opts *o = c->o;
 	struct rec_sink_stats kst;
@@ -346,10 +320,8 @@ static int finish_output(struct conv *c, struct rec_convert_summary *sum,
 		ret = rec_sink_add_cmdlines(c->out);
 		if (!ret)
 			ret = rec_sink_add_guests(c->out);
-		if (ret < 0) {
-			snprintf(err, errlen, "%s: %s", o->output, tdat_error(c->w));
-			return ret;
-		}
+		if (ret < 0)
+			return tcx_fail(ret, "%s: %s", o->output, tcx_error());
 	} else if (!c->is_file) {
 		warn(o, "a version 6 file from a pipe gets no GUEST options and names tasks "
 		     "by sched_switch only, not in cmdlines");
@@ -372,10 +344,8 @@ static int finish_output(struct conv *c, struct rec_convert_summary *sum,
 		     o->input, sum->stream.no_tsc_dropped, REC_NO_TSC_HOLD);
 	ret = tdat_close(c->w);
 	c->w = NULL;
-	if (ret < 0) {
-		snprintf(err, errlen, "%s: closing failed", o->output);
-		return ret;
-	}
+	if (ret < 0)
+		return tcx_fail(ret, "%s: closing failed: %s", o->output, tcx_error());
 	memcpy(sum->classes, kst.classes, sizeof(sum->classes));
 	sum->unknown = kst.unknown;
 	sum->switches = kst.switches;
@@ -386,8 +356,12 @@ static int finish_output(struct conv *c, struct rec_convert_summary *sum,
 
 static void conv_free(struct conv *c, int ret)
 {
-	if (c->w)
-		tdat_close(c->w);
+	char msg[TCX_ERROR_MAX];
+
+	/* closing a failed writer fails again: keep the first message */
+	snprintf(msg, sizeof(msg), "%s", tcx_error());
+	if (c->w && tdat_close(c->w) && ret < 0)
+		tcx_fail(ret, "%s", msg);
 	/* a failed conversion leaves no half file behind (a corrupt input
 	 * keeps what came before the bad window: that file is complete) */
 	if (c->created && ret < 0 && ret != -EBADMSG)
@@ -399,36 +373,31 @@ static void conv_free(struct conv *c, int ret)
 		close(c->fd);
 }
 
-int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *sum,
-		char *err, size_t errlen)
+int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *sum)
 {
 	struct conv c = { .o = o, .max_cpu = -1, .fd = -1 };
 	int ret, rret = 0;
 
 	memset(sum, 0, sizeof(*sum));
 	sum->hz = o->hz ? o->hz : REC_DEFAULT_HZ;
-	if (rec_tsc2nsec(sum->hz, &sum->mult, &sum->shift)) {
-		snprintf(err, errlen, "cannot convert %" PRIu64 " Hz", sum->hz);
-		return -EINVAL;
-	}
+	if (rec_tsc2nsec(sum->hz, &sum->mult, &sum->shift))
+		return tcx_fail(-EINVAL, "cannot convert %" PRIu64 " Hz", sum->hz);
 	c.version = o->file_version ? o->file_version : 7;
 	c.v7 = c.version == 7;
-	ret = open_input(&c, err, errlen);
+	ret = open_input(&c);
 	if (!ret)
-		ret = look_first(&c, err, errlen);
+		ret = look_first(&c);
 	if (!ret)
-		ret = create_output(&c, sum, err, errlen);
+		ret = create_output(&c, sum);
 	if (!ret) {
-		rret = convert_records(&c, sum, err, errlen);
+		rret = convert_records(&c, sum);
 		ret = rret == -EBADMSG ? 0 : rret;
 	}
 	if (!ret)
-		ret = finish_output(&c, sum, err, errlen);
-	if (!ret && rret == -EBADMSG) {
-		ret = rret;
-		snprintf(err, errlen, "%s: %s (what came before is in %s)", o->input,
-			 sum->read.msg, o->output);
-	}
+		ret = finish_output(&c, sum);
+	if (!ret && rret == -EBADMSG)
+		ret = tcx_fail(rret, "%s: %s (what came before is in %s)", o->input,
+			       sum->read.msg, o->output);
 	conv_free(&c, ret);
 	return ret;
 }

@@ -19,6 +19,7 @@
 #include <tracefs.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 #define INSTANCE_PREFIX	"tcx-record-"
@@ -31,8 +32,8 @@ struct rec_dom0 {
 	uint8_t			*page;
 	uint32_t		page_size;
 	uint64_t		pages;
-	int			err;
-	char			errmsg[256];
+	int			err;		/* the first write error: sticky */
+	char			errmsg[TCX_ERROR_MAX];
 };
 
 void rec_dom0_cleanup_stale(FILE *log)
@@ -110,62 +111,51 @@ static void add_cmdlines(struct tdat_writer *w, const pid_t *extra, int nextra)
 		tdat_add_cmdline(w, extra[i], "command");
 }
 
-__attribute__((format(printf, 4, 5)))
-static int failf(int ret, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
-
-int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
-		  char *err, size_t errlen)
+int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o)
 {
 	struct tdat_params tp = { .clock = "x86-tsc" };
 	struct rec_dom0 *d;
 	struct utsname u;
-	char name[64], uts[400], *hp, *dir = NULL;
+	char name[64], uts[400], msg[TCX_ERROR_MAX], *hp, *dir = NULL;
 	int hp_size, ret;
 
 	*out = NULL;
 	if (!tracefs_tracing_dir())
-		return failf(-ENOENT, err, errlen, "dom0: tracefs is not mounted "
+		return tcx_fail(-ENOENT, "dom0: tracefs is not mounted "
 			     "(mount -t tracefs nodev /sys/kernel/tracing)");
 	d = calloc(1, sizeof(*d));
 	if (!d)
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "out of memory");
 	d->page_size = (uint32_t)getpagesize();
 	d->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 	snprintf(name, sizeof(name), INSTANCE_PREFIX "%d", (int)getpid());
 	d->inst = tracefs_instance_create(name);
 	if (!d->inst) {
-		ret = failf(errno ? -errno : -EIO, err, errlen,
-			    "dom0: cannot create the tracefs instance %s: %s", name,
-			    strerror(errno));
+		int e = errno ? errno : EIO;
+
+		ret = tcx_fail(-e, "dom0: cannot create the tracefs instance %s: %s", name,
+			       strerror(e));
 		goto fail;
 	}
 	tracefs_trace_off(d->inst);
 	if (tracefs_instance_file_write(d->inst, "trace_clock", "x86-tsc") < 0) {
-		ret = failf(-EINVAL, err, errlen, "dom0: the x86-tsc trace clock is not "
+		ret = tcx_fail(-EINVAL, "dom0: the x86-tsc trace clock is not "
 			    "available: dom0's events cannot share the hypervisor's clock");
 		goto fail;
 	}
 	if (o->buffer_kb && tracefs_instance_set_buffer_size(d->inst, o->buffer_kb, -1) < 0) {
-		ret = failf(-EINVAL, err, errlen, "dom0: cannot set a %u KiB buffer", o->buffer_kb);
+		ret = tcx_fail(-EINVAL, "dom0: cannot set a %u KiB buffer", o->buffer_kb);
 		goto fail;
 	}
 	for (int i = 0; i < o->nr_events; i++) {
 		if (tdat_enable_event(d->inst, o->events[i]) < 0) {
-			ret = failf(-EINVAL, err, errlen, "dom0: no event matches \"%s\" "
+			ret = tcx_fail(-EINVAL, "dom0: no event matches \"%s\" "
 				    "(see /sys/kernel/tracing/available_events)", o->events[i]);
 			goto fail;
 		}
 	}
 	if (!o->nr_events && tdat_enable_event(d->inst, REC_DOM0_DEFAULT_EVENT) < 0) {
-		ret = failf(-EINVAL, err, errlen, "dom0: cannot enable " REC_DOM0_DEFAULT_EVENT);
+		ret = tcx_fail(-EINVAL, "dom0: cannot enable " REC_DOM0_DEFAULT_EVENT);
 		goto fail;
 	}
 
@@ -175,8 +165,7 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
 	tp.cpus = d->ncpus;
 	d->w = tdat_create(o->path, &tp);
 	if (!d->w) {
-		ret = failf(errno ? -errno : -EIO, err, errlen, "%s: %s", o->path,
-			    tdat_last_error());
+		ret = tcx_fail(errno ? -errno : -EIO, "%s: %s", o->path, tcx_error());
 		goto fail;
 	}
 	hp = tracefs_event_file_read(NULL, NULL, "header_page", NULL, &hp_size);
@@ -187,7 +176,7 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
 	ret = tdat_add_instance_formats(d->w, d->inst);
 	ret = ret < 0 ? ret : 0;
 	if (ret) {
-		ret = failf(ret, err, errlen, "dom0: no event format could be read");
+		ret = tcx_fail(ret, "dom0: no event format could be read");
 		goto fail;
 	}
 	add_cmdlines(d->w, o->pids, o->npids);
@@ -202,13 +191,13 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
 	if (!ret)
 		ret = tdat_start_data(d->w);
 	if (ret) {
-		ret = failf(ret, err, errlen, "%s: %s", o->path, tdat_error(d->w));
+		ret = tcx_fail(ret, "%s: %s", o->path, tcx_error());
 		goto fail;
 	}
 	d->page = malloc(d->page_size);
 	d->fd = calloc(d->ncpus, sizeof(*d->fd));
 	if (!d->page || !d->fd) {
-		ret = failf(-ENOMEM, err, errlen, "out of memory");
+		ret = tcx_fail(-ENOMEM, "out of memory");
 		goto fail;
 	}
 	dir = tracefs_instance_get_dir(d->inst);
@@ -222,13 +211,17 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
 	*out = d;
 	return 0;
 fail:
-	rec_dom0_close(d, NULL);
-	return ret;
+	/* closing may fail too: the message is the first failure's */
+	snprintf(msg, sizeof(msg), "%s", tcx_error());
+	rec_dom0_close(d);
+	return tcx_fail(ret, "%s", msg);
 }
 
 int rec_dom0_start(struct rec_dom0 *d)
 {
-	return tracefs_trace_on(d->inst) < 0 ? -EIO : 0;
+	if (tracefs_trace_on(d->inst) < 0)
+		return tcx_fail(-EIO, "dom0: cannot turn tracing on");
+	return 0;
 }
 
 int rec_dom0_drain(struct rec_dom0 *d)
@@ -236,7 +229,7 @@ int rec_dom0_drain(struct rec_dom0 *d)
 	int n = 0;
 
 	if (d->err)
-		return d->err;
+		return tcx_fail(d->err, "%s", d->errmsg);
 	for (int c = 0; c < d->ncpus; c++) {
 		/* a bounded number per call: one busy CPU cannot starve the rest */
 		for (int i = 0; d->fd[c] >= 0 && i < 256; i++) {
@@ -254,7 +247,7 @@ int rec_dom0_drain(struct rec_dom0 *d)
 				continue;	/* counted in bad_pages */
 			if (ret < 0) {
 				d->err = ret;
-				snprintf(d->errmsg, sizeof(d->errmsg), "%s", tdat_error(d->w));
+				snprintf(d->errmsg, sizeof(d->errmsg), "%s", tcx_error());
 				return ret;
 			}
 			d->pages++;
@@ -277,11 +270,6 @@ int rec_dom0_stop(struct rec_dom0 *d)
 	return ret < 0 ? ret : n;
 }
 
-const char *rec_dom0_error(const struct rec_dom0 *d)
-{
-	return d->errmsg;
-}
-
 void rec_dom0_stats(const struct rec_dom0 *d, struct tdat_stats *st)
 {
 	tdat_get_stats(d->w, -1, st);
@@ -292,7 +280,7 @@ struct tdat_writer *rec_dom0_writer(struct rec_dom0 *d)
 	return d->w;
 }
 
-int rec_dom0_close(struct rec_dom0 *d, const char **msg)
+int rec_dom0_close(struct rec_dom0 *d)
 {
 	int ret = 0;
 
@@ -309,8 +297,6 @@ int rec_dom0_close(struct rec_dom0 *d, const char **msg)
 		tracefs_instance_destroy(d->inst);
 		tracefs_instance_free(d->inst);
 	}
-	if (msg)
-		*msg = ret ? "closing failed" : "";
 	free(d->fd);
 	free(d->page);
 	free(d);

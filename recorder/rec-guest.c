@@ -120,16 +120,6 @@ struct rec_guest {
 	atomic_bool done;		/* the drain thread (the last) finished */
 };
 
-static int errf(char *err, size_t len, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return ret;
-}
-
 /* ---- the -A argument ---------------------------------------------------- */
 
 static bool all_digits(const char *s, size_t n)
@@ -172,18 +162,17 @@ static void safe_name(char *dst, size_t len, const char *src, size_t n)
 		dst[0] = '_';
 }
 
-int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
-			 char *err, size_t errlen)
+int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out)
 {
 	const char *at, *colon, *host = spec, *port = NULL;
 	size_t hlen, slen;
 
 	memset(out, 0, sizeof(*out));
 	if (!spec || !*spec)
-		return errf(err, errlen, -EINVAL, "-A: empty guest");
+		return tcx_fail(-EINVAL, "-A: empty guest");
 	slen = strlen(spec);
 	if (slen > 255)
-		return errf(err, errlen, -EINVAL, "-A: guest \"%.40s...\" is too long", spec);
+		return tcx_fail(-EINVAL, "-A: guest \"%.40s...\" is too long", spec);
 	at = strrchr(spec, '@');
 	if (at) {
 		/* name@cid[:port]: vsock with a name, as trace-cmd */
@@ -194,7 +183,7 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
 		out->port = TMSG_AGENT_PORT;
 		if (at == spec || parse_u32(c, clen, 0xffffffffUL, &out->cid) ||
 		    (p && parse_u32(p + 1, strlen(p + 1), 0xffffffffUL, &out->port)))
-			return errf(err, errlen, -EINVAL,
+			return tcx_fail(-EINVAL,
 				    "-A %s: expected name@cid[:port]", spec);
 		safe_name(out->name, sizeof(out->name), spec, (size_t)(at - spec));
 		return 0;
@@ -204,7 +193,7 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
 		const char *end = strchr(spec, ']');
 
 		if (!end || end == spec + 1 || (end[1] && end[1] != ':'))
-			return errf(err, errlen, -EINVAL, "-A %s: expected [address]:port", spec);
+			return tcx_fail(-EINVAL, "-A %s: expected [address]:port", spec);
 		host = spec + 1;
 		hlen = (size_t)(end - host);
 		port = end[1] ? end + 2 : NULL;
@@ -221,7 +210,7 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
 		out->kind = REC_GUEST_XEN;
 		out->by_domid = true;
 		if (parse_u32(host, hlen, 0x7fef, &out->domid))
-			return errf(err, errlen, -EINVAL, "-A %s: not a domain id", spec);
+			return tcx_fail(-EINVAL, "-A %s: not a domain id", spec);
 		snprintf(out->name, sizeof(out->name), "%s", spec);
 		return 0;
 	}
@@ -234,19 +223,19 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
 	}
 	out->port = TMSG_AGENT_PORT;
 	if (port && parse_u32(port, strlen(port), 65535, &out->port))
-		return errf(err, errlen, -EINVAL, "-A %s: bad port \"%s\"", spec, port);
+		return tcx_fail(-EINVAL, "-A %s: bad port \"%s\"", spec, port);
 	if (hlen == 0 || hlen >= sizeof(out->host))
-		return errf(err, errlen, -EINVAL, "-A %s: no host", spec);
+		return tcx_fail(-EINVAL, "-A %s: no host", spec);
 	if (all_digits(host, hlen)) {
 		/* cid:port, as trace-cmd */
 		out->kind = REC_GUEST_VSOCK;
 		if (parse_u32(host, hlen, 0xffffffffUL, &out->cid))
-			return errf(err, errlen, -EINVAL, "-A %s: bad cid", spec);
+			return tcx_fail(-EINVAL, "-A %s: bad cid", spec);
 		snprintf(out->name, sizeof(out->name), "%.*s", (int)hlen, host);
 		return 0;
 	}
 	if (!out->port)
-		return errf(err, errlen, -EINVAL, "-A %s: port 0", spec);
+		return tcx_fail(-EINVAL, "-A %s: port 0", spec);
 	out->kind = REC_GUEST_TCP;
 	memcpy(out->host, host, hlen);
 	out->host[hlen] = 0;
@@ -289,20 +278,20 @@ static char *xs_get(struct xs_handle *xs, const char *path)
 	return s;
 }
 
-static int xen_resolve(struct rec_guest_spec *sp, char *err, size_t errlen)
+static int xen_resolve(struct rec_guest_spec *sp)
 {
 	struct xs_handle *xs = xs_open(0);
 	char path[64], *v;
 	int ret = 0;
 
 	if (!xs)
-		return errf(err, errlen, -EIO, "-A %s: cannot open xenstore (%s): "
+		return tcx_fail(-EIO, "-A %s: cannot open xenstore (%s): "
 			    "is this dom0 of a Xen host?", sp->name, strerror(errno));
 	if (sp->by_domid) {
 		snprintf(path, sizeof(path), "/local/domain/%u/name", sp->domid);
 		v = xs_get(xs, path);
 		if (!v) {
-			ret = errf(err, errlen, -ENOENT, "-A %u: no domain %u is running "
+			ret = tcx_fail(-ENOENT, "-A %u: no domain %u is running "
 				   "(xenstore has no /local/domain/%u)", sp->domid,
 				   sp->domid, sp->domid);
 		} else {
@@ -330,49 +319,49 @@ static int xen_resolve(struct rec_guest_spec *sp, char *err, size_t errlen)
 		}
 		free(dir);
 		if (!found)
-			ret = errf(err, errlen, -ENOENT, "-A %s: no running domain is named "
+			ret = tcx_fail(-ENOENT, "-A %s: no running domain is named "
 				   "\"%s\" (see xl list)", sp->xen_name, sp->xen_name);
 	}
 	xs_close(xs);
 	return ret;
 }
 
-static int xen_connect(struct rec_guest *g, int timeout_ms, char *err, size_t errlen)
+static int xen_connect(struct rec_guest *g, int timeout_ms)
 {
 	struct tmsg_xs_agent a;
 	char path[TMSG_VCHAN_PATH_MAX + 1];
 	uint64_t end;
 	int ret;
 
-	ret = xen_resolve(&g->sp, err, errlen);
+	ret = xen_resolve(&g->sp);
 	if (ret)
 		return ret;
 	ret = tmsg_xs_lookup(g->sp.domid, &a);
 	if (ret == -ENOENT)
-		return errf(err, errlen, -ENOENT, "guest %s (domain %u) runs no agent: "
+		return tcx_fail(-ENOENT, "guest %s (domain %u) runs no agent: "
 			    "start `trace-cmd-xen agent --xen` in it", g->sp.name, g->sp.domid);
 	if (ret)
-		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tmsg_error());
+		return tcx_fail(ret, "guest %s: %s", g->sp.name, tcx_error());
 	if (!a.ready)
-		return errf(err, errlen, -ENOTCONN, "guest %s (domain %u): its agent is "
+		return tcx_fail(-ENOTCONN, "guest %s (domain %u): its agent is "
 			    "not ready (stopped, or still starting)", g->sp.name, g->sp.domid);
 	ret = tmsg_vchan_path(path, sizeof(path), g->sp.domid, a.port);
 	if (ret)
-		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tmsg_error());
+		return tcx_fail(ret, "guest %s: %s", g->sp.name, tcx_error());
 	/* Between two sessions the agent makes its control vchan anew. */
 	end = tcx_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	while (!(g->ctl = tmsg_vchan_client(g->sp.domid, path))) {
 		if (tcx_now_ns() >= end)
-			return errf(err, errlen, -ECONNREFUSED, "guest %s (domain %u): the "
+			return tcx_fail(-ECONNREFUSED, "guest %s (domain %u): the "
 				    "agent advertised in xenstore does not answer on %s (%s): "
 				    "is it still running, or serving another recorder?", g->sp.name, g->sp.domid, path,
-				    tmsg_error());
+				    tcx_error());
 		usleep(50 * 1000);
 	}
 	return 0;
 }
 
-static int net_connect(struct rec_guest *g, int timeout_ms, char *err, size_t errlen)
+static int net_connect(struct rec_guest *g, int timeout_ms)
 {
 	char port[16], name[64];
 	int fd;
@@ -386,11 +375,11 @@ static int net_connect(struct rec_guest *g, int timeout_ms, char *err, size_t er
 		snprintf(name, sizeof(name), "tcp %.40s:%u", g->sp.host, g->sp.port);
 	}
 	if (fd < 0)
-		return errf(err, errlen, fd, "guest %s: cannot connect to its agent: %s",
-			    g->sp.name, tmsg_error());
+		return tcx_fail(fd, "guest %s: cannot connect to its agent: %s",
+			    g->sp.name, tcx_error());
 	g->ctl = tmsg_fd_transport(fd, name);
 	if (!g->ctl)
-		return errf(err, errlen, -ENOMEM, "out of memory");
+		return tcx_fail(-ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -549,7 +538,7 @@ static void print_format(const char *fmt, struct meta_opts *mo)
  * needs (@mo); with @w feed everything to the writer.
  */
 static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
-		     struct meta_opts *mo, bool keep_tsc2nsec, char *err, size_t errlen)
+		     struct meta_opts *mo, bool keep_tsc2nsec)
 {
 	struct rd r = { .b = b, .len = len };
 	uint64_t n, m;
@@ -558,11 +547,11 @@ static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
 
 	rd_expect(&r, "\x17\x08\x44tracing", 10, "the trace.dat magic");
 	if (!r.bad && r.len - r.pos >= 2 && memcmp(b + r.pos, "6", 2))
-		return errf(err, errlen, -EPROTO, "the agent sent trace.dat version \"%.2s\" "
+		return tcx_fail(-EPROTO, "the agent sent trace.dat version \"%.2s\" "
 			    "metadata; only 6 is understood", b + r.pos);
 	rd_expect(&r, "6", 2, "the version");
 	if (!r.bad && r.pos < len && b[r.pos])
-		return errf(err, errlen, -EPROTO, "the agent's metadata is big endian: "
+		return tcx_fail(-EPROTO, "the agent's metadata is big endian: "
 			    "not supported");
 	if (!r.bad && r.len - r.pos >= 2)
 		mo->long_size = b[r.pos + 1];
@@ -675,10 +664,10 @@ static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
 		}
 	}
 	if (r.bad)
-		return errf(err, errlen, -EPROTO, "the agent's metadata is cut or malformed "
+		return tcx_fail(-EPROTO, "the agent's metadata is cut or malformed "
 			    "at %s (offset %zu of %zu bytes)", r.bad, r.pos, len);
 	if (ret)
-		return errf(err, errlen, ret, "the agent's metadata: %s", tdat_error(w));
+		return tcx_fail(ret, "the agent's metadata: %s", tcx_error());
 	return 0;
 }
 
@@ -721,7 +710,7 @@ static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *
 			pthread_mutex_lock(&g->lock);
 			g->sum.error = ret;
 			snprintf(g->sum.note, sizeof(g->sum.note), "%.120s: %.120s",
-				 g->path, tdat_error(g->w));
+				 g->path, tcx_error());
 			pthread_mutex_unlock(&g->lock);
 		}
 	}
@@ -817,7 +806,7 @@ static void maybe_close(struct drain *d)
 	d->closing = true;
 	d->deadline = tcx_now_ns() + (uint64_t)g->close_ms * 1000000ull;
 	if (d->ctl_open && tmsg_send_cmd(g->ctl, TMSG_CLOSE)) {
-		note(g, "CLOSE: %s", tmsg_error());
+		note(g, "CLOSE: %s", tcx_error());
 		d->ctl_open = false;
 	}
 }
@@ -982,14 +971,13 @@ static void tnote(struct rec_guest *g, const char *fmt, ...)
 }
 
 /* The protocols of --tsync (all without one), or "none". */
-static int parse_protos(struct rec_guest *g, const char *spec, char *err, size_t errlen)
+static int parse_protos(struct rec_guest *g, const char *spec)
 {
-	char why[128];
-	int n = tsync_parse_offer(spec, g->offer, MAX_PROTOS, why, sizeof(why));
+	int n = tsync_parse_offer(spec, g->offer, MAX_PROTOS);
 
 	g->noffer = n > 0 ? (uint32_t)n : 0;
 	if (n < 0)
-		return errf(err, errlen, n, "--tsync %s: %s", spec, why);
+		return tcx_fail(n, "--tsync %s: %s", spec, tcx_error());
 	return 0;
 }
 
@@ -1041,9 +1029,9 @@ static enum tsync_vendor host_vendor(void)
 /*
  * What protocol xen needs of the domain: Xen's TSC rate, the domain's
  * (tsc_mode, gtsc_khz), HVM/PVH or PV; from that its scaling and whether
- * its TSC is emulated. 0, or -errno with @why set.
+ * its TSC is emulated. 0, or -errno with tcx_error() set.
  */
-static int xen_clock(struct rec_guest *g, uint32_t cpu_khz, char *why, size_t len)
+static int xen_clock(struct rec_guest *g, uint32_t cpu_khz)
 {
 	xc_interface *xch = xc_interface_open(&quiet_log, &quiet_log, 0);
 	xc_domaininfo_t di;
@@ -1054,31 +1042,26 @@ static int xen_clock(struct rec_guest *g, uint32_t cpu_khz, char *why, size_t le
 	int ret = 0;
 
 	if (!xch) {
-		snprintf(why, len, "no Xen control interface (%s)", strerror(errno));
-		return -ENODEV;
+		return tcx_fail(-ENODEV, "no Xen control interface (%s)", strerror(errno));
 	}
 	if (!cpu_khz) {
 		if (xc_physinfo(xch, &pi)) {
-			snprintf(why, len, "xc_physinfo: %s", strerror(errno));
-			ret = -EIO;
+			ret = tcx_fail(-EIO, "xc_physinfo: %s", strerror(errno));
 			goto out;
 		}
 		cpu_khz = pi.cpu_khz;
 	}
 	if (xc_domain_getinfolist(xch, g->sp.domid, 1, &di) != 1 || di.domain != g->sp.domid) {
-		snprintf(why, len, "domain %u: no domain information", g->sp.domid);
-		ret = -ENOENT;
+		ret = tcx_fail(-ENOENT, "domain %u: no domain information", g->sp.domid);
 		goto out;
 	}
 	if (xc_domain_get_tsc_info(xch, g->sp.domid, &mode, &elapsed, &gkhz, &inc)) {
-		snprintf(why, len, "domain %u: xc_domain_get_tsc_info: %s", g->sp.domid,
+		ret = tcx_fail(-EIO, "domain %u: xc_domain_get_tsc_info: %s", g->sp.domid,
 			 strerror(errno));
-		ret = -EIO;
 		goto out;
 	}
 	if (!cpu_khz) {
-		snprintf(why, len, "Xen gives no TSC rate");
-		ret = -EIO;
+		ret = tcx_fail(-EIO, "Xen gives no TSC rate");
 		goto out;
 	}
 	hvm = di.flags & XEN_DOMINF_hvm_guest;
@@ -1199,7 +1182,7 @@ static void tsync_start(struct rec_guest *g, const struct tmsg_trace_resp *r, in
 	g->tst = tsync_connect(g, r->tsync_port, timeout_ms);
 	if (!g->tst) {
 		tnote(g, "cannot connect its time sync stream (port %u): %s", r->tsync_port,
-		      tmsg_error());
+		      tcx_error());
 		return;
 	}
 	if (strcmp(proto, TSYNC_PTP_NAME))
@@ -1370,7 +1353,7 @@ static void guest_free(struct rec_guest *g)
 
 /* TRACE_REQ: the allow-listed options, our trace id, the protocols, the secret. */
 static int request(struct rec_guest *g, const struct rec_guest_opts *o,
-		   struct tmsg_trace_resp *resp, char *err, size_t errlen)
+		   struct tmsg_trace_resp *resp)
 {
 	const char **argv = calloc((size_t)o->nr_events * 2 + (size_t)o->nr_extra_args + 8,
 				   sizeof(*argv));
@@ -1379,7 +1362,7 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 	int argc = 0, ret;
 
 	if (!argv)
-		return errf(err, errlen, -ENOMEM, "out of memory");
+		return tcx_fail(-ENOMEM, "out of memory");
 	argv[argc++] = "-C";
 	argv[argc++] = o->clock && *o->clock ? o->clock : "x86-tsc";
 	for (int i = 0; i < o->nr_events; i++) {
@@ -1413,26 +1396,25 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 	ret = tmsg_host_request(g->ctl, &req, resp, ANSWER_MS, why, sizeof(why));
 	free(argv);
 	if (ret == -EPERM)
-		return errf(err, errlen, ret, "guest %s: the agent refused the session%s%s",
+		return tcx_fail(ret, "guest %s: the agent refused the session%s%s",
 			    g->sp.name, why[0] ? ": " : "", why);
 	if (ret)
-		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, tmsg_error());
+		return tcx_fail(ret, "guest %s: %s", g->sp.name, tcx_error());
 	return 0;
 }
 
 static int make_file(struct rec_guest *g, const struct rec_guest_opts *o,
-		     const struct meta_buf *mb, char *err, size_t errlen)
+		     const struct meta_buf *mb)
 {
 	struct meta_opts mo = { .clock = "" };
 	struct tdat_params tp = { 0 };
-	char msg[256];
 	int ret;
 
-	ret = meta_walk(mb->b, mb->len, NULL, &mo, false, msg, sizeof(msg));
+	ret = meta_walk(mb->b, mb->len, NULL, &mo, false);
 	if (ret)
-		return errf(err, errlen, ret, "guest %s: %s", g->sp.name, msg);
+		return tcx_fail(ret, "guest %s: %s", g->sp.name, tcx_error());
 	if (mo.cpus != g->cpus || mo.page_size != g->page_size)
-		return errf(err, errlen, -EPROTO, "guest %s: the metadata says %d CPUs of "
+		return tcx_fail(-EPROTO, "guest %s: the metadata says %d CPUs of "
 			    "%u-byte pages, TRACE_RESP %d of %u", g->sp.name, mo.cpus,
 			    mo.page_size, g->cpus, g->page_size);
 	if (!mo.traceid)
@@ -1452,8 +1434,8 @@ static int make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 	tp.clock = mo.clock[0] ? mo.clock : NULL;
 	g->w = tdat_create(g->path, &tp);
 	if (!g->w)
-		return errf(err, errlen, errno ? -errno : -EIO, "%s", tdat_last_error());
-	ret = meta_walk(mb->b, mb->len, g->w, &mo, !o->mult, msg, sizeof(msg));
+		return tcx_fail(errno ? -errno : -EIO, "%s", tcx_error());
+	ret = meta_walk(mb->b, mb->len, g->w, &mo, !o->mult);
 	if (!ret)
 		ret = tdat_set_traceid(g->w, g->traceid);
 	if (!ret && o->mult)
@@ -1461,27 +1443,24 @@ static int make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 	if (!ret)
 		ret = tdat_start_data(g->w);
 	if (ret)
-		return errf(err, errlen, ret, "guest %s: %s", g->sp.name,
-			    msg[0] ? msg : tdat_error(g->w));
+		return tcx_fail(ret, "guest %s: %s", g->sp.name, tcx_error());
 	return 0;
 }
 
-int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
-		   char *err, size_t errlen)
+int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o)
 {
 	struct rec_guest *g = calloc(1, sizeof(*g));
 	struct tmsg_transport **ts = NULL;
 	struct tmsg_trace_resp resp = { 0 };
 	struct meta_buf mb = { 0 };
 	int timeout = o->timeout_ms > 0 ? o->timeout_ms : CONNECT_MS;
-	char *path = NULL;
+	char *path = NULL, msg[TCX_ERROR_MAX];
 	ssize_t got;
 	int ret;
 
 	*out = NULL;
-	err[0] = 0;
 	if (!g)
-		return errf(err, errlen, -ENOMEM, "out of memory");
+		return tcx_fail(-ENOMEM, "out of memory");
 	g->wakefd = -1;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_mutex_init(&g->tlock, NULL);
@@ -1499,55 +1478,53 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 	g->mult = o->mult;
 	g->shift = o->shift;
 	g->cpu_khz = o->cpu_khz;
-	ret = rec_guest_parse_spec(o->spec, &g->sp, err, errlen);
+	ret = rec_guest_parse_spec(o->spec, &g->sp);
 	if (!ret)
-		ret = parse_protos(g, o->tsync, err, errlen);
+		ret = parse_protos(g, o->tsync);
 	if (ret)
 		goto fail;
-	ret = g->sp.kind == REC_GUEST_XEN ? xen_connect(g, timeout, err, errlen)
-					  : net_connect(g, timeout, err, errlen);
+	ret = g->sp.kind == REC_GUEST_XEN ? xen_connect(g, timeout)
+					  : net_connect(g, timeout);
 	if (ret)
 		goto fail;
 	if (offered(g, TSYNC_XEN_NAME)) {
-		char why[128];
-
 		/* xen measures against the hypervisor's records of a domain */
 		if (g->sp.kind != REC_GUEST_XEN) {
 			drop_offer(g, TSYNC_XEN_NAME);
 			if (!g->noffer)
 				tnote(g, "protocol xen needs a Xen guest reached over vchan");
-		} else if (xen_clock(g, o->cpu_khz, why, sizeof(why))) {
+		} else if (xen_clock(g, o->cpu_khz)) {
 			drop_offer(g, TSYNC_XEN_NAME);
-			tnote(g, "xen not offered: %s", why);
+			tnote(g, "xen not offered: %s", tcx_error());
 		}
 	}
 	path = rec_guest_file_path(o->output, g->sp.name);
 	if (!path || strlen(path) >= sizeof(g->path)) {
-		ret = errf(err, errlen, -ENAMETOOLONG, "%s: output name too long", o->output);
+		ret = tcx_fail(-ENAMETOOLONG, "%s: output name too long", o->output);
 		goto fail;
 	}
 	snprintf(g->path, sizeof(g->path), "%s", path);
-	ret = request(g, o, &resp, err, errlen);
+	ret = request(g, o, &resp);
 	if (ret)
 		goto fail;
 	g->cpus = (int)resp.cpus;
 	g->page_size = resp.page_size;
 	g->traceid = resp.trace_id;
 	if (g->page_size < 4096 || g->page_size > READ_CHUNK) {
-		ret = errf(err, errlen, -EPROTO, "guest %s: page size %u not supported",
+		ret = tcx_fail(-EPROTO, "guest %s: page size %u not supported",
 			   g->sp.name, g->page_size);
 		goto fail;
 	}
 	g->st = calloc((size_t)g->cpus, sizeof(*g->st));
 	ts = calloc((size_t)g->cpus, sizeof(*ts));
 	if (!g->st || !ts) {
-		ret = errf(err, errlen, -ENOMEM, "out of memory");
+		ret = tcx_fail(-ENOMEM, "out of memory");
 		goto fail;
 	}
 	ret = open_streams(g, &resp, ts);
 	if (ret) {
-		ret = errf(err, errlen, -EIO, "guest %s: cannot open its data streams: %s",
-			   g->sp.name, tmsg_error());
+		ret = tcx_fail(-EIO, "guest %s: cannot open its data streams: %s",
+			   g->sp.name, tcx_error());
 		goto fail;
 	}
 	tsync_start(g, &resp, timeout);
@@ -1556,17 +1533,17 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 		g->st[c].open = true;
 		g->st[c].buf = malloc(READ_CHUNK + g->page_size);
 		if (!g->st[c].buf) {
-			ret = errf(err, errlen, -ENOMEM, "out of memory");
+			ret = tcx_fail(-ENOMEM, "out of memory");
 			goto fail;
 		}
 	}
 	got = tmsg_recv_data(g->ctl, meta_sink, &mb, TMSG_WAIT_MS, META_MAX);
 	if (got < 0) {
-		ret = errf(err, errlen, (int)got, "guest %s: receiving its metadata: %s",
-			   g->sp.name, tmsg_error());
+		ret = tcx_fail((int)got, "guest %s: receiving its metadata: %s",
+			   g->sp.name, tcx_error());
 		goto fail;
 	}
-	ret = make_file(g, o, &mb, err, errlen);
+	ret = make_file(g, o, &mb);
 	if (ret)
 		goto fail;
 	free(mb.b);
@@ -1574,7 +1551,7 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 	tsync_xen_setup(g);
 	g->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (g->wakefd < 0) {
-		ret = errf(err, errlen, -errno, "eventfd: %s", strerror(errno));
+		ret = tcx_fail(-errno, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
 	snprintf(g->sum.name, sizeof(g->sum.name), "%s", g->sp.name);
@@ -1594,7 +1571,7 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (ret) {
-		errf(err, errlen, ret, "cannot start a thread: %s", strerror(-ret));
+		tcx_fail(ret, "cannot start a thread: %s", strerror(-ret));
 		goto fail;
 	}
 	g->started = true;
@@ -1619,6 +1596,8 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
 	*out = g;
 	return 0;
 fail:
+	/* the cleanup may fail too: the message is the first failure's */
+	snprintf(msg, sizeof(msg), "%s", tcx_error());
 	free(mb.b);
 	free(ts);
 	tmsg_trace_resp_free(&resp);
@@ -1629,7 +1608,7 @@ fail:
 	}
 	guest_free(g);
 	free(path);
-	return ret;
+	return tcx_fail(ret, "%s", msg);
 }
 
 const char *rec_guest_name(const struct rec_guest *g)

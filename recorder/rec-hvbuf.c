@@ -21,6 +21,7 @@
 #include <xen/trace.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 
 #define PAGE		4096u
 #define TRC_ALL_MASK	0x0ffff000u	/* Xen's default event mask */
@@ -47,16 +48,18 @@ struct rec_hvbuf {
 	uint64_t		bytes;
 };
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+/* tcx_fail() with errno (EIO if none) as the error. */
+__attribute__((format(printf, 1, 2)))
+static int fail(const char *fmt, ...)
 {
 	int e = errno;
+	char buf[TCX_ERROR_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	return e ? -e : -EIO;
+	return tcx_fail(e ? -e : -EIO, "%s", buf);
 }
 
 /* Why a privileged call failed, in the user's terms. */
@@ -75,7 +78,7 @@ static const char *why(int e)
 }
 
 /* dom0 says so in /proc/xen/capabilities; a guest's file is empty. */
-static int check_dom0(char *err, size_t errlen)
+static int check_dom0(void)
 {
 	char buf[128] = "";
 	FILE *f = fopen("/proc/xen/capabilities", "r");
@@ -87,14 +90,13 @@ static int check_dom0(char *err, size_t errlen)
 	fclose(f);
 	if (!strstr(buf, "control_d")) {
 		errno = EPERM;
-		return fail(err, errlen, "not dom0: /proc/xen/capabilities lacks control_d "
+		return fail("not dom0: /proc/xen/capabilities lacks control_d "
 			    "(record --xen runs in dom0; guests use 'agent --xen')");
 	}
 	return 0;
 }
 
-static int map_buffers(struct rec_hvbuf *h, unsigned long mfn, unsigned long tsize,
-		       char *err, size_t errlen)
+static int map_buffers(struct rec_hvbuf *h, unsigned long mfn, unsigned long tsize)
 {
 	const struct t_info *ti;
 	const uint32_t *words;
@@ -103,7 +105,7 @@ static int map_buffers(struct rec_hvbuf *h, unsigned long mfn, unsigned long tsi
 	h->tinfo_pages = (tsize + PAGE - 1) / PAGE;
 	pfns = calloc(h->tinfo_pages > 65535 ? h->tinfo_pages : 65535, sizeof(*pfns));
 	if (!pfns)
-		return fail(err, errlen, "out of memory");
+		return fail("out of memory");
 	for (size_t i = 0; i < h->tinfo_pages; i++)
 		pfns[i] = mfn + i;
 	h->tinfo = xenforeignmemory_map(h->fmem, DOMID_XEN, PROT_READ, h->tinfo_pages,
@@ -111,7 +113,7 @@ static int map_buffers(struct rec_hvbuf *h, unsigned long mfn, unsigned long tsi
 	if (!h->tinfo) {
 		free(pfns);
 		h->tinfo_pages = 0;
-		return fail(err, errlen, "cannot map the trace buffer index: %s", why(errno));
+		return fail("cannot map the trace buffer index: %s", why(errno));
 	}
 	ti = h->tinfo;
 	words = h->tinfo;
@@ -125,7 +127,7 @@ static int map_buffers(struct rec_hvbuf *h, unsigned long mfn, unsigned long tsi
 		if ((off + (size_t)h->pages) * 4 > h->tinfo_pages * PAGE) {
 			free(pfns);
 			errno = EPROTO;
-			return fail(err, errlen, "pCPU %d: MFN list beyond t_info", c);
+			return fail("pCPU %d: MFN list beyond t_info", c);
 		}
 		for (unsigned int i = 0; i < h->pages; i++)
 			pfns[i] = words[off + i];
@@ -133,7 +135,7 @@ static int map_buffers(struct rec_hvbuf *h, unsigned long mfn, unsigned long tsi
 					 h->pages, pfns, NULL);
 		if (!p) {
 			free(pfns);
-			return fail(err, errlen, "cannot map pCPU %d's trace buffer: %s", c,
+			return fail("cannot map pCPU %d's trace buffer: %s", c,
 				    why(errno));
 		}
 		h->cpu[c].buf = p;
@@ -144,8 +146,7 @@ static int map_buffers(struct rec_hvbuf *h, unsigned long mfn, unsigned long tsi
 	return 0;
 }
 
-int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
-		   char *err, size_t errlen)
+int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o)
 {
 	struct rec_hvbuf *h;
 	xc_physinfo_t pi;
@@ -153,22 +154,22 @@ int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
 	int ret;
 
 	*out = NULL;
-	ret = check_dom0(err, errlen);
+	ret = check_dom0();
 	if (ret)
 		return ret;
 	h = calloc(1, sizeof(*h));
 	if (!h)
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "out of memory");
 	h->port = -1;
 	errno = 0;
 	h->xch = xc_interface_open(NULL, NULL, 0);
 	if (!h->xch) {
-		ret = fail(err, errlen, "cannot open the Xen control interface (%s): "
+		ret = fail("cannot open the Xen control interface (%s): "
 			   "not running on Xen, or not dom0, or not root", why(errno));
 		goto out;
 	}
 	if (xc_physinfo(h->xch, &pi)) {
-		ret = fail(err, errlen, "xc_physinfo: %s%s", why(errno),
+		ret = fail("xc_physinfo: %s%s", why(errno),
 			   errno == EPERM ? " (not dom0?)" : "");
 		goto out;
 	}
@@ -176,14 +177,14 @@ int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
 	h->cpu_khz = pi.cpu_khz;
 	if (h->ncpus < 1 || h->ncpus > REC_MAX_CPUS) {
 		errno = ERANGE;
-		ret = fail(err, errlen, "xc_physinfo: %d pCPUs", h->ncpus);
+		ret = fail("xc_physinfo: %d pCPUs", h->ncpus);
 		goto out;
 	}
 	h->cpu = calloc(h->ncpus, sizeof(*h->cpu));
 	h->fmem = xenforeignmemory_open(NULL, 0);
 	h->xce = xenevtchn_open(NULL, 0);
 	if (!h->cpu || !h->fmem || !h->xce) {
-		ret = fail(err, errlen, "cannot open the Xen foreign-memory or event-channel "
+		ret = fail("cannot open the Xen foreign-memory or event-channel "
 			   "device: %s", why(errno));
 		goto out;
 	}
@@ -191,15 +192,15 @@ int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
 	h->port = xenevtchn_bind_virq(h->xce, VIRQ_TBUF);
 	if (h->port < 0) {
 		if (errno == EEXIST || errno == EBUSY)
-			ret = fail(err, errlen, "another trace consumer (xentrace?) is already "
+			ret = fail("another trace consumer (xentrace?) is already "
 				   "bound to VIRQ_TBUF on this host: one consumer per host; "
 				   "stop it first");
 		else
-			ret = fail(err, errlen, "cannot bind VIRQ_TBUF: %s", why(errno));
+			ret = fail("cannot bind VIRQ_TBUF: %s", why(errno));
 		goto out;
 	}
 	if (xc_tbuf_set_evt_mask(h->xch, o->evt_mask ? o->evt_mask : TRC_ALL_MASK)) {
-		ret = fail(err, errlen, "cannot set the event mask: %s", why(errno));
+		ret = fail("cannot set the event mask: %s", why(errno));
 		goto out;
 	}
 	h->masked = true;
@@ -207,7 +208,7 @@ int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
 		xc_cpumap_t map = xc_cpumap_alloc(h->xch);
 
 		if (!map) {
-			ret = fail(err, errlen, "out of memory");
+			ret = fail("out of memory");
 			goto out;
 		}
 		for (int c = 0; c < h->ncpus && c < REC_MAX_CPUS; c++)
@@ -216,21 +217,21 @@ int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
 		ret = xc_tbuf_set_cpu_mask(h->xch, map);
 		free(map);
 		if (ret) {
-			ret = fail(err, errlen, "cannot set the pCPU mask: %s", why(errno));
+			ret = fail("cannot set the pCPU mask: %s", why(errno));
 			goto out;
 		}
 	}
 	if (xc_tbuf_enable(h->xch, o->pages ? o->pages : REC_HV_DEFAULT_PAGES, &mfn, &tsize)) {
-		ret = fail(err, errlen, "cannot enable the trace buffers: %s", why(errno));
+		ret = fail("cannot enable the trace buffers: %s", why(errno));
 		goto out;
 	}
 	h->enabled = true;
 	if (!mfn || !tsize) {
 		errno = ENODEV;
-		ret = fail(err, errlen, "the hypervisor gave no trace buffer index");
+		ret = fail("the hypervisor gave no trace buffer index");
 		goto out;
 	}
-	ret = map_buffers(h, mfn, tsize, err, errlen);
+	ret = map_buffers(h, mfn, tsize);
 	if (ret)
 		goto out;
 	if (o->discard)
@@ -294,13 +295,12 @@ int rec_hvbuf_drain(struct rec_hvbuf *h, rec_window_fn fn, void *ctx)
 		if (prod == cons)
 			continue;
 		x2 = 2 * b->size;
-		if (prod >= x2 || cons >= x2 || (prod | cons) & 3) {
-			/* Xen disables tracing on such counters: say so, touch nothing */
-			return -EPROTO;
-		}
 		used = prod >= cons ? prod - cons : prod + x2 - cons;
-		if (used > b->size)
-			return -EPROTO;
+		if (prod >= x2 || cons >= x2 || (prod | cons) & 3 || used > b->size)
+			/* Xen disables tracing on such counters: say so, touch nothing */
+			return tcx_fail(-EPROTO, "the hypervisor's buffer counters are corrupt "
+					"(pCPU %d: prod %u, cons %u in a %u-byte buffer): "
+					"tracing stopped", c, prod, cons, b->size);
 		start = cons % b->size;
 		first = b->size - start < used ? b->size - start : used;
 		ret = fn(ctx, c, b->data + start, first, b->data, used - first);

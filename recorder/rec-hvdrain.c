@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 
 enum { ENT_DATA, ENT_PAD };
 
@@ -49,7 +50,8 @@ struct rec_hvdrain {
 	uint64_t		peak;
 	int			poll_ms;
 	int			efd;
-	int			err;
+	int			err;		/* the thread's first error */
+	char			errmsg[TCX_ERROR_MAX];	/* its message */
 	int			stop;		/* 1: last round and exit */
 	pthread_t		thread;
 	bool			started;
@@ -185,8 +187,11 @@ static void round_(struct rec_hvdrain *d)
 	before = d->head;
 	ret = rec_hvbuf_drain(d->hv, stage, d);
 
-	if (ret < 0 && !d->err)
+	if (ret < 0 && !d->err) {
+		/* the message first: it is read once err is */
+		snprintf(d->errmsg, sizeof(d->errmsg), "%s", tcx_error());
 		__atomic_store_n(&d->err, ret, __ATOMIC_RELEASE);
+	}
 	if (d->head != before)
 		notify(d);
 }
@@ -232,7 +237,7 @@ int rec_hvdrain_start(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t rin
 
 	*out = NULL;
 	if (!d)
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "out of memory");
 	d->hv = hv;
 	d->cap = (ring_bytes ? ring_bytes : (32u << 20)) & ~(size_t)7;
 	if (d->cap < (1u << 16))
@@ -242,11 +247,14 @@ int rec_hvdrain_start(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t rin
 	d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (!d->ring || d->efd < 0) {
 		ret = d->ring ? -errno : -ENOMEM;
+		tcx_fail(ret, "the drain's %s: %s", d->ring ? "eventfd" : "staging ring",
+			 strerror(-ret));
 		rec_hvdrain_free(d);
 		return ret;
 	}
 	ret = -pthread_create(&d->thread, NULL, thread_fn, d);
 	if (ret) {
+		tcx_fail(ret, "cannot start the drain thread: %s", strerror(-ret));
 		rec_hvdrain_free(d);
 		return ret;
 	}
@@ -358,7 +366,7 @@ int rec_hvdrain_stop(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, v
 		d->started = false;
 	}
 	if (ret >= 0 && d->err)
-		ret = d->err;
+		ret = rec_hvdrain_error(d);
 	return ret < 0 ? ret : 0;
 }
 
@@ -369,7 +377,9 @@ uint64_t rec_hvdrain_peak(const struct rec_hvdrain *d)
 
 int rec_hvdrain_error(const struct rec_hvdrain *d)
 {
-	return __atomic_load_n(&d->err, __ATOMIC_ACQUIRE);
+	int err = __atomic_load_n(&d->err, __ATOMIC_ACQUIRE);
+
+	return err ? tcx_fail(err, "%s", d->errmsg) : 0;
 }
 
 void rec_hvdrain_free(struct rec_hvdrain *d)

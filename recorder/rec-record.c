@@ -434,17 +434,17 @@ static const struct rec_hvdrain_ops drain_ops = {
 
 static void check_sink(struct session *ss)
 {
-	const char *msg;
-	int ret = rec_sink_error(ss->sink, &msg);
+	int ret = rec_sink_error(ss->sink);
 
 	if (ret)
-		fail(ss, ret, "%s: %s", ss->o->output, msg);
+		fail(ss, ret, "%s: %s", ss->o->output, tcx_error());
 }
 
+/* @ret: rec_hvdrain_error() or rec_hvdrain_stop() (-EPROTO: the drain thread's, in tcx_error()) */
 static void check_drain(struct session *ss, int ret)
 {
 	if (ret == -EPROTO)
-		fail(ss, ret, "the hypervisor's buffer counters are corrupt: tracing stopped");
+		fail(ss, ret, "%s", tcx_error());
 	else if (ret < 0)
 		fail(ss, ret, "draining the hypervisor's buffers: %s", strerror(-ret));
 }
@@ -463,7 +463,7 @@ static void drain(struct session *ss)
 		ss->next_d0_ns = tcx_clock_ns(CLOCK_MONOTONIC) + DOM0_READ_NS;
 		ret = rec_dom0_drain(ss->d0);
 		if (ret < 0)
-			fail(ss, ret, "%s: %s", ss->dom0_path, rec_dom0_error(ss->d0));
+			fail(ss, ret, "%s: %s", ss->dom0_path, tcx_error());
 	}
 }
 
@@ -530,9 +530,7 @@ static void tap(void *ctx, const struct rec_record *r, bool known, uint32_t dom,
  */
 static int guest_key(const struct session *ss, const char *spec, struct rec_guest_spec *sp)
 {
-	char err[256];
-
-	if (rec_guest_parse_spec(spec, sp, err, sizeof(err)))
+	if (rec_guest_parse_spec(spec, sp))
 		return -1;
 	if (sp->kind != REC_GUEST_XEN || sp->by_domid)
 		return 0;
@@ -580,7 +578,7 @@ static void narrow_mask(struct session *ss, uint32_t user, uint32_t mask)
  * agent of the first would wait for it (5 s of retries) and fail as if
  * the agent were dead.
  */
-static int check_guests_once(const struct session *ss, char *err, size_t errlen)
+static int check_guests_once(const struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	struct rec_guest_spec *sp = calloc((size_t)o->nr_guests, sizeof(*sp));
@@ -590,7 +588,7 @@ static int check_guests_once(const struct session *ss, char *err, size_t errlen)
 	if (!sp || !ok) {
 		free(sp);
 		free(ok);
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "out of memory");
 	}
 	for (int i = 0; !ret && i < o->nr_guests; i++) {
 		ok[i] = !guest_key(ss, o->guests[i], &sp[i]);
@@ -609,13 +607,12 @@ static int check_guests_once(const struct session *ss, char *err, size_t errlen)
 			if (!same)
 				continue;
 			if (a->kind == REC_GUEST_XEN)
-				snprintf(err, errlen, "-A %s: the same guest as -A %s (domain %u): "
-					 "record each guest once", o->guests[i], o->guests[j],
-					 a->domid);
+				ret = tcx_fail(-EEXIST, "-A %s: the same guest as -A %s (domain %u): "
+					       "record each guest once", o->guests[i], o->guests[j],
+					       a->domid);
 			else
-				snprintf(err, errlen, "-A %s: the same agent as -A %s: record each "
-					 "guest once", o->guests[i], o->guests[j]);
-			ret = -EEXIST;
+				ret = tcx_fail(-EEXIST, "-A %s: the same agent as -A %s: record "
+					       "each guest once", o->guests[i], o->guests[j]);
 			break;
 		}
 	}
@@ -629,17 +626,17 @@ static int check_guests_once(const struct session *ss, char *err, size_t errlen)
  * they send their metadata. A guest that cannot be opened ends the
  * recording before it starts.
  */
-static int open_guests(struct session *ss, char *err, size_t errlen)
+static int open_guests(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
-	int ret = check_guests_once(ss, err, errlen);
+	int ret = check_guests_once(ss);
 
 	if (ret)
 		return ret;
 	ss->g = calloc((size_t)o->nr_guests, sizeof(*ss->g));
 	ss->gsum = calloc((size_t)o->nr_guests, sizeof(*ss->gsum));
 	if (!ss->g || !ss->gsum)
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "out of memory");
 	for (int i = 0; i < o->nr_guests; i++) {
 		struct rec_guest_opts go = {
 			.spec = o->guests[i], .output = o->output,
@@ -651,19 +648,22 @@ static int open_guests(struct session *ss, char *err, size_t errlen)
 			.secret = o->secret, .secret_len = o->secret_len, .log = o->log,
 		};
 		struct rec_guest *g;
+		char msg[TCX_ERROR_MAX];
 		int dom;
 
-		ret = rec_guest_open(&g, &go, err, errlen);
+		ret = rec_guest_open(&g, &go);
 		if (ret)
 			return ret;
 		for (int j = 0; j < ss->ng; j++) {
 			if (strcmp(rec_guest_output(ss->g[j]), rec_guest_output(g)))
 				continue;
-			snprintf(err, errlen, "-A %s: %s is already guest %s's file", o->guests[i],
-				 rec_guest_output(g), rec_guest_name(ss->g[j]));
 			/* the same agent twice: it stays the first one's */
+			ret = tcx_fail(-EEXIST, "-A %s: %s is already guest %s's file",
+				       o->guests[i], rec_guest_output(g), rec_guest_name(ss->g[j]));
+			/* closing may fail too: the message is ours */
+			snprintf(msg, sizeof(msg), "%s", tcx_error());
 			rec_guest_close(g, NULL);
-			return -EEXIST;
+			return tcx_fail(ret, "%s", msg);
 		}
 		ss->g[ss->ng++] = g;
 		dom = rec_guest_domid(g);
@@ -675,10 +675,8 @@ static int open_guests(struct session *ss, char *err, size_t errlen)
 		if (!ret)
 			ret = rec_sink_name_guest(ss->sink, (uint32_t)dom, rec_guest_name(g),
 						  rec_guest_id(g));
-		if (ret) {
-			snprintf(err, errlen, "guest %s: %s", rec_guest_name(g), strerror(-ret));
-			return ret;
-		}
+		if (ret)
+			return tcx_fail(ret, "guest %s: %s", rec_guest_name(g), strerror(-ret));
 	}
 	return 0;
 }
@@ -958,7 +956,7 @@ static void reap(struct session *ss, bool wait)
 	ss->child = 0;
 }
 
-static int setup_files(struct session *ss, char *err, size_t errlen)
+static int setup_files(struct session *ss)
 {
 	struct tdat_params tp = { .version = 7, .clock = "x86-tsc" };
 	/* the tap costs a call per record: only when time sync reads them */
@@ -972,17 +970,15 @@ static int setup_files(struct session *ss, char *err, size_t errlen)
 	if (so.tap) {
 		ss->runs = calloc(ss->ncpus, sizeof(*ss->runs));
 		if (!ss->runs)
-			return -ENOMEM;
+			return tcx_fail(-ENOMEM, "out of memory");
 	}
 	ss->w = tdat_create(ss->o->output, &tp);
-	if (!ss->w) {
-		snprintf(err, errlen, "%s: %s", ss->o->output, tdat_last_error());
-		return errno ? -errno : -EIO;
-	}
+	if (!ss->w)
+		return tcx_fail(errno ? -errno : -EIO, "%s: %s", ss->o->output, tcx_error());
 	so.ncpus = ss->ncpus;
 	ss->sink = rec_sink_new(ss->w, &so);
 	if (!ss->sink)
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "out of memory");
 	refresh_domains(ss, true);
 	ret = rec_sink_add_formats(ss->w);
 	if (!ret)
@@ -996,7 +992,7 @@ static int setup_files(struct session *ss, char *err, size_t errlen)
 	if (!ret)
 		ret = tdat_start_data(ss->w);
 	if (ret) {
-		snprintf(err, errlen, "%s: %s", ss->o->output, tdat_error(ss->w));
+		tcx_fail(ret, "%s: %s", ss->o->output, tcx_error());
 		return ret;
 	}
 	/*
@@ -1038,7 +1034,7 @@ static void finish(struct session *ss)
 	if (ss->d0) {
 		ret = rec_dom0_stop(ss->d0);
 		if (ret < 0)
-			fail(ss, ret, "%s: %s", ss->dom0_path, rec_dom0_error(ss->d0));
+			fail(ss, ret, "%s: %s", ss->dom0_path, tcx_error());
 	}
 	stop_guests(ss, true);
 	rec_hvbuf_stop(ss->hv);
@@ -1062,11 +1058,11 @@ static void finish(struct session *ss)
 			tdat_set_tsc2nsec(rec_dom0_writer(ss->d0), ss->mult, ss->shift, 0);
 	}
 	if (ret < 0)
-		fail(ss, ret, "%s: %s", ss->o->output, tdat_error(ss->w));
+		fail(ss, ret, "%s: %s", ss->o->output, tcx_error());
 }
 
 /* Refuse an unwritable output before touching the hypervisor; dom0's path, --raw. */
-static int open_outputs(struct session *ss, char *err, size_t errlen)
+static int open_outputs(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	int fd, ret;
@@ -1075,28 +1071,26 @@ static int open_outputs(struct session *ss, char *err, size_t errlen)
 	fd = open(o->output, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", o->output, strerror(-ret));
-		return ret;
+		return tcx_fail(ret, "%s: %s", o->output, strerror(-ret));
 	}
 	close(fd);
 	if (!o->no_dom0) {
 		ss->dom0_path = rec_dom0_path(o->output);
 		if (!ss->dom0_path)
-			return -ENOMEM;
+			return tcx_fail(-ENOMEM, "out of memory");
 	}
 	if (o->raw) {
 		ss->rawfd = open(o->raw, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (ss->rawfd < 0) {
 			ret = -errno;
-			snprintf(err, errlen, "%s: %s", o->raw, strerror(-ret));
-			return ret;
+			return tcx_fail(ret, "%s: %s", o->raw, strerror(-ret));
 		}
 	}
 	return 0;
 }
 
 /* Xen's buffers on, its clock, xenstore, then trace.dat's header. */
-static int open_hv(struct session *ss, char *err, size_t errlen)
+static int open_hv(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	struct rec_hvbuf_opts ho = { .pages = o->pages, .evt_mask = o->evt_mask,
@@ -1110,7 +1104,7 @@ static int open_hv(struct session *ss, char *err, size_t errlen)
 		if (guests_sync(o))
 			ho.evt_mask |= CLS_HVM | CLS_PV | CLS_GUEST;
 	}
-	ret = rec_hvbuf_open(&ss->hv, &ho, err, errlen);
+	ret = rec_hvbuf_open(&ss->hv, &ho);
 	if (ret)
 		return ret;
 	ss->ncpus = rec_hvbuf_ncpus(ss->hv);
@@ -1124,13 +1118,13 @@ static int open_hv(struct session *ss, char *err, size_t errlen)
 	ss->xs = xs_open(XS_OPEN_READONLY);
 	if (!ss->xs)
 		note(ss, "no xenstore (%s): domains are named d<id>", strerror(errno));
-	ret = setup_files(ss, err, errlen);
+	ret = setup_files(ss);
 	if (!ret && o->nr_guests && o->evt_mask)
 		narrow_mask(ss, o->evt_mask, ho.evt_mask);
 	return ret;
 }
 
-static int start_dom0(struct session *ss, char *err, size_t errlen)
+static int start_dom0(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	struct rec_dom0_opts d0 = {
@@ -1143,40 +1137,33 @@ static int start_dom0(struct session *ss, char *err, size_t errlen)
 
 	rec_dom0_cleanup_stale(o->log);
 	ss->d0_tried = true;
-	ret = rec_dom0_open(&ss->d0, &d0, err, errlen);
+	ret = rec_dom0_open(&ss->d0, &d0);
 	if (!ret)
 		rec_dom0_start(ss->d0);
 	return ret;
 }
 
 /* The drain thread, the guests' agents, the command (held), dom0's ftrace. */
-static int start_sources(struct session *ss, char *err, size_t errlen)
+static int start_sources(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	int ret;
 
 	/* Xen's buffers are live: drain them while the agents take their time */
 	ret = rec_hvdrain_start(&ss->dr, ss->hv, 0, o->poll_ms);
-	if (ret) {
-		snprintf(err, errlen, "cannot start the drain thread: %s", strerror(-ret));
+	if (ret)
 		return ret;
-	}
 	if (o->nr_guests) {
-		ret = open_guests(ss, err, errlen);
-		if (ret) {
-			if (!err[0])
-				snprintf(err, errlen, "opening the guests: %s", strerror(-ret));
+		ret = open_guests(ss);
+		if (ret)
 			return ret;
-		}
 	}
 	if (o->command) {
 		ret = start_child(ss, &ss->gofd);
-		if (ret) {
-			snprintf(err, errlen, "cannot start %s: %s", o->command[0], strerror(-ret));
-			return ret;
-		}
+		if (ret)
+			return tcx_fail(ret, "cannot start %s: %s", o->command[0], strerror(-ret));
 	}
-	return ss->dom0_path ? start_dom0(ss, err, errlen) : 0;
+	return ss->dom0_path ? start_dom0(ss) : 0;
 }
 
 /* Let the command go: it waits for a byte on its pipe. */
@@ -1293,19 +1280,18 @@ static void close_outputs(struct session *ss, int ret)
 		int cret = tdat_close(ss->w);
 
 		if (cret && !ss->err)
-			fail(ss, cret, "%s: closing failed", o->output);
+			fail(ss, cret, "%s: closing failed: %s", o->output, tcx_error());
 	}
 	if (ss->d0) {
-		const char *msg;
 		int cret;
 
 		rec_dom0_stats(ss->d0, &ss->d0st);
 		ss->has_d0 = true;
-		cret = rec_dom0_close(ss->d0, &msg);
+		cret = rec_dom0_close(ss->d0);
 		ss->d0 = NULL;
 
 		if (cret && !ss->err)
-			fail(ss, cret, "%s: %s", ss->dom0_path, msg);
+			fail(ss, cret, "%s: closing failed: %s", ss->dom0_path, tcx_error());
 	}
 	if (ss->g && !ss->gclosed) {
 		if (!ss->started)	/* stop the agents that did start */
@@ -1316,8 +1302,8 @@ static void close_outputs(struct session *ss, int ret)
 		fail(ss, -errno, "%s: %s", o->raw, strerror(errno));
 }
 
-/* The summaries of a recording that ran; the session's error, if any, into @err. */
-static int report(struct session *ss, int ret, char *err, size_t errlen)
+/* The summaries of a recording that ran; the session's error, if any, into tcx_error(). */
+static int report(struct session *ss, int ret)
 {
 	const struct rec_record_opts *o = ss->o;
 
@@ -1339,10 +1325,10 @@ static int report(struct session *ss, int ret, char *err, size_t errlen)
 	if (!ret && ss->err) {
 		ret = ss->err;
 		if (ret == -ENOSPC)
-			snprintf(err, errlen, "disk full: %s; recording stopped, the files are "
+			tcx_fail(ret, "disk full: %s; recording stopped, the files are "
 				 "closed and valid up to that point", ss->errmsg);
 		else
-			snprintf(err, errlen, "%s", ss->errmsg);
+			tcx_fail(ret, "%s", ss->errmsg);
 	}
 	if (ret && !ss->started) {
 		/* nothing was recorded: leave no empty files behind */
@@ -1395,34 +1381,38 @@ static void restore_signals(const struct sigaction old[4])
 	sigpipe[0] = sigpipe[1] = -1;
 }
 
-int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t errlen)
+int rec_record(const struct rec_record_opts *o, int *status)
 {
 	struct session *ss = calloc(1, sizeof(*ss));
 	struct sigaction old[4];
+	char msg[TCX_ERROR_MAX];
 	int ret;
 
 	*status = 0;
-	err[0] = 0;
 	if (!ss)
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "out of memory");
 	ss->o = o;
 	ss->rawfd = -1;
 	ss->gofd = -1;
 	ret = catch_signals(old);
 	if (ret) {
 		free(ss);
-		return ret;
+		return tcx_fail(ret, "cannot catch the signals: %s", strerror(-ret));
 	}
-	ret = open_outputs(ss, err, errlen);
+	ret = open_outputs(ss);
 	if (!ret)
-		ret = open_hv(ss, err, errlen);
+		ret = open_hv(ss);
 	if (!ret)
-		ret = start_sources(ss, err, errlen);
+		ret = start_sources(ss);
 	if (!ret)
 		run(ss);
+	else	/* closing may fail too: the message is the setup's */
+		snprintf(msg, sizeof(msg), "%s", tcx_error());
 	close_outputs(ss, ret);
 	*status = ss->status;
-	ret = report(ss, ret, err, errlen);
+	if (ret)
+		tcx_fail(ret, "%s", msg);
+	ret = report(ss, ret);
 	free_session(ss);
 	restore_signals(old);
 	return ret;

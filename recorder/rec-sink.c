@@ -15,6 +15,7 @@
 #include <xen/trace.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)
@@ -117,8 +118,8 @@ struct rec_sink {
 		const struct rec_event	*e;
 	} lcache[LCACHE_SIZE];
 	struct rec_sink_stats	st;
-	int			err;
-	char			errmsg[256];
+	int			err;		/* the first error of an emit */
+	char			errmsg[TCX_ERROR_MAX];
 	/* domains recorded through their agents: their GUEST entry's identity */
 	struct named {
 		uint32_t	dom;
@@ -201,12 +202,13 @@ int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu)
 	return ret < 0 ? ret : 0;
 }
 
+/* Keep the first error (and the thread's message) for rec_sink_error(). */
 static void fail(struct rec_sink *k, int err)
 {
 	if (k->err)
 		return;
 	k->err = err;
-	snprintf(k->errmsg, sizeof(k->errmsg), "%s", tdat_error(k->w));
+	snprintf(k->errmsg, sizeof(k->errmsg), "%s", tcx_error());
 }
 
 static void put(struct rec_sink *k, int cpu, uint64_t ts, const void *p, size_t len)
@@ -269,7 +271,7 @@ static void do_switch(struct rec_sink *k, const struct rec_record *r, const stru
 		k->cur[cpu].pend_ts = r->tsc;
 	}
 	if (vset_add(&k->tasks, sw->next_dom, sw->next_vcpu) < 0)
-		fail(k, -ENOMEM);
+		fail(k, tcx_fail(-ENOMEM, "out of memory for the vCPUs"));
 }
 
 /* Every (domain, vCPU) a record names gets a cmdline and a GUEST entry. */
@@ -280,7 +282,7 @@ static void note_vcpus(struct rec_sink *k, const struct rec_record *r)
 
 	for (int i = 0; i < n; i++)
 		if (vset_add(&k->tasks, dom[i], vcpu[i]) < 0)
-			fail(k, -ENOMEM);
+			fail(k, tcx_fail(-ENOMEM, "out of memory for the vCPUs"));
 }
 
 /* The catalogue entry and the class of id @ev, from the cache. */
@@ -478,9 +480,9 @@ void rec_sink_get_stats(const struct rec_sink *k, struct rec_sink_stats *st)
 	*st = k->st;
 }
 
-int rec_sink_error(const struct rec_sink *k, const char **msg)
+int rec_sink_error(const struct rec_sink *k)
 {
-	if (msg)
-		*msg = k->errmsg;
-	return k->err;
+	if (!k->err)
+		return 0;
+	return tcx_fail(k->err, "%s", k->errmsg);
 }

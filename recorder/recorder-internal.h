@@ -467,7 +467,8 @@ struct rec_sink *rec_sink_new(struct tdat_writer *w, const struct rec_sink_opts 
 /**
  * rec_sink_emit - write record @r (a rec_emit_fn: pass the sink as ctx)
  *
- * After the first tdat error it writes nothing more; see rec_sink_error().
+ * A void callback: after the first tdat error it writes nothing more and
+ * keeps the error for rec_sink_error().
  */
 void rec_sink_emit(void *sink, const struct rec_record *r);
 
@@ -507,8 +508,14 @@ int rec_sink_vcpus(const struct rec_sink *k, uint32_t **out, size_t *n);
 /** rec_sink_get_stats - counters so far */
 void rec_sink_get_stats(const struct rec_sink *k, struct rec_sink_stats *st);
 
-/** rec_sink_error - the first write error (0: none) and tdat's message */
-int rec_sink_error(const struct rec_sink *k, const char **msg);
+/**
+ * rec_sink_error - the first write error of rec_sink_emit()
+ * @k:		the sink
+ *
+ * Returns that negative errno, with its message made the calling thread's
+ * tcx_error(), or 0 if the sink has not failed.
+ */
+int rec_sink_error(const struct rec_sink *k);
 
 /** rec_sink_free - free @k (safe on NULL); the writer stays open */
 void rec_sink_free(struct rec_sink *k);
@@ -548,11 +555,10 @@ typedef int (*rec_window_fn)(void *ctx, int cpu, const void *a, size_t alen,
 /**
  * rec_hvbuf_open - claim VIRQ_TBUF, set the masks, enable tracing, map
  *
- * Returns 0 or a negative errno with @err saying why in the user's terms
- * (not dom0, no privilege, another consumer, tracing compiled out).
+ * Returns 0 or a negative errno with tcx_error() saying why in the user's
+ * terms (not dom0, no privilege, another consumer, tracing compiled out).
  */
-int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o,
-		   char *err, size_t errlen);
+int rec_hvbuf_open(struct rec_hvbuf **out, const struct rec_hvbuf_opts *o);
 
 /** rec_hvbuf_set_evt_mask - Xen's event mask from now on; 0 or -errno */
 int rec_hvbuf_set_evt_mask(struct rec_hvbuf *h, uint32_t mask);
@@ -645,7 +651,13 @@ int rec_hvdrain_stop(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, v
 /** rec_hvdrain_peak - the most bytes staged at once */
 uint64_t rec_hvdrain_peak(const struct rec_hvdrain *d);
 
-/** rec_hvdrain_error - the drain thread's error so far (0: none) */
+/**
+ * rec_hvdrain_error - the first error of the drain thread
+ * @d:		the drain
+ *
+ * Returns that negative errno, with its message made the calling thread's
+ * tcx_error(), or 0 if the drain has not failed.
+ */
 int rec_hvdrain_error(const struct rec_hvdrain *d);
 
 /** rec_hvdrain_free - stop (if needed) and free (safe on NULL) */
@@ -683,22 +695,24 @@ void rec_dom0_cleanup_stale(FILE *log);
 
 /**
  * rec_dom0_open - create the instance (tracing off) and the file, whose
- * metadata is then on disk; -EINVAL for an unknown event
+ * metadata is then on disk; -EINVAL for an unknown event (the reason in
+ * tcx_error())
  */
-int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o,
-		  char *err, size_t errlen);
+int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o);
 
 /** rec_dom0_start - tracing on */
 int rec_dom0_start(struct rec_dom0 *d);
 
-/** rec_dom0_drain - move the pages ready into the file; returns how many */
+/**
+ * rec_dom0_drain - move the pages ready into the file; returns how many
+ *
+ * After a write error, this and rec_dom0_stop() fail with that error and
+ * set its message again.
+ */
 int rec_dom0_drain(struct rec_dom0 *d);
 
 /** rec_dom0_stop - tracing off and everything left into the file */
 int rec_dom0_stop(struct rec_dom0 *d);
-
-/** rec_dom0_error - tdat's message after a failed drain */
-const char *rec_dom0_error(const struct rec_dom0 *d);
 
 /** rec_dom0_stats - the file's counters */
 void rec_dom0_stats(const struct rec_dom0 *d, struct tdat_stats *st);
@@ -707,7 +721,7 @@ void rec_dom0_stats(const struct rec_dom0 *d, struct tdat_stats *st);
 struct tdat_writer *rec_dom0_writer(struct rec_dom0 *d);
 
 /** rec_dom0_close - close the file, remove the instance (safe on NULL) */
-int rec_dom0_close(struct rec_dom0 *d, const char **msg);
+int rec_dom0_close(struct rec_dom0 *d);
 
 /* ---- guests: what the session does with them (rec-guest.c) ---- */
 

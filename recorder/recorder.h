@@ -13,7 +13,8 @@
  * recorder-internal.h, for this library, its tests and fuzzers.
  *
  * Functions returning int give 0 (or a count) on success and a negative
- * errno value on failure.
+ * errno value on failure, with the message in the thread's tcx_error()
+ * (tcx-util.h); those returning a pointer give NULL with errno set.
  */
 #ifndef RECORDER_H
 #define RECORDER_H
@@ -174,12 +175,11 @@ struct rec_convert_summary {
 /**
  * rec_convert - convert a xentrace capture into a trace.dat
  *
- * Returns 0, or a negative errno with @err (of @errlen bytes) naming the
- * file or value at fault. A truncated tail gives 0 and a warning; a
- * corrupt window returns -EBADMSG after writing what came before it.
+ * Returns 0, or a negative errno with tcx_error() naming the file or
+ * value at fault. A truncated tail gives 0 and a warning; a corrupt window
+ * returns -EBADMSG after writing what came before it.
  */
-int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *sum,
-		char *err, size_t errlen);
+int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *sum);
 
 /** rec_convert_summary_print - the human summary */
 void rec_convert_summary_print(const struct rec_convert_summary *sum, FILE *f);
@@ -207,7 +207,7 @@ void rec_convert_summary_free(struct rec_convert_summary *sum);
  *		the recording stops when it exits
  * @quiet:	no status line and no summary
  * @poll_ms:	wake up at least this often (0: 50)
- * @log:	messages (stderr)
+ * @log:	warnings and the summary (NULL: none)
  * @guests:	-A arguments: each guest's agent records into
  *		<output>-<name>.dat (rec_guest_parse_spec())
  * @tsync:	time sync protocols offered to the guests (NULL: "xen,ptp")
@@ -243,9 +243,10 @@ struct rec_record_opts {
  * @status:	the command's exit status (128 + signal when killed), or 0
  *
  * Every stop leaves every file valid. Returns 0, or a negative errno with
- * @err saying why (-ENOSPC: the disk filled; the files are closed valid).
+ * tcx_error() saying why (-ENOSPC: the disk filled; the files are closed
+ * valid).
  */
-int rec_record(const struct rec_record_opts *o, int *status, char *err, size_t errlen);
+int rec_record(const struct rec_record_opts *o, int *status);
 
 /**
  * rec_parse_evt_mask - an event mask: class names joined by ',' (sched,
@@ -296,10 +297,9 @@ struct rec_guest_spec {
  * guest over vchan), "ip:port", "[v6]:port" or "host:port" (TCP),
  * "cid:port" or "name@cid[:port]" (vsock, as trace-cmd)
  *
- * Returns 0 or -EINVAL with @err saying why.
+ * Returns 0 or -EINVAL with tcx_error() saying why.
  */
-int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out,
-			 char *err, size_t errlen);
+int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out);
 
 /**
  * rec_guest_file_path - @output with "-<name>" before its extension, as
@@ -417,8 +417,7 @@ struct rec_guest_summary {
  * seconds, and once more when the stop is requested. A time sync that
  * fails never fails the open: the summary says why.
  */
-int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o,
-		   char *err, size_t errlen);
+int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o);
 
 /** rec_guest_name - the guest's name (in its file name and GUEST entry) */
 const char *rec_guest_name(const struct rec_guest *g);

@@ -15,15 +15,7 @@ struct tdat_appender {
 	int			fd;
 	uint64_t		done_off;	/* next-offset of the last DONE */
 	struct tdat_optlist	opts;
-	char			err[256];
 };
-
-static __thread char append_open_error[256];
-
-const char *tdat_append_error(const struct tdat_appender *a)
-{
-	return a ? a->err : append_open_error;
-}
 
 static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
@@ -35,7 +27,7 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 }
 
 /* Walk the header and the options chain to the last DONE. */
-static int find_last_done(int fd, uint64_t *done_off, char *err, size_t errlen)
+static int find_last_done(int fd, uint64_t *done_off)
 {
 	uint8_t head[64];
 	uint64_t off, size, next, pos;
@@ -45,61 +37,45 @@ static int find_last_done(int fd, uint64_t *done_off, char *err, size_t errlen)
 	int ret, hops = 0;
 
 	ret = pread_all(fd, head, sizeof(head), 0);
-	if (ret || memcmp(head, "\x17\x08\x44tracing", 10)) {
-		snprintf(err, errlen, "not a trace.dat file");
-		return -EBADMSG;
-	}
-	if (strcmp((char *)head + 10, "7")) {
-		snprintf(err, errlen, "file version %.4s: only version 7 takes options after its data",
+	if (ret || memcmp(head, "\x17\x08\x44tracing", 10))
+		return tcx_fail(-EBADMSG, "not a trace.dat file");
+	if (strcmp((char *)head + 10, "7"))
+		return tcx_fail(-EOPNOTSUPP, "file version %.4s: only version 7 takes options after its data",
 			 (char *)head + 10);
-		return -EOPNOTSUPP;
-	}
-	if (head[12] != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)) {
-		snprintf(err, errlen, "file of the other endianness");
-		return -EOPNOTSUPP;
-	}
+	if (head[12] != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__))
+		return tcx_fail(-EOPNOTSUPP, "file of the other endianness");
 	p = 18;		/* magic, "7\0", endian, long size, page size */
 	p += strnlen((char *)head + p, sizeof(head) - p) + 1;	/* compression */
 	p += strnlen((char *)head + p, sizeof(head) - p) + 1;	/* its version */
-	if (p + 8 > sizeof(head)) {
-		snprintf(err, errlen, "bad compression field");
-		return -EBADMSG;
-	}
+	if (p + 8 > sizeof(head))
+		return tcx_fail(-EBADMSG, "bad compression field");
 	memcpy(&off, head + p, 8);
 	for (;;) {
 		uint8_t sh[16];
 
-		if (++hops > 10000 || pread_all(fd, sh, 16, off)) {
-			snprintf(err, errlen, "options section at %llu unreadable", (unsigned long long)off);
-			return -EBADMSG;
-		}
+		if (++hops > 10000 || pread_all(fd, sh, 16, off))
+			return tcx_fail(-EBADMSG, "options section at %llu unreadable", (unsigned long long)off);
 		memcpy(&sec, sh, 2);
 		memcpy(&size, sh + 8, 8);
-		if (sec != 0 || (sh[2] & 1) || size < 14) {
-			snprintf(err, errlen, "options section at %llu: id %u size %llu%s",
+		if (sec != 0 || (sh[2] & 1) || size < 14)
+			return tcx_fail(-EOPNOTSUPP, "options section at %llu: id %u size %llu%s",
 				 (unsigned long long)off, sec, (unsigned long long)size,
 				 (sh[2] & 1) ? " (compressed: not supported)" : "");
-			return -EOPNOTSUPP;
-		}
 		/* walk to DONE: its size may hold slack after the link */
 		pos = off + 16;
 		for (;;) {
-			if (pos + 6 > off + 16 + size || pread_all(fd, sh, 6, pos)) {
-				snprintf(err, errlen, "options section at %llu has no DONE",
+			if (pos + 6 > off + 16 + size || pread_all(fd, sh, 6, pos))
+				return tcx_fail(-EBADMSG, "options section at %llu has no DONE",
 					 (unsigned long long)off);
-				return -EBADMSG;
-			}
 			memcpy(&id, sh, 2);
 			memcpy(&osize, sh + 2, 4);
 			if (!id)
 				break;
 			pos += 6 + (uint64_t)osize;
 		}
-		if (osize < 8 || pread_all(fd, &next, 8, pos + 6)) {
-			snprintf(err, errlen, "options section at %llu: bad DONE",
+		if (osize < 8 || pread_all(fd, &next, 8, pos + 6))
+			return tcx_fail(-EBADMSG, "options section at %llu: bad DONE",
 				 (unsigned long long)off);
-			return -EBADMSG;
-		}
 		if (!next) {
 			*done_off = pos + 6;
 			return 0;
@@ -114,23 +90,21 @@ struct tdat_appender *tdat_append_open(const char *path)
 	int ret;
 
 	if (!a) {
-		snprintf(append_open_error, sizeof(append_open_error), "out of memory");
+		tcx_fail(-ENOMEM, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
 	a->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (a->fd < 0) {
 		ret = -errno;
-		snprintf(append_open_error, sizeof(append_open_error), "cannot open %s: %s",
-			 path, strerror(-ret));
+		tcx_fail(ret, "cannot open %s: %s", path, strerror(-ret));
 		goto fail;
 	}
-	ret = find_last_done(a->fd, &a->done_off, a->err, sizeof(a->err));
+	ret = find_last_done(a->fd, &a->done_off);
 	if (ret) {
-		snprintf(append_open_error, sizeof(append_open_error), "%.100s: %.150s", path, a->err);
+		tcx_fail(ret, "%s: %s", path, tcx_error());
 		goto fail;
 	}
-	append_open_error[0] = 0;
 	return a;
 fail:
 	if (a->fd >= 0)
@@ -142,18 +116,12 @@ fail:
 
 int tdat_append_option(struct tdat_appender *a, uint16_t id, const void *data, uint32_t size)
 {
-	if (id == TDAT_OPT_DONE || (id >= 15 && id <= 22)) {
-		snprintf(a->err, sizeof(a->err), "option id %u cannot be appended", id);
-		return -EINVAL;
-	}
-	if (size && !data) {
-		snprintf(a->err, sizeof(a->err), "option %u: %u bytes from NULL", id, size);
-		return -EINVAL;
-	}
-	if (tdat_optlist_add(&a->opts, id, data, size)) {
-		snprintf(a->err, sizeof(a->err), "out of memory");
-		return -ENOMEM;
-	}
+	if (id == TDAT_OPT_DONE || (id >= 15 && id <= 22))
+		return tcx_fail(-EINVAL, "option id %u cannot be appended", id);
+	if (size && !data)
+		return tcx_fail(-EINVAL, "option %u: %u bytes from NULL", id, size);
+	if (tdat_optlist_add(&a->opts, id, data, size))
+		return tcx_fail(-ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -163,7 +131,7 @@ int tdat_append_time_shift(struct tdat_appender *a, uint64_t peer_id, uint32_t f
 	struct tdat_buf b = {0};
 	int ret;
 
-	ret = tdat_time_shift_build(&b, peer_id, flags, ncpu, cpus, a->err, sizeof(a->err));
+	ret = tdat_time_shift_build(&b, peer_id, flags, ncpu, cpus);
 	if (!ret)
 		ret = tdat_append_option(a, TDAT_OPT_TIME_SHIFT, b.data, b.len);
 	tdat_buf_free(&b);
@@ -179,10 +147,12 @@ int tdat_append_close(struct tdat_appender *a)
 	if (a->opts.n) {
 		ret = tdat_append_options_section(a->fd, a->done_off, &a->opts, NULL);
 		if (ret)
-			snprintf(a->err, sizeof(a->err), "appending options: %s", strerror(-ret));
+			tcx_fail(ret, "appending options: %s", strerror(-ret));
 	}
-	if (close(a->fd) && !ret)
+	if (close(a->fd) && !ret) {
 		ret = -errno;
+		tcx_fail(ret, "closing the file: %s", strerror(-ret));
+	}
 	tdat_optlist_free(&a->opts);
 	free(a);
 	return ret;

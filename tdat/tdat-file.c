@@ -51,8 +51,9 @@ int tdat_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 
 static int io_fail(struct tdat_writer *w, int ret, const char *what)
 {
+	tdat_err(w, ret, "%s: %s: %s", w->path, what, strerror(-ret));
 	w->failed = true;
-	return tdat_err(w, ret, "%s: %s: %s", w->path, what, strerror(-ret));
+	return ret;
 }
 
 static int patch(struct tdat_writer *w, const void *p, size_t len, uint64_t off)
@@ -546,7 +547,7 @@ int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c)
 	int ret;
 
 	if (w->failed)
-		return w->first_err;
+		return tdat_sticky(w);
 	if (!c->has_region) {
 		ret = region_alloc(w, c);
 		if (ret)
@@ -717,7 +718,7 @@ int tdat_file_finish(struct tdat_writer *w)
 	int ret = 0, r;
 
 	if (w->failed)
-		return w->first_err;
+		return tdat_sticky(w);
 	ret = tdat_flush(w);
 	if (!ret)
 		ret = compact(w);
@@ -743,7 +744,7 @@ int tdat_close(struct tdat_writer *w)
 		if (!ret)
 			ret = tdat_file_finish(w);
 	} else if (w->failed) {
-		ret = w->first_err ? w->first_err : -EIO;
+		ret = tdat_sticky(w);
 	}
 	tdat_free(w);
 	return ret;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "tcx-util.h"
 #include "tdat.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)
@@ -66,10 +67,9 @@ struct tdat_optlist {
 
 int tdat_optlist_add(struct tdat_optlist *l, uint16_t id, const void *data, uint32_t size);
 void tdat_optlist_free(struct tdat_optlist *l);
-/* Serialise a TIME_SHIFT payload after checking it; err gets the reason. */
+/* Serialise a TIME_SHIFT payload after checking it; tcx_fail() says why not. */
 int tdat_time_shift_build(struct tdat_buf *out, uint64_t peer_id, uint32_t flags,
-			  uint32_t ncpu, const struct tdat_time_shift_cpu *cpus,
-			  char *err, size_t errlen);
+			  uint32_t ncpu, const struct tdat_time_shift_cpu *cpus);
 
 struct tdat_system {
 	char		*name;
@@ -117,8 +117,8 @@ struct tdat_writer {
 	char		*clock;
 	bool		started;
 	bool		failed;		/* an I/O error: stop writing */
-	int		first_err;
-	char		err[256];
+	int		first_err;	/* the failure's errno, once failed */
+	char		err[TCX_ERROR_MAX];	/* and its message */
 
 	/* metadata */
 	char		*header_page;
@@ -159,8 +159,14 @@ struct tdat_writer {
 	bool		compacting;
 };
 
+/*
+ * tdat_err - tcx_fail() for a call on @w: until @w has failed, also keep
+ * @ret and the message for tdat_sticky()
+ */
 int tdat_err(struct tdat_writer *w, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* tdat_sticky - a call on a failed @w: its first error, message again */
+int tdat_sticky(const struct tdat_writer *w);
 void *tdat_reserve_slow(struct tdat_writer *w, int cpu, uint64_t ts, size_t len);
 
 /* tdat-file.c */

@@ -19,27 +19,27 @@
 #define TCX_VERSION "0"
 #endif
 
-static __thread char last_error[256];
-
-const char *tdat_last_error(void)
-{
-	return last_error;
-}
-
-const char *tdat_error(const struct tdat_writer *w)
-{
-	return w ? w->err : last_error;
-}
-
 int tdat_err(struct tdat_writer *w, int ret, const char *fmt, ...)
 {
+	char buf[TCX_ERROR_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(w->err, sizeof(w->err), fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	w->first_err = ret;
+	tcx_fail(ret, "%s", buf);
+	/* once the writer has failed, keep the message that names the cause */
+	if (!w->failed) {
+		w->first_err = ret;
+		snprintf(w->err, sizeof(w->err), "%s", tcx_error());
+	}
 	return ret;
+}
+
+int tdat_sticky(const struct tdat_writer *w)
+{
+	return tcx_fail(w->first_err ? w->first_err : -EIO, "%s",
+			w->err[0] ? w->err : "earlier write failed");
 }
 
 int tdat_buf_put(struct tdat_buf *b, const void *p, size_t n)
@@ -152,19 +152,18 @@ struct tdat_writer *tdat_create(const char *path, const struct tdat_params *para
 	if (!p.page_size)
 		p.page_size = 4096;
 	if (p.version != 6 && p.version != 7) {
-		snprintf(last_error, sizeof(last_error), "%s: file version %d is not 6 or 7",
+		tcx_fail(-EINVAL, "%s: file version %d is not 6 or 7",
 			 path, p.version);
 		errno = EINVAL;
 		return NULL;
 	}
 	if (p.page_size < 4096 || p.page_size > (1u << 20) || (p.page_size & (p.page_size - 1))) {
-		snprintf(last_error, sizeof(last_error),
-			 "%s: page size %u is not a power of two from 4096 to 1 MiB", path, p.page_size);
+		tcx_fail(-EINVAL, "%s: page size %u is not a power of two from 4096 to 1 MiB", path, p.page_size);
 		errno = EINVAL;
 		return NULL;
 	}
 	if (p.cpus < 0 || p.cpus > TDAT_MAX_CPUS || p.max_cpus < 0 || p.max_cpus > TDAT_MAX_CPUS) {
-		snprintf(last_error, sizeof(last_error), "%s: cpus %d / max_cpus %d out of 0..%d",
+		tcx_fail(-EINVAL, "%s: cpus %d / max_cpus %d out of 0..%d",
 			 path, p.cpus, p.max_cpus, TDAT_MAX_CPUS);
 		errno = EINVAL;
 		return NULL;
@@ -172,7 +171,7 @@ struct tdat_writer *tdat_create(const char *path, const struct tdat_params *para
 	if (!p.max_cpus)
 		p.max_cpus = p.cpus > 256 ? p.cpus : 256;
 	if (p.cpus > p.max_cpus) {
-		snprintf(last_error, sizeof(last_error), "%s: cpus %d above max_cpus %d",
+		tcx_fail(-EINVAL, "%s: cpus %d above max_cpus %d",
 			 path, p.cpus, p.max_cpus);
 		errno = EINVAL;
 		return NULL;
@@ -206,19 +205,18 @@ struct tdat_writer *tdat_create(const char *path, const struct tdat_params *para
 	if (w->fd < 0) {
 		int e = errno;
 
-		snprintf(last_error, sizeof(last_error), "cannot create %s: %s", path, strerror(e));
+		tcx_fail(-e, "cannot create %s: %s", path, strerror(e));
 		tdat_close(w);
 		errno = e;
 		return NULL;
 	}
-	last_error[0] = 0;
 	return w;
 nomem:
-	snprintf(last_error, sizeof(last_error), "%s: out of memory", path);
+	tcx_fail(-ENOMEM, "%s: out of memory", path);
 	errno = ENOMEM;
 	return NULL;
 inval:
-	snprintf(last_error, sizeof(last_error), "%s", why);
+	tcx_fail(-EINVAL, "%s", why);
 	errno = EINVAL;
 	return NULL;
 }
@@ -559,63 +557,46 @@ int tdat_add_guest(struct tdat_writer *w, const char *name, uint64_t traceid,
 }
 
 int tdat_time_shift_build(struct tdat_buf *b, uint64_t peer_id, uint32_t flags,
-			  uint32_t ncpu, const struct tdat_time_shift_cpu *cpus,
-			  char *err, size_t errlen)
+			  uint32_t ncpu, const struct tdat_time_shift_cpu *cpus)
 {
 	uint32_t i, j, k, count;
 	int ret;
 
-	if (!ncpu || ncpu > TDAT_MAX_CPUS || !cpus) {
-		snprintf(err, errlen, "TIME_SHIFT: %u CPUs (need 1..%d)", ncpu, TDAT_MAX_CPUS);
-		return -EINVAL;
-	}
-	if (flags & ~TDAT_TSHIFT_INTERPOLATE) {
-		snprintf(err, errlen, "TIME_SHIFT: unknown flags 0x%x", flags);
-		return -EINVAL;
-	}
+	if (!ncpu || ncpu > TDAT_MAX_CPUS || !cpus)
+		return tcx_fail(-EINVAL, "TIME_SHIFT: %u CPUs (need 1..%d)", ncpu, TDAT_MAX_CPUS);
+	if (flags & ~TDAT_TSHIFT_INTERPOLATE)
+		return tcx_fail(-EINVAL, "TIME_SHIFT: unknown flags 0x%x", flags);
 	count = cpus[0].count;
 	for (i = 0; i < ncpu; i++) {
 		const struct tdat_time_shift_cpu *c = &cpus[i];
 
 		/* a CPU with no sample makes readers index past the array */
-		if (!c->count || !c->ts || !c->offset) {
-			snprintf(err, errlen, "TIME_SHIFT: CPU %u has %u samples (need >= 1 with ts and offset)",
+		if (!c->count || !c->ts || !c->offset)
+			return tcx_fail(-EINVAL, "TIME_SHIFT: CPU %u has %u samples (need >= 1 with ts and offset)",
 				 i, c->count);
-			return -EINVAL;
-		}
 		/* the reader (and trace-cmd's writer) assume equal counts */
-		if (c->count != count) {
-			snprintf(err, errlen, "TIME_SHIFT: CPU %u has %u samples, CPU 0 has %u (must be equal)",
+		if (c->count != count)
+			return tcx_fail(-EINVAL, "TIME_SHIFT: CPU %u has %u samples, CPU 0 has %u (must be equal)",
 				 i, c->count, count);
-			return -EINVAL;
-		}
 		for (j = 0; j < c->count; j++) {
 			int64_t sc = c->scaling ? c->scaling[j] : 1;
 			int64_t fr = c->frac ? c->frac[j] : 0;
 
-			if (sc <= 0) {
-				snprintf(err, errlen, "TIME_SHIFT: CPU %u sample %u has scaling %" PRId64
+			if (sc <= 0)
+				return tcx_fail(-EINVAL, "TIME_SHIFT: CPU %u sample %u has scaling %" PRId64
 					 " (must be > 0)", i, j, sc);
-				return -EINVAL;
-			}
-			if (fr < 0 || fr > 63) {
-				snprintf(err, errlen, "TIME_SHIFT: CPU %u sample %u has frac %" PRId64
+			if (fr < 0 || fr > 63)
+				return tcx_fail(-EINVAL, "TIME_SHIFT: CPU %u sample %u has frac %" PRId64
 					 " (must be 0..63)", i, j, fr);
-				return -EINVAL;
-			}
 			/* one sample: readers apply ts + offset, ignoring scaling */
-			if (c->count == 1 && (sc != 1 || fr != 0)) {
-				snprintf(err, errlen, "TIME_SHIFT: CPU %u has one sample with scaling %" PRId64
+			if (c->count == 1 && (sc != 1 || fr != 0))
+				return tcx_fail(-EINVAL, "TIME_SHIFT: CPU %u has one sample with scaling %" PRId64
 					 " frac %" PRId64 ", which readers ignore (give 2 samples)", i, sc, fr);
-				return -EINVAL;
-			}
 			/* readers keep one sample per timestamp and drop the rest */
 			for (k = 0; k < j; k++) {
-				if (c->ts[k] == c->ts[j]) {
-					snprintf(err, errlen, "TIME_SHIFT: CPU %u samples %u and %u share ts %" PRIu64
+				if (c->ts[k] == c->ts[j])
+					return tcx_fail(-EINVAL, "TIME_SHIFT: CPU %u samples %u and %u share ts %" PRIu64
 						 " (readers drop one)", i, k, j, c->ts[j]);
-					return -EINVAL;
-				}
 			}
 		}
 	}
@@ -632,10 +613,8 @@ int tdat_time_shift_build(struct tdat_buf *b, uint64_t peer_id, uint32_t flags,
 	for (i = 0; i < ncpu && !ret; i++)
 		for (j = 0; j < cpus[i].count; j++)
 			ret |= tdat_buf_u64(b, cpus[i].frac ? (uint64_t)cpus[i].frac[j] : 0);
-	if (ret) {
-		snprintf(err, errlen, "TIME_SHIFT: out of memory");
-		return -ENOMEM;
-	}
+	if (ret)
+		return tcx_fail(-ENOMEM, "TIME_SHIFT: out of memory");
 	return 0;
 }
 
@@ -645,11 +624,10 @@ int tdat_set_time_shift(struct tdat_writer *w, uint64_t peer_id, uint32_t flags,
 	struct tdat_buf b = {0};
 	int ret;
 
-	ret = tdat_time_shift_build(&b, peer_id, flags, ncpu, cpus, w->err, sizeof(w->err));
+	ret = tdat_time_shift_build(&b, peer_id, flags, ncpu, cpus);
 	if (ret) {
-		w->first_err = ret;
 		tdat_buf_free(&b);
-		return ret;
+		return tdat_err(w, ret, "%s", tcx_error());
 	}
 	ret = opt_add(w, TDAT_OPT_TIME_SHIFT, b.data, b.len, true);
 	tdat_buf_free(&b);
@@ -690,7 +668,7 @@ int tdat_start_data(struct tdat_writer *w)
 	if (w->started)
 		return tdat_err(w, -EBUSY, "tdat_start_data() called twice");
 	if (w->failed)
-		return w->first_err;
+		return tdat_sticky(w);
 	if (!w->clock) {
 		w->clock = strdup(w->has_tsc2nsec ? "x86-tsc" : "local");
 		if (!w->clock)

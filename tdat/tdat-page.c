@@ -197,7 +197,8 @@ static struct tdat_cpu *data_cpu(struct tdat_writer *w, int cpu, const char *wha
 		return NULL;
 	}
 	if (w->failed) {
-		/* keep the first message: it names the cause */
+		/* the first error again: it names the cause */
+		tdat_sticky(w);
 		return NULL;
 	}
 	if (cpu < 0 || cpu >= w->max_cpus) {

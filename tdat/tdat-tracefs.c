@@ -10,7 +10,7 @@
 
 #include <tracefs.h>
 
-#include "tdat.h"
+#include "tdat-internal.h"
 
 /* "sched*" -> "^sched.*$": libtracefs matches regexes, trace-cmd globs. */
 static void glob_regex(char *dst, size_t len, const char *s, size_t n)
@@ -52,7 +52,7 @@ int tdat_add_tracefs_format(struct tdat_writer *w, const char *system, const cha
 	char *fmt = tracefs_event_file_read(NULL, system, event, "format", &size);
 
 	if (!fmt)
-		return -ENOENT;
+		return tdat_err(w, -ENOENT, "no format for event %s:%s in tracefs", system, event);
 	ret = !strcmp(system, "ftrace") ? tdat_add_ftrace_format(w, fmt)
 					: tdat_add_event_format(w, system, fmt);
 	free(fmt);
@@ -77,7 +77,7 @@ int tdat_add_instance_formats(struct tdat_writer *w, struct tracefs_instance *in
 	int n = 0;
 
 	if (!list)
-		return -EIO;
+		return tdat_err(w, -EIO, "cannot read the instance's set_event");
 	for (line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *colon = strchr(line, ':');
 
@@ -88,7 +88,7 @@ int tdat_add_instance_formats(struct tdat_writer *w, struct tracefs_instance *in
 	}
 	free(list);
 	tdat_add_ftrace_formats(w);
-	return n ? n : -ENOENT;
+	return n ? n : tdat_err(w, -ENOENT, "no format of the enabled events could be read");
 }
 
 int tdat_add_saved_cmdlines(struct tdat_writer *w)

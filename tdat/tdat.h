@@ -25,8 +25,10 @@
  * A writer is not thread-safe: one thread per writer, or a lock around it.
  *
  * All functions return 0 (or a positive count) on success and a negative
- * errno value on failure; tdat_error() then holds a message that names the
- * offending value.
+ * errno value on failure (those returning a pointer: NULL with errno set);
+ * tcx_error() (tcx-util.h) then holds a message that names the offending
+ * value. A writer that failed writing stays failed: later calls fail with
+ * the first error and set its message again.
  */
 #ifndef TDAT_H
 #define TDAT_H
@@ -126,21 +128,9 @@ struct tdat_stats {
  * @path:	output path; "-" is not supported (the file is patched in place)
  * @params:	the parameters above
  *
- * Returns a writer, or NULL with errno set; the reason is printed by
- * tdat_last_error().
+ * Returns a writer, or NULL with errno set and the reason in tcx_error().
  */
 struct tdat_writer *tdat_create(const char *path, const struct tdat_params *params);
-
-/**
- * tdat_error - the message of the last failure on @w ("" if none)
- */
-const char *tdat_error(const struct tdat_writer *w);
-
-/**
- * tdat_last_error - the message of the last tdat_create() failure in this
- * thread ("" if none)
- */
-const char *tdat_last_error(void);
 
 /* ---- metadata, before tdat_start_data() ---- */
 
@@ -268,7 +258,7 @@ int tdat_write_event(struct tdat_writer *w, int cpu, uint64_t ts,
  * by the caller before the next call on that CPU and before tdat_flush() or
  * tdat_close() (zero-copy tdat_write_event)
  *
- * Returns a pointer into the page, or NULL (see tdat_error()).
+ * Returns a pointer into the page, or NULL (the reason in tcx_error()).
  */
 void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len);
 
@@ -323,7 +313,10 @@ struct tdat_appender;
  *
  * As trace-cmd does for TIME_SHIFT: the options go into a new options
  * section at the end of the file, chained from the last one. Version 6
- * files cannot take options after their data (-EOPNOTSUPP).
+ * files cannot take options after their data (EOPNOTSUPP).
+ *
+ * Returns the appender, or NULL with errno set and the reason in
+ * tcx_error().
  */
 struct tdat_appender *tdat_append_open(const char *path);
 
@@ -336,9 +329,6 @@ int tdat_append_time_shift(struct tdat_appender *a, uint64_t peer_id, uint32_t f
 
 /** tdat_append_close - write the queued options, chain them, free @a */
 int tdat_append_close(struct tdat_appender *a);
-
-/** tdat_append_error - the message of the last failure on @a */
-const char *tdat_append_error(const struct tdat_appender *a);
 
 /* ---- from a live tracefs instance (tdat-tracefs.c, libtracefs) ---- */
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tcx-util.h"
 #include "tmsg.h"
 #include "tsync-internal.h"
 
@@ -285,7 +286,7 @@ static bool offerable(const struct tsync_proto *p)
 	return p && (p->flags & TSYNC_ROLE_HOST) && !(p->flags & TSYNC_PROTO_DRIVER);
 }
 
-static int bad_offer(const char *tok, size_t n, char *err, size_t errlen)
+static int bad_offer(const char *tok, size_t n)
 {
 	const struct tsync_proto *p;
 	char names[64] = "";
@@ -294,14 +295,11 @@ static int bad_offer(const char *tok, size_t n, char *err, size_t errlen)
 	for (size_t i = 0; (p = tsync_proto_at(i)); i++)
 		if (offerable(p) && at < sizeof(names))
 			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s, ", p->name);
-	if (err && errlen)
-		snprintf(err, errlen, "\"%.*s\" is not a time sync protocol (%sor none alone)",
-			 (int)(n > 32 ? 32 : n), tok, names);
-	return -EINVAL;
+	return tcx_fail(-EINVAL, "\"%.*s\" is not a time sync protocol (%sor none alone)",
+			(int)(n > 32 ? 32 : n), tok, names);
 }
 
-int tsync_parse_offer(const char *spec, const char **out, uint32_t max,
-		      char *err, size_t errlen)
+int tsync_parse_offer(const char *spec, const char **out, uint32_t max)
 {
 	const struct tsync_proto *p;
 	uint32_t n = 0;
@@ -320,7 +318,7 @@ int tsync_parse_offer(const char *spec, const char **out, uint32_t max,
 
 		p = tsync_proto_wire(tok, len);
 		if (!len || !offerable(p))
-			return bad_offer(tok, len, err, errlen);
+			return bad_offer(tok, len);
 		for (uint32_t i = 0; i < n; i++)
 			dup |= out[i] == p->name;
 		if (!dup && n < max)

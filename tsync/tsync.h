@@ -332,10 +332,9 @@ const struct tsync_proto *tsync_proto_wire(const char *field, size_t len);
  * (nothing), or names of protocols it runs joined by ',' (duplicates
  * dropped; empty names refused); NULL offers them all. @out gets the names
  * (the table's strings), in @spec's order, up to @max.
- * Returns the count, or -EINVAL with a message in @err.
+ * Returns the count, or -EINVAL with the message in tcx_error().
  */
-int tsync_parse_offer(const char *spec, const char **out, uint32_t max,
-		      char *err, size_t errlen);
+int tsync_parse_offer(const char *spec, const char **out, uint32_t max);
 
 /**
  * tsync_pick - the protocol an agent picks from those offered: the first

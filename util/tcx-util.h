@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * tcx-util: the few helpers that several libraries and the command line
- * share and that belong to none of them: strict number parsing, JSON
- * strings, the monotonic clock. Depends on libc alone, so that anything
+ * share and that belong to none of them: the thread's last error, strict
+ * number parsing, JSON strings, the monotonic clock. Depends on libc alone, so that anything
  * (the agent included) can link it without pulling in Xen's libraries.
  */
 #ifndef TCX_UTIL_H
@@ -12,6 +12,60 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
+
+/*
+ * Errors
+ *
+ * The convention of every library of the project and of the command line:
+ *
+ * 1. A function returns 0 (or a count) on success and a negative errno
+ *    value on failure; one returning a pointer returns NULL with errno set.
+ * 2. The message of a failure goes in one place: the calling thread's last
+ *    error. tcx_fail() sets it and returns its @err, so that
+ *    "return tcx_fail(-EINVAL, "bad %s", x);" reads naturally; tcx_error()
+ *    reads it. Like errno, it is valid until the thread's next failure: a
+ *    caller that wants to keep it copies it. A caller that adds context
+ *    does "return tcx_fail(ret, "%s: %s", path, tcx_error());".
+ * 3. An object whose failures happen where no caller can be told (in
+ *    another thread, in a void callback) keeps its first error (errno and
+ *    text) and gives it back through "int <obj>_error(const struct <obj> *)":
+ *    it returns that negative errno (0: none) and, when non-zero, makes its
+ *    text the calling thread's tcx_error(). An object used from one thread
+ *    reports each failing call through tcx_fail() instead.
+ * 4. Warnings (the run goes on) go to the "FILE *log" of the options
+ *    (NULL: none). Never an error message through the log alone when the
+ *    call fails.
+ * 5. No "char *err, size_t errlen" parameters: a function sets the message
+ *    with tcx_fail(), and its callers read tcx_error().
+ */
+
+/* The longest message kept, NUL included; longer ones are truncated. */
+#define TCX_ERROR_MAX	512
+
+/**
+ * tcx_fail - set the calling thread's last error
+ * @err:	the value to return, a negative errno value
+ * @fmt:	printf-like format of the message
+ *
+ * The message is formatted through a copy, so the arguments may include
+ * tcx_error() itself (to add context to the message of a callee). Control
+ * characters (below 0x20, and DEL) become '?': messages quote peer bytes,
+ * and end up on terminals and in logs.
+ *
+ * Returns @err.
+ */
+int tcx_fail(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/**
+ * tcx_error - the message of the calling thread's last failure
+ *
+ * Valid until the thread's next tcx_fail(); never changed by success.
+ *
+ * Returns the message, or "no error" if the thread has not failed yet
+ * (never NULL, never empty).
+ */
+const char *tcx_error(void);
 
 /**
  * tcx_parse_uint - a decimal number, strictly
@@ -23,8 +77,8 @@
  * after the number. Leading zeros are allowed and decimal ("010" is ten).
  * Zero is accepted; callers that need at least 1 check it.
  *
- * Return: 0, -EINVAL if @s is not such a number (empty included), -ERANGE
- * if it is above @max or does not fit an unsigned long.
+ * Returns 0, -EINVAL if @s is not such a number (empty included), or
+ * -ERANGE if it is above @max or does not fit an unsigned long.
  */
 int tcx_parse_uint(const char *s, unsigned long max, unsigned long *v);
 
@@ -52,12 +106,18 @@ int tcx_parse_uintn(const char *s, size_t n, unsigned long max, unsigned long *v
 void tcx_json_str(FILE *f, const char *s);
 
 /**
- * tcx_clock_ns - clock @id in nanoseconds (0 if the clock cannot be read)
+ * tcx_clock_ns - clock @id in nanoseconds
  * @id:		CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW, ...
+ *
+ * Returns the time, or 0 if the clock cannot be read.
  */
 uint64_t tcx_clock_ns(clockid_t id);
 
-/** tcx_now_ns - CLOCK_MONOTONIC in nanoseconds: for timeouts and durations */
+/**
+ * tcx_now_ns - CLOCK_MONOTONIC in nanoseconds: for timeouts and durations
+ *
+ * Returns the time, or 0 if the clock cannot be read.
+ */
 uint64_t tcx_now_ns(void);
 
 #endif /* TCX_UTIL_H */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tcx-util.h"
 #include "tdat.h"
 #include "gen-seq.h"
 
@@ -66,7 +67,7 @@ static struct tdat_writer *w;
 
 static void die(const char *what)
 {
-	fprintf(stderr, "tdat-gen: %s: %s\n", what, w ? tdat_error(w) : tdat_last_error());
+	fprintf(stderr, "tdat-gen: %s: %s\n", what, tcx_error());
 	exit(1);
 }
 
@@ -231,7 +232,7 @@ static int append_shift(const char *path)
 	a = tdat_append_open(path);
 	if (!a || tdat_append_time_shift(a, HG_HOST_ID, TDAT_TSHIFT_INTERPOLATE,
 					 HG_NVCPU, c) || tdat_append_close(a)) {
-		fprintf(stderr, "tdat-gen: append: %s\n", tdat_append_error(a));
+		fprintf(stderr, "tdat-gen: append: %s\n", tcx_error());
 		return 1;
 	}
 	return 0;

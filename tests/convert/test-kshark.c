@@ -19,6 +19,7 @@
 #include <libkshark-tepdata.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 #include "xtgen.h"
 
@@ -68,7 +69,7 @@ static void test_combo(void **state)
 	struct kshark_context *ctx = NULL;
 	struct kshark_host_guest_map *map = NULL;
 	struct kshark_entry **rows = NULL;
-	char in[256], host[256], guest[256], err[512];
+	char in[256], host[256], guest[256];
 	struct rec_convert_opts o = { .input = in, .output = host, .hz = 2400000000ull };
 	int sd_host, sd_guest, n, found = -1;
 	uint64_t entries[2] = { 0 }, exits[2] = { 0 };
@@ -86,7 +87,7 @@ static void test_combo(void **state)
 	assert_non_null(f);
 	assert_int_equal(xtgen_write(&p, f, t), 0);
 	fclose(f);
-	assert_int_equal(rec_convert(&o, &sum, err, sizeof(err)), 0);
+	assert_int_equal(rec_convert(&o, &sum), 0);
 	write_guest(guest, t, sum.mult, sum.shift);
 
 	assert_true(kshark_instance(&ctx));

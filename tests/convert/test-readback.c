@@ -19,6 +19,7 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "xtgen.h"
 
 static char tmpdir[] = "/tmp/tcx-convert-XXXXXX";
@@ -206,7 +207,7 @@ static struct readback *run(const char *name, const struct xtgen_params *p, int 
 			    struct xtgen_truth *t, long cut)
 {
 	struct readback *rb = calloc(1, sizeof(*rb));
-	char in[256], out[256], err[512];
+	char in[256], out[256];
 	struct rec_convert_opts o = { .input = in, .output = out, .hz = 2400000000ull,
 				      .file_version = version };
 	FILE *f;
@@ -227,9 +228,9 @@ static struct readback *run(const char *name, const struct xtgen_params *p, int 
 		fclose(f);
 		assert_int_equal(truncate(in, size - cut), 0);
 	}
-	ret = rec_convert(&o, &rb->sum, err, sizeof(err));
+	ret = rec_convert(&o, &rb->sum);
 	if (ret)
-		print_error("convert: %s\n", err);
+		print_error("convert: %s\n", tcx_error());
 	assert_int_equal(ret, 0);
 	rb->mult = rb->sum.mult;
 	rb->shift = rb->sum.shift;
@@ -484,7 +485,7 @@ static void test_cpu_gaps(void **state)
 	struct xtgen_truth *t = calloc(1, sizeof(*t));
 	struct readback *rb = calloc(1, sizeof(*rb));
 	struct rec_convert_opts o = { .hz = 2400000000ull };
-	char in[256], out[256], err[512];
+	char in[256], out[256];
 	uint8_t *d;
 	long size, off = 0;
 	FILE *f;
@@ -517,7 +518,7 @@ static void test_cpu_gaps(void **state)
 	free(d);
 	o.input = in;
 	o.output = out;
-	assert_int_equal(rec_convert(&o, &rb->sum, err, sizeof(err)), 0);
+	assert_int_equal(rec_convert(&o, &rb->sum), 0);
 	rb->mult = rb->sum.mult;
 	rb->shift = rb->sum.shift;
 	rb->late_dom = -1;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "tcx-util.h"
 #include "tmsg.h"
 
 struct mem_transport {
@@ -62,11 +63,10 @@ static const struct tmsg_transport_ops mem_ops = {
 static void check_allow_list(const struct tmsg_trace_req *r)
 {
 	struct agent_record_opts o;
-	char err[256];
 
-	if (agent_parse_record_args((int)r->argc, r->argv, &o, err, sizeof(err))) {
+	if (agent_parse_record_args((int)r->argc, r->argv, &o)) {
 		/* a refusal's text goes back to the peer: printable only */
-		for (const char *c = err; *c; c++)
+		for (const char *c = tcx_error(); *c; c++)
 			CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
 		return;
 	}

@@ -32,6 +32,7 @@
 
 #include "agent-internal.h"
 #include "simkernel.h"
+#include "tcx-util.h"
 #include "tlib.h"
 #include "tmsg.h"
 
@@ -492,7 +493,7 @@ static void test_secret_and_garbage(void **state)
 
 	assert_int_equal(request(&a, NULL, why, sizeof(why)), -EPERM);
 	assert_non_null(strstr(why, "requires a secret"));
-	assert_non_null(strstr(tmsg_error(), "refused the session: this agent"));
+	assert_non_null(strstr(tcx_error(), "refused the session: this agent"));
 	assert_int_equal(request(&a, "opensesamE", why, sizeof(why)), -EPERM);
 	assert_string_equal(why, "wrong secret");
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "agent-internal.h"
+#include "tcx-util.h"
 #include "tdat.h"
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -27,10 +28,8 @@ static void test_allowed(void **state)
 			       "--file-version=7", "-b1", "--compression", "none",
 			       "--compression=none" };
 	struct agent_record_opts o;
-	char err[256];
 
-	assert_int_equal(agent_parse_record_args(N(argv), argv, &o, err,
-						 sizeof(err)), 0);
+	assert_int_equal(agent_parse_record_args(N(argv), argv, &o), 0);
 	assert_int_equal(o.nr_events, 3);
 	assert_string_equal(o.events[0], "sched:sched_switch");
 	assert_string_equal(o.events[1], "irq");
@@ -39,7 +38,7 @@ static void test_allowed(void **state)
 	assert_string_equal(o.clock, "x86-tsc");
 	assert_int_equal(o.file_version, 7);
 
-	assert_int_equal(agent_parse_record_args(0, NULL, &o, err, sizeof(err)), 0);
+	assert_int_equal(agent_parse_record_args(0, NULL, &o), 0);
 	assert_int_equal(o.nr_events, 0);
 	assert_int_equal(o.file_version, 6);
 }
@@ -77,14 +76,13 @@ static void test_refused(void **state)
 		{ { "--compression" }, 1, -EINVAL, "only \"none\"" },
 	};
 	struct agent_record_opts o;
-	char err[256];
 
 	for (int i = 0; i < N(cases); i++) {
 		int ret = agent_parse_record_args(cases[i].argc, cases[i].argv,
-						  &o, err, sizeof(err));
+						  &o);
 
-		if (ret != cases[i].ret || !strstr(err, cases[i].why))
-			fail_msg("case %d: %d \"%s\"", i, ret, err);
+		if (ret != cases[i].ret || !strstr(tcx_error(), cases[i].why))
+			fail_msg("case %d: %d \"%s\"", i, ret, tcx_error());
 	}
 }
 
@@ -92,15 +90,13 @@ static void test_too_many_events(void **state)
 {
 	const char *argv[2 * (AGENT_MAX_EVENTS + 1)];
 	struct agent_record_opts o;
-	char err[256];
 
 	for (int i = 0; i < N(argv); i += 2) {
 		argv[i] = "-e";
 		argv[i + 1] = "sched";
 	}
-	assert_int_equal(agent_parse_record_args(N(argv), argv, &o, err,
-						 sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "more than"));
+	assert_int_equal(agent_parse_record_args(N(argv), argv, &o), -EINVAL);
+	assert_non_null(strstr(tcx_error(), "more than"));
 }
 
 static const char fmt[] =

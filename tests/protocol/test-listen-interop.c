@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "tcx-util.h"
 #include "tdat.h"
 #include "tlib.h"
 #include "tmsg.h"
@@ -211,11 +212,11 @@ static void test_listen_interop(void **state)
 	assert_non_null(t);
 
 	if (tmsg_v3_client_handshake(t, TMSG_WAIT_MS))
-		fail_msg("%s", tmsg_error());
+		fail_msg("%s", tcx_error());
 	assert_int_equal(tmsg_make_tinit(m, NCPUS, 4096, opts, 1), 0);
 	assert_int_equal(tmsg_send(t, m), 0);
 	if (tmsg_wait_for(t, TMSG_RINIT, m, TMSG_WAIT_MS))
-		fail_msg("%s", tmsg_error());
+		fail_msg("%s", tcx_error());
 	assert_int_equal(tmsg_parse_rinit(m, &ri), 0);
 	assert_int_equal(ri.cpus, NCPUS);
 

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "tcx-util.h"
 #include "tmsg.h"
 
 static uint8_t wire[TMSG_WIRE_MAX];
@@ -58,14 +59,14 @@ static void test_header_checks(void **state)
 
 	be32(h, 11);
 	assert_int_equal(tmsg_check_header(h, &size), -EBADMSG);
-	assert_non_null(strstr(tmsg_error(), "size 11"));
+	assert_non_null(strstr(tcx_error(), "size 11"));
 	be32(h, 8193);
 	assert_int_equal(tmsg_check_header(h, &size), -EBADMSG);
 	be32(h, 8192);
 	assert_int_equal(tmsg_check_header(h, &size), 0);
 	be32(h, 12); be32(h + 4, 12);
 	assert_int_equal(tmsg_check_header(h, &size), -EBADMSG);
-	assert_non_null(strstr(tmsg_error(), "unknown command 12"));
+	assert_non_null(strstr(tcx_error(), "unknown command 12"));
 	be32(h + 4, 0xffffffff);
 	assert_int_equal(tmsg_check_header(h, &size), -EBADMSG);
 	/* fixed part longer than the message */
@@ -405,7 +406,7 @@ static void test_trace_req_params(void **state)
 
 		if (ret != cases[i].ret)
 			fail_msg("%s: got %d (%s)", cases[i].what, ret,
-				 tmsg_error());
+				 tcx_error());
 		if (!ret && i == 0) {
 			assert_int_equal(out.nr_protos, 1);
 			assert_string_equal(out.protos[0], "ptp");
@@ -630,7 +631,7 @@ static void test_recv_stock_and_truncated(void **state)
 	/* half a message, then silence: the io timeout ends it */
 	peer_write(&p, stock_trace_req, 30);
 	assert_int_equal(tmsg_recv(p.t, m, 1000), -EPROTO);
-	assert_non_null(strstr(tmsg_error(), "test peer: the peer stalled mid-message"));
+	assert_non_null(strstr(tcx_error(), "test peer: the peer stalled mid-message"));
 	free_pair(&p);
 	/* half a header too */
 	make_pair(&p, 100);
@@ -645,7 +646,7 @@ static void test_recv_stock_and_truncated(void **state)
 	close(p.peer);
 	p.peer = -1;
 	assert_int_equal(tmsg_recv(p.t, m, 1000), -ECONNRESET);
-	assert_non_null(strstr(tmsg_error(), "mid-message"));
+	assert_non_null(strstr(tcx_error(), "mid-message"));
 	free_pair(&p);
 	free(m);
 }
@@ -660,13 +661,13 @@ static void test_recv_oversized_unknown(void **state)
 	be32(h, 8193); be32(h + 4, TMSG_SEND_DATA); be32(h + 8, 0);
 	peer_write(&p, h, 12);
 	assert_int_equal(tmsg_recv(p.t, m, 1000), -EBADMSG);
-	assert_non_null(strstr(tmsg_error(), "invalid message"));
-	assert_non_null(strstr(tmsg_error(), "8193"));
+	assert_non_null(strstr(tcx_error(), "invalid message"));
+	assert_non_null(strstr(tcx_error(), "8193"));
 
 	be32(h, 12); be32(h + 4, 42); be32(h + 8, 0);
 	peer_write(&p, h, 12);
 	assert_int_equal(tmsg_recv(p.t, m, 1000), -EBADMSG);
-	assert_non_null(strstr(tmsg_error(), "unknown command 42"));
+	assert_non_null(strstr(tcx_error(), "unknown command 42"));
 	free_pair(&p);
 
 	assert_int_equal(tmsg_make_data(m, wire, TMSG_MAX_DATA + 1), -EMSGSIZE);
@@ -842,7 +843,7 @@ static void test_peer_stops_reading(void **state)
 	ret = tmsg_send_data(p.t, big, sizeof(big));
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	assert_int_equal(ret, -ETIMEDOUT);
-	assert_non_null(strstr(tmsg_error(), "stopped reading"));
+	assert_non_null(strstr(tcx_error(), "stopped reading"));
 	assert_true(ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - t0 < 2000);
 
 	/* and a peer that is gone: EPIPE, no SIGPIPE */
@@ -924,7 +925,7 @@ static void test_host_request(void **state)
 	assert_int_equal(tmsg_host_request(p.t, &req, &resp, 1000, why,
 					   sizeof(why)), -EPERM);
 	assert_string_equal(why, "option \"-p\" is not allowed");
-	assert_non_null(strstr(tmsg_error(), "refused the session: option"));
+	assert_non_null(strstr(tcx_error(), "refused the session: option"));
 	assert_null(resp.ports);
 	/* refused by a stock agent: no reason; or with a garbled one */
 	tmsg_make(o, TMSG_NOT_SUPP);
@@ -1007,7 +1008,7 @@ static void test_vchan_paths(void **state)
 	assert_int_equal(tmsg_vchan_path(buf, 10, 1, 1), -ENAMETOOLONG);
 	assert_null(tmsg_vchan_server(0, "/local/domain/1/data/trace-cmd-xen/"
 				      "a-path-that-is-much-too-long", 0, 0));
-	assert_non_null(strstr(tmsg_error(), "longer than"));
+	assert_non_null(strstr(tcx_error(), "longer than"));
 	assert_null(tmsg_vchan_server(0, "/local/domain/1/data/trace-cmd-xen/1",
 				      (1 << 20) + 1, 0));
 
@@ -1020,9 +1021,9 @@ static void test_vchan_paths(void **state)
 
 	assert_null(tmsg_vchan_server(0, "/local/domain/1/data/trace-cmd-xen/1",
 				      0, 1 << 20));
-	assert_non_null(strstr(tmsg_error(), "vchan server for domain 0"));
+	assert_non_null(strstr(tcx_error(), "vchan server for domain 0"));
 	assert_null(tmsg_vchan_client(1, "/local/domain/1/data/trace-cmd-xen/1"));
-	assert_non_null(strstr(tmsg_error(), "vchan client to domain 1"));
+	assert_non_null(strstr(tcx_error(), "vchan client to domain 1"));
 	assert_true(tmsg_xs_lookup(1, &ag) < 0);
 	assert_false(ag.ready);
 	assert_true(tmsg_xs_self_domid(&id) < 0);

@@ -26,6 +26,7 @@
 #include "agent-internal.h"
 #include "mock-xen.h"
 #include "simkernel.h"
+#include "tcx-util.h"
 #include "tlib.h"
 #include "tmsg.h"
 
@@ -63,7 +64,7 @@ static void test_vchan_transport(void **state)
 	/* more than the 8 KiB ring, with no reader: the writer times out */
 	srv->io_timeout_ms = 100;
 	assert_int_equal(tmsg_write_full(srv, big, sizeof(big)), -ETIMEDOUT);
-	assert_non_null(strstr(tmsg_error(), "stopped reading"));
+	assert_non_null(strstr(tcx_error(), "stopped reading"));
 	/* what fitted arrives */
 	assert_int_equal(tmsg_read_full(cli, got, 8192, 1000), 0);
 
@@ -174,7 +175,7 @@ static void run_xen_session(size_t busy_pages)
 	assert_non_null(ctl);
 
 	if (tmsg_host_request(ctl, &req, &resp, 5000, why, sizeof(why)))
-		fail_msg("%s", tmsg_error());
+		fail_msg("%s", tcx_error());
 	assert_int_equal(resp.cpus, SIMK_CPUS);
 	assert_int_equal(resp.ports[0], 1);
 	assert_int_equal(resp.ports[1], 2);

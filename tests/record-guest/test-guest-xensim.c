@@ -25,6 +25,7 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tlib.h"
 #include "tdat.h"
 
@@ -70,7 +71,7 @@ static void test_two_guests(void **state)
 	struct rec_guest_summary sum[2];
 	const char *spec[2] = { "guest1", "2" };
 	const unsigned int dom[2] = { 1, 2 }, vcpus[2] = { 2, 1 };
-	char out[400], host[400], err[512];
+	char out[400], host[400];
 	pid_t agent[2];
 
 	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../../sim/hosts/two-guests.conf")), 0);
@@ -88,8 +89,8 @@ static void test_two_guests(void **state)
 			.host_traceid = REC_HOST_TRACEID, .log = stderr,
 		};
 
-		if (rec_guest_open(&g[i], &o, err, sizeof(err)))
-			fail_msg("%s", err);
+		if (rec_guest_open(&g[i], &o))
+			fail_msg("%s", tcx_error());
 		assert_int_equal(rec_guest_cpus(g[i]), vcpus[i]);
 	}
 	assert_string_equal(rec_guest_name(g[1]), "guest2");	/* by domid, named */
@@ -179,7 +180,7 @@ static void test_guest_dies(void **state)
 	const unsigned int dom[2] = { 1, 2 };
 	struct rec_guest *g[2];
 	struct rec_guest_summary sum[2], mid;
-	char out[400], err[512];
+	char out[400];
 	pid_t agent[2];
 
 	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../../sim/hosts/two-guests.conf")), 0);
@@ -196,8 +197,8 @@ static void test_guest_dies(void **state)
 			.nr_events = 1, .log = stderr, .tsync = "none",
 		};
 
-		if (rec_guest_open(&g[i], &o, err, sizeof(err)))
-			fail_msg("%s", err);
+		if (rec_guest_open(&g[i], &o))
+			fail_msg("%s", tcx_error());
 	}
 	usleep(800 * 1000);
 	tlib_kill(agent[1], SIGKILL);

@@ -36,6 +36,7 @@
 #include "agent-internal.h"
 #include "mock-xen.h"
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tlib.h"
 #include "simkernel.h"
 #include "tdat.h"
@@ -226,60 +227,59 @@ static struct rec_guest_opts opts(const char *spec, const char *out)
 static void test_spec(void **state)
 {
 	struct rec_guest_spec s;
-	char err[256];
 	char *p;
 
-	assert_int_equal(rec_guest_parse_spec("guest1", &s, err, sizeof(err)), 0);
+	assert_int_equal(rec_guest_parse_spec("guest1", &s), 0);
 	assert_int_equal(s.kind, REC_GUEST_XEN);
 	assert_false(s.by_domid);
 	assert_string_equal(s.name, "guest1");
 	assert_string_equal(s.xen_name, "guest1");
 
-	assert_int_equal(rec_guest_parse_spec("7", &s, err, sizeof(err)), 0);
+	assert_int_equal(rec_guest_parse_spec("7", &s), 0);
 	assert_int_equal(s.kind, REC_GUEST_XEN);
 	assert_true(s.by_domid);
 	assert_int_equal(s.domid, 7);
 
-	assert_int_equal(rec_guest_parse_spec("10.0.0.2:8823", &s, err, sizeof(err)), 0);
+	assert_int_equal(rec_guest_parse_spec("10.0.0.2:8823", &s), 0);
 	assert_int_equal(s.kind, REC_GUEST_TCP);
 	assert_string_equal(s.host, "10.0.0.2");
 	assert_int_equal(s.port, 8823);
 	assert_string_equal(s.name, "10.0.0.2");	/* as trace-cmd */
 
-	assert_int_equal(rec_guest_parse_spec("10.0.0.2", &s, err, sizeof(err)), 0);
+	assert_int_equal(rec_guest_parse_spec("10.0.0.2", &s), 0);
 	assert_int_equal(s.kind, REC_GUEST_TCP);
 	assert_int_equal(s.port, TMSG_AGENT_PORT);
 
-	assert_int_equal(rec_guest_parse_spec("[::1]:900", &s, err, sizeof(err)), 0);
+	assert_int_equal(rec_guest_parse_spec("[::1]:900", &s), 0);
 	assert_int_equal(s.kind, REC_GUEST_TCP);
 	assert_string_equal(s.host, "::1");
 	assert_int_equal(s.port, 900);
 
-	assert_int_equal(rec_guest_parse_spec("localhost:900", &s, err, sizeof(err)), 0);
+	assert_int_equal(rec_guest_parse_spec("localhost:900", &s), 0);
 	assert_int_equal(s.kind, REC_GUEST_TCP);
 
-	assert_int_equal(rec_guest_parse_spec("3:823", &s, err, sizeof(err)), 0);
+	assert_int_equal(rec_guest_parse_spec("3:823", &s), 0);
 	assert_int_equal(s.kind, REC_GUEST_VSOCK);
 	assert_int_equal(s.cid, 3);
 	assert_int_equal(s.port, 823);
 
-	assert_int_equal(rec_guest_parse_spec("vm1@4", &s, err, sizeof(err)), 0);
+	assert_int_equal(rec_guest_parse_spec("vm1@4", &s), 0);
 	assert_int_equal(s.kind, REC_GUEST_VSOCK);
 	assert_string_equal(s.name, "vm1");
 	assert_int_equal(s.cid, 4);
 	assert_int_equal(s.port, TMSG_AGENT_PORT);
 
 	/* a name never becomes a path outside the output's directory */
-	assert_int_equal(rec_guest_parse_spec("../x@4:1", &s, err, sizeof(err)), 0);
+	assert_int_equal(rec_guest_parse_spec("../x@4:1", &s), 0);
 	assert_null(strchr(s.name, '/'));
 	assert_true(s.name[0] != '.');
 
-	assert_int_equal(rec_guest_parse_spec("", &s, err, sizeof(err)), -EINVAL);
-	assert_int_equal(rec_guest_parse_spec("a.b:99999", &s, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "bad port"));
-	assert_int_equal(rec_guest_parse_spec("@4", &s, err, sizeof(err)), -EINVAL);
-	assert_int_equal(rec_guest_parse_spec("vm@x", &s, err, sizeof(err)), -EINVAL);
-	assert_int_equal(rec_guest_parse_spec("99999999", &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(rec_guest_parse_spec("", &s), -EINVAL);
+	assert_int_equal(rec_guest_parse_spec("a.b:99999", &s), -EINVAL);
+	assert_non_null(strstr(tcx_error(), "bad port"));
+	assert_int_equal(rec_guest_parse_spec("@4", &s), -EINVAL);
+	assert_int_equal(rec_guest_parse_spec("vm@x", &s), -EINVAL);
+	assert_int_equal(rec_guest_parse_spec("99999999", &s), -EINVAL);
 
 	p = rec_guest_file_path("trace.dat", "guest1");
 	assert_string_equal(p, "trace-guest1.dat");
@@ -300,15 +300,15 @@ static void test_tcp_session(void **state)
 	struct rec_guest_summary sum;
 	struct rec_guest_opts o;
 	struct rec_guest *g;
-	char spec[64], out[128], gfile[160], host[128], err[512];
+	char spec[64], out[128], gfile[160], host[128];
 	const int pids[SIMK_CPUS] = { -1, -1 };
 
 	start_agent(&a, "tcp");
 	snprintf(spec, sizeof(spec), "127.0.0.1:%d", a.port);
 	snprintf(out, sizeof(out), "%s/trace.dat", dir);
 	o = opts(spec, out);
-	if (rec_guest_open(&g, &o, err, sizeof(err)))
-		fail_msg("%s", err);
+	if (rec_guest_open(&g, &o))
+		fail_msg("%s", tcx_error());
 	snprintf(gfile, sizeof(gfile), "%s/trace-127.0.0.1.dat", dir);
 	assert_string_equal(rec_guest_output(g), gfile);
 	assert_int_equal(rec_guest_cpus(g), SIMK_CPUS);
@@ -371,14 +371,14 @@ static void test_agent_killed(void **state)
 	struct rec_guest_summary sum;
 	struct rec_guest_opts o;
 	struct rec_guest *g;
-	char spec[64], out[128], err[512];
+	char spec[64], out[128];
 
 	start_agent(&a, "kill");
 	snprintf(spec, sizeof(spec), "127.0.0.1:%d", a.port);
 	snprintf(out, sizeof(out), "%s/killed.dat", dir);
 	o = opts(spec, out);
-	if (rec_guest_open(&g, &o, err, sizeof(err)))
-		fail_msg("%s", err);
+	if (rec_guest_open(&g, &o))
+		fail_msg("%s", tcx_error());
 	wait_pages(g, SIMK_CPUS);
 	stop_agent(&a, SIGKILL);
 	assert_int_equal(rec_guest_close(g, &sum), 0);
@@ -489,7 +489,7 @@ static void test_dies_mid_page(void **state)
 	struct rec_guest_summary sum;
 	struct rec_guest_opts o;
 	struct rec_guest *g;
-	char spec[64], out[128], simk[128], err[512];
+	char spec[64], out[128], simk[128];
 	pthread_t th;
 
 	snprintf(simk, sizeof(simk), "%s/simk-fake", dir);
@@ -500,8 +500,8 @@ static void test_dies_mid_page(void **state)
 	snprintf(spec, sizeof(spec), "127.0.0.1:%u", f.port);
 	snprintf(out, sizeof(out), "%s/fake.dat", dir);
 	o = opts(spec, out);
-	if (rec_guest_open(&g, &o, err, sizeof(err)))
-		fail_msg("%s", err);
+	if (rec_guest_open(&g, &o))
+		fail_msg("%s", tcx_error());
 	assert_true(rec_guest_id(g) == f.id);
 	pthread_join(th, NULL);
 	assert_int_equal(rec_guest_close(g, &sum), 0);
@@ -550,7 +550,7 @@ static void test_bad_metadata(void **state)
 		{ FAKE_V7_META, "only 6 is understood" },
 		{ FAKE_WRONG_CPUS, "the metadata says 3 CPUs" },
 	};
-	char simk[128], spec[64], out[128], path[160], err[512];
+	char simk[128], spec[64], out[128], path[160];
 	struct simk_pages pages;
 
 	snprintf(simk, sizeof(simk), "%s/simk-badmeta", dir);
@@ -567,10 +567,10 @@ static void test_bad_metadata(void **state)
 		snprintf(spec, sizeof(spec), "127.0.0.1:%u", f.port);
 		snprintf(out, sizeof(out), "%s/badmeta.dat", dir);
 		o = opts(spec, out);
-		assert_true(rec_guest_open(&g, &o, err, sizeof(err)) < 0);
+		assert_true(rec_guest_open(&g, &o) < 0);
 		assert_null(g);
-		if (!strstr(err, cases[i].want))
-			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, cases[i].want);
+		if (!strstr(tcx_error(), cases[i].want))
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, tcx_error(), cases[i].want);
 		pthread_join(th, NULL);
 		close(f.lfd);
 		snprintf(path, sizeof(path), "%s/badmeta-127.0.0.1.dat", dir);
@@ -587,27 +587,27 @@ static void test_errors(void **state)
 	struct rec_guest_opts o;
 	struct rec_guest *g;
 	const char *const bad_ev[] = { "nosuch:event" };
-	char spec[64], out[128], path[160], err[512];
+	char spec[64], out[128], path[160];
 	int ret;
 
 	snprintf(out, sizeof(out), "%s/err.dat", dir);
 	/* nobody listens */
 	snprintf(spec, sizeof(spec), "127.0.0.1:%d", tlib_free_port());
 	o = opts(spec, out);
-	ret = rec_guest_open(&g, &o, err, sizeof(err));
+	ret = rec_guest_open(&g, &o);
 	assert_true(ret < 0);
 	assert_null(g);
-	assert_non_null(strstr(err, "cannot connect to its agent"));
+	assert_non_null(strstr(tcx_error(), "cannot connect to its agent"));
 
 	/* the agent refuses an event its kernel lacks, and says why */
 	start_agent(&a, "refuse");
 	snprintf(spec, sizeof(spec), "127.0.0.1:%d", a.port);
 	o = opts(spec, out);
 	o.events = bad_ev;
-	ret = rec_guest_open(&g, &o, err, sizeof(err));
+	ret = rec_guest_open(&g, &o);
 	assert_int_equal(ret, -EPERM);
-	assert_non_null(strstr(err, "refused"));
-	assert_non_null(strstr(err, "nosuch"));
+	assert_non_null(strstr(tcx_error(), "refused"));
+	assert_non_null(strstr(tcx_error(), "nosuch"));
 	snprintf(path, sizeof(path), "%s/err-127.0.0.1.dat", dir);
 	assert_int_not_equal(access(path, F_OK), 0);	/* nothing left behind */
 	stop_agent(&a, SIGTERM);
@@ -615,11 +615,11 @@ static void test_errors(void **state)
 	/* Xen guests, over the xenstore stand-in */
 	mock_xen_reset();
 	o = opts("nosuch", out);
-	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -ENOENT);
-	assert_non_null(strstr(err, "no running domain is named \"nosuch\""));
+	assert_int_equal(rec_guest_open(&g, &o), -ENOENT);
+	assert_non_null(strstr(tcx_error(), "no running domain is named \"nosuch\""));
 	o = opts("9", out);
-	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -ENOENT);
-	assert_non_null(strstr(err, "no domain 9 is running"));
+	assert_int_equal(rec_guest_open(&g, &o), -ENOENT);
+	assert_non_null(strstr(tcx_error(), "no domain 9 is running"));
 	{
 		struct xs_handle *xs = xs_open(0);
 
@@ -632,16 +632,16 @@ static void test_errors(void **state)
 		xs_close(xs);
 	}
 	o = opts("quiet", out);
-	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -ENOENT);
-	assert_non_null(strstr(err, "runs no agent"));
+	assert_int_equal(rec_guest_open(&g, &o), -ENOENT);
+	assert_non_null(strstr(tcx_error(), "runs no agent"));
 	o = opts("gone", out);
-	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -ENOTCONN);
-	assert_non_null(strstr(err, "not ready"));
+	assert_int_equal(rec_guest_open(&g, &o), -ENOTCONN);
+	assert_non_null(strstr(tcx_error(), "not ready"));
 	/* advertised, but nobody serves the vchan (a killed agent) */
 	o = opts("6", out);
 	o.timeout_ms = 200;
-	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -ECONNREFUSED);
-	assert_non_null(strstr(err, "does not answer"));
+	assert_int_equal(rec_guest_open(&g, &o), -ECONNREFUSED);
+	assert_non_null(strstr(tcx_error(), "does not answer"));
 	mock_xen_reset();
 }
 
@@ -652,7 +652,7 @@ static void test_secret(void **state)
 	struct rec_guest_summary sum;
 	struct rec_guest_opts o;
 	struct rec_guest *g;
-	char spec[64], out[128], auth[160], err[512];
+	char spec[64], out[128], auth[160];
 	const uint8_t secret[] = "s3cr3t-of-the-day";
 	FILE *f;
 
@@ -666,15 +666,15 @@ static void test_secret(void **state)
 	snprintf(spec, sizeof(spec), "127.0.0.1:%d", a.port);
 	snprintf(out, sizeof(out), "%s/secret.dat", dir);
 	o = opts(spec, out);
-	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -EPERM);
-	assert_non_null(strstr(err, "requires a secret"));
+	assert_int_equal(rec_guest_open(&g, &o), -EPERM);
+	assert_non_null(strstr(tcx_error(), "requires a secret"));
 	o.secret = secret;
 	o.secret_len = 5;
-	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -EPERM);
-	assert_non_null(strstr(err, "wrong secret"));
+	assert_int_equal(rec_guest_open(&g, &o), -EPERM);
+	assert_non_null(strstr(tcx_error(), "wrong secret"));
 	o.secret_len = sizeof(secret) - 1;
-	if (rec_guest_open(&g, &o, err, sizeof(err)))
-		fail_msg("%s", err);
+	if (rec_guest_open(&g, &o))
+		fail_msg("%s", tcx_error());
 	wait_pages(g, SIMK_CPUS);
 	assert_int_equal(rec_guest_close(g, &sum), 0);
 	assert_false(sum.died);
@@ -720,7 +720,7 @@ static void test_stock_agent(void **state)
 	struct rec_guest_summary sum;
 	struct rec_guest_opts o;
 	struct rec_guest *g;
-	char spec[64], out[128], port[16], err[512];
+	char spec[64], out[128], port[16];
 	static char rep[1 << 16];
 	char *argv[] = { "trace-cmd", "agent", "-N", "127.0.0.1", "-p", port, NULL };
 	struct tlib_spawn_opts so = { .out = "/dev/null", .err = "/dev/null" };
@@ -740,9 +740,9 @@ static void test_stock_agent(void **state)
 	o.events = ev;
 	o.extra_args = extra;
 	o.nr_extra_args = 2;
-	if (rec_guest_open(&g, &o, err, sizeof(err))) {
+	if (rec_guest_open(&g, &o)) {
 		tlib_kill(pid, SIGTERM);
-		fail_msg("%s", err);
+		fail_msg("%s", tcx_error());
 	}
 	usleep(1000 * 1000);
 	assert_int_equal(rec_guest_close(g, &sum), 0);
@@ -768,7 +768,7 @@ static void test_tsync_choice(void **state)
 	struct rec_guest_summary sum;
 	struct rec_guest_opts o;
 	struct rec_guest *g;
-	char spec[64], out[128], err[512];
+	char spec[64], out[128];
 	static const char *const none[] = { "none", "xen" };
 
 	start_agent(&a, "tsync");
@@ -777,8 +777,8 @@ static void test_tsync_choice(void **state)
 		snprintf(out, sizeof(out), "%s/tsync-%s.dat", dir, none[i]);
 		o = opts(spec, out);
 		o.tsync = none[i];
-		if (rec_guest_open(&g, &o, err, sizeof(err)))
-			fail_msg("%s", err);
+		if (rec_guest_open(&g, &o))
+			fail_msg("%s", tcx_error());
 		wait_pages(g, SIMK_CPUS);
 		assert_int_equal(rec_guest_close(g, &sum), 0);
 		rec_guest_summary_print(&sum, stderr);
@@ -796,8 +796,8 @@ static void test_tsync_choice(void **state)
 	snprintf(out, sizeof(out), "%s/tsync-v6.dat", dir);
 	o = opts(spec, out);
 	o.file_version = 6;
-	if (rec_guest_open(&g, &o, err, sizeof(err)))
-		fail_msg("%s", err);
+	if (rec_guest_open(&g, &o))
+		fail_msg("%s", tcx_error());
 	wait_pages(g, SIMK_CPUS);
 	assert_int_equal(rec_guest_close(g, &sum), 0);
 	rec_guest_summary_print(&sum, stderr);
@@ -810,9 +810,9 @@ static void test_tsync_choice(void **state)
 
 	o = opts(spec, out);
 	o.tsync = "ptp,kvm";
-	assert_int_equal(rec_guest_open(&g, &o, err, sizeof(err)), -EINVAL);
+	assert_int_equal(rec_guest_open(&g, &o), -EINVAL);
 	assert_null(g);
-	assert_non_null(strstr(err, "\"kvm\" is not a time sync protocol"));
+	assert_non_null(strstr(tcx_error(), "\"kvm\" is not a time sync protocol"));
 	stop_agent(&a, SIGTERM);
 }
 
@@ -840,7 +840,7 @@ static void test_vchan_session(void **state)
 	struct rec_guest_opts o;
 	struct rec_guest *g;
 	struct tmsg_xs_agent ad = { 0 };
-	char simk[128], out[128], host[128], log[128], err[512];
+	char simk[128], out[128], host[128], log[128];
 	int pids[SIMK_CPUS];
 	FILE *lf;
 
@@ -865,8 +865,8 @@ static void test_vchan_session(void **state)
 
 	snprintf(out, sizeof(out), "%s/xen.dat", dir);
 	o = opts("guest5", out);
-	if (rec_guest_open(&g, &o, err, sizeof(err)))
-		fail_msg("%s", err);
+	if (rec_guest_open(&g, &o))
+		fail_msg("%s", tcx_error());
 	assert_string_equal(rec_guest_name(g), "guest5");
 	wait_pages(g, SIMK_CPUS);
 	assert_int_equal(rec_guest_stop(g), 0);

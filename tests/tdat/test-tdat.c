@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include <traceevent/kbuffer.h>
 
+#include "tcx-util.h"
 #include "tdat.h"
 #include "tfile.h"
 
@@ -81,7 +82,7 @@ static void ev(struct tdat_writer *w, int cpu, uint64_t ts, size_t len, uint64_t
 	payload(p, len, val);
 	if (tdat_write_event(w, cpu, ts, p, len))
 		fail_msg("write_event cpu %d ts %llu len %zu: %s", cpu, (unsigned long long)ts,
-			 len, tdat_error(w));
+			 len, tcx_error());
 }
 
 static void load(const char *path, struct tf *f)
@@ -517,7 +518,7 @@ static void late_cmdlines(void **s)
 	w = mk(6, path, 0, 0);
 	assert_int_equal(tdat_start_data(w), 0);
 	assert_int_equal(tdat_add_cmdline(w, 5, "late"), -EBUSY);
-	assert_non_null(strstr(tdat_error(w), "version 6"));
+	assert_non_null(strstr(tcx_error(), "version 6"));
 	assert_int_equal(tdat_close(w), 0);
 }
 
@@ -529,12 +530,12 @@ static void v6_options_refused_late(void **s)
 	(void)s;
 	assert_int_equal(tdat_start_data(w), 0);
 	assert_int_equal(tdat_set_traceid(w, 5), -EBUSY);
-	assert_non_null(strstr(tdat_error(w), "version 6"));
+	assert_non_null(strstr(tcx_error(), "version 6"));
 	assert_int_equal(tdat_close(w), 0);
 	errno = 0;
 	assert_null(tdat_append_open(path));
 	assert_int_equal(errno, EOPNOTSUPP);
-	assert_non_null(strstr(tdat_append_error(NULL), "version"));
+	assert_non_null(strstr(tcx_error(), "version"));
 }
 
 static void options_in_file(int v)
@@ -583,19 +584,19 @@ static void time_shift_checks(void **s)
 	c[0] = (struct tdat_time_shift_cpu){ 2, ts, off, sc, NULL };
 	c[1] = (struct tdat_time_shift_cpu){ 0, ts, off, sc, NULL };
 	assert_int_equal(tdat_set_time_shift(w, 1, 0, 2, c), -EINVAL);
-	assert_non_null(strstr(tdat_error(w), "CPU 1 has 0 samples"));
+	assert_non_null(strstr(tcx_error(), "CPU 1 has 0 samples"));
 	c[1].count = 1;
 	assert_int_equal(tdat_set_time_shift(w, 1, 0, 2, c), -EINVAL);
-	assert_non_null(strstr(tdat_error(w), "must be equal"));
+	assert_non_null(strstr(tcx_error(), "must be equal"));
 	c[1] = (struct tdat_time_shift_cpu){ 2, ts, off, sc0, NULL };
 	assert_int_equal(tdat_set_time_shift(w, 1, 0, 2, c), -EINVAL);
-	assert_non_null(strstr(tdat_error(w), "scaling 0"));
+	assert_non_null(strstr(tcx_error(), "scaling 0"));
 	c[1] = (struct tdat_time_shift_cpu){ 2, dup, off, sc, NULL };
 	assert_int_equal(tdat_set_time_shift(w, 1, 0, 2, c), -EINVAL);
-	assert_non_null(strstr(tdat_error(w), "share ts 100"));
+	assert_non_null(strstr(tcx_error(), "share ts 100"));
 	c[0] = (struct tdat_time_shift_cpu){ 1, ts, off, sc3, NULL };
 	assert_int_equal(tdat_set_time_shift(w, 1, 0, 1, c), -EINVAL);
-	assert_non_null(strstr(tdat_error(w), "one sample with scaling 3"));
+	assert_non_null(strstr(tcx_error(), "one sample with scaling 3"));
 	/* an offset of 0 is kept by readers: accepted */
 	c[0] = (struct tdat_time_shift_cpu){ 2, ts, off, sc, NULL };
 	c[1] = (struct tdat_time_shift_cpu){ 2, ts, off, sc, NULL };
@@ -717,7 +718,7 @@ static void raw_pages(int v)
 	commit = 4081;
 	memcpy(bad + 8, &commit, 8);
 	assert_int_equal(tdat_write_page(w, 0, bad), -EBADMSG);
-	assert_non_null(strstr(tdat_error(w), "commit 4081"));
+	assert_non_null(strstr(tcx_error(), "commit 4081"));
 	/* an event running past the commit */
 	memcpy(bad, good, 4096);
 	commit = 40;
@@ -859,40 +860,40 @@ static void errors(void **s)
 
 	(void)s;
 	assert_null(tdat_create(path, &p));
-	assert_non_null(strstr(tdat_last_error(), "3000"));
+	assert_non_null(strstr(tcx_error(), "3000"));
 	p = (struct tdat_params){ .version = 5 };
 	assert_null(tdat_create(path, &p));
-	assert_non_null(strstr(tdat_last_error(), "version 5"));
+	assert_non_null(strstr(tcx_error(), "version 5"));
 	p = (struct tdat_params){ .cpus = 9, .max_cpus = 4 };
 	assert_null(tdat_create(path, &p));
 	assert_null(tdat_create("/nonexistent-dir/x.dat", NULL));
-	assert_non_null(strstr(tdat_last_error(), "/nonexistent-dir/x.dat"));
+	assert_non_null(strstr(tcx_error(), "/nonexistent-dir/x.dat"));
 
 	w = mk(7, path, 0, 4);
 	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), -EEXIST);
-	assert_non_null(strstr(tdat_error(w), "ID 5001"));
+	assert_non_null(strstr(tcx_error(), "ID 5001"));
 	assert_int_equal(tdat_add_event_format(w, "xen", "name: x\nformat:\n"), -EINVAL);
 	assert_int_equal(tdat_set_tsc2nsec(w, 5, 33, 0), -EINVAL);
-	assert_non_null(strstr(tdat_error(w), "shift 33"));
+	assert_non_null(strstr(tcx_error(), "shift 33"));
 	assert_int_equal(tdat_add_guest(w, "g", 0, 1, (uint32_t[]){ 1 }), -EINVAL);
 	assert_int_equal(tdat_add_option(w, TDAT_OPT_BUFFER, "x", 1), -EINVAL);
 	assert_int_equal(tdat_write_event(w, 0, 1, big, 16), -EINVAL);
-	assert_non_null(strstr(tdat_error(w), "before tdat_start_data"));
+	assert_non_null(strstr(tcx_error(), "before tdat_start_data"));
 	assert_int_equal(tdat_start_data(w), 0);
 	assert_int_equal(tdat_start_data(w), -EBUSY);
 	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), -EBUSY);
-	assert_non_null(strstr(tdat_error(w), "after tdat_start_data"));
+	assert_non_null(strstr(tcx_error(), "after tdat_start_data"));
 	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), -EBUSY);
 	assert_int_equal(tdat_write_event(w, 9, 1, big, 16), -EINVAL);
-	assert_non_null(strstr(tdat_error(w), "CPU 9"));
+	assert_non_null(strstr(tcx_error(), "CPU 9"));
 	assert_int_equal(tdat_write_event(w, -1, 1, big, 16), -EINVAL);
 	assert_int_equal(tdat_write_event(w, 0, 1, big, 5000), -EMSGSIZE);
-	assert_non_null(strstr(tdat_error(w), "5000 bytes"));
+	assert_non_null(strstr(tcx_error(), "5000 bytes"));
 	assert_int_equal(tdat_write_event(w, 0, 1, big, 4), -EINVAL);
 	assert_null(tdat_reserve(w, 0, 1, 4073));
 	assert_int_equal(tdat_write_event(w, 0, 100, big, 16), 0);
 	assert_int_equal(tdat_write_event(w, 0, 99, big, 16), -ERANGE);
-	assert_non_null(strstr(tdat_error(w), "timestamp 99 on CPU 0"));
+	assert_non_null(strstr(tcx_error(), "timestamp 99 on CPU 0"));
 	assert_int_equal(tdat_mark_missed(w, 7, 1), -EINVAL);
 	/* the errors wrote nothing: one event in the file */
 	assert_int_equal(tdat_close(w), 0);
@@ -913,6 +914,7 @@ static void io_errors(int v)
 	char *path = path_in(tmpdir, "full.dat");
 	struct rlimit old, lim;
 	struct tdat_writer *w;
+	char first[TCX_ERROR_MAX];
 	struct tf f;
 	int i, ret = 0, n;
 
@@ -931,9 +933,15 @@ static void io_errors(int v)
 		ret = tdat_write_event(w, 0, 10 + i, p, 16);
 	}
 	assert_int_equal(ret, -EFBIG);
-	assert_non_null(strstr(tdat_error(w), "full.dat"));
+	assert_non_null(strstr(tcx_error(), "full.dat"));
+	/* sticky: later calls fail with the first error and its message */
+	snprintf(first, sizeof(first), "%s", tcx_error());
+	tcx_fail(-EPERM, "something else");
 	assert_int_equal(tdat_write_event(w, 0, 1000000, (uint8_t[16]){ 0x89, 0x13 }, 16), -EFBIG);
+	assert_string_equal(tcx_error(), first);
+	tcx_fail(-EPERM, "something else");
 	assert_int_equal(tdat_close(w), -EFBIG);
+	assert_string_equal(tcx_error(), first);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 	load(path, &f);
 	assert_int_equal(tf_events(&f, 0, evs, MAXEV), 0);

@@ -29,6 +29,7 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "tlib.h"
 #include "tmsg.h"
 #include "tsync-internal.h"
@@ -1153,7 +1154,7 @@ static void test_rec_guest(void **state)
 	struct rec_guest_summary sum[NDOM];
 	struct tsync_clock clk;
 	struct tlib_truth tr;
-	char out[400], raw[400], spec[NDOM][8], err[512];
+	char out[400], raw[400], spec[NDOM][8];
 	static char text[1 << 16];
 	static struct tlib_shift sh[4096];
 	pid_t rec, agent[NDOM];
@@ -1176,8 +1177,8 @@ static void test_rec_guest(void **state)
 		};
 
 		snprintf(spec[i], sizeof(spec[i]), "%u", gdom[i]);
-		if (rec_guest_open(&g[i], &o, err, sizeof(err)))
-			fail_msg("%s", err);
+		if (rec_guest_open(&g[i], &o))
+			fail_msg("%s", tcx_error());
 	}
 	usleep(1300 * 1000);
 	for (int i = 0; i < NDOM; i++)

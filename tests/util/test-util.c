@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * util: tcx_parse_uint() and its length-bounded twin, tcx_json_str(),
- * the clock helpers.
+ * util: the thread's last error (tcx_fail(), tcx_error()), tcx_parse_uint()
+ * and its length-bounded twin, tcx_json_str(), the clock helpers.
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -156,6 +157,97 @@ static void test_clock(void **state)
 	assert_int_equal(tcx_clock_ns((clockid_t)-42), 0);	/* no such clock */
 }
 
+/* The return value is @err, whatever it is; the message is formatted. */
+static void test_fail_return(void **state)
+{
+	assert_int_equal(tcx_fail(-EINVAL, "bad %s %d", "thing", 42), -EINVAL);
+	assert_string_equal(tcx_error(), "bad thing 42");
+	assert_int_equal(tcx_fail(-ENOSPC, "full"), -ENOSPC);
+	assert_string_equal(tcx_error(), "full");
+	assert_int_equal(tcx_fail(0, "zero"), 0);
+	assert_int_equal(tcx_fail(7, "a count"), 7);
+	assert_string_equal(tcx_error(), "a count");
+}
+
+/* Adding context: tcx_error() as an argument of the next tcx_fail(). */
+static void test_fail_copy(void **state)
+{
+	tcx_fail(-ENOENT, "no such file");
+	assert_int_equal(tcx_fail(-ENOENT, "%s: %s", "/a/b", tcx_error()), -ENOENT);
+	assert_string_equal(tcx_error(), "/a/b: no such file");
+	tcx_fail(-EIO, "%s (%s)", tcx_error(), tcx_error());
+	assert_string_equal(tcx_error(), "/a/b: no such file (/a/b: no such file)");
+	/* the message alone, and the message before other text */
+	tcx_fail(-EIO, "%s", tcx_error());
+	assert_string_equal(tcx_error(), "/a/b: no such file (/a/b: no such file)");
+	tcx_fail(-EIO, "x");
+	tcx_fail(-EIO, "%s%s%s", tcx_error(), tcx_error(), tcx_error());
+	assert_string_equal(tcx_error(), "xxx");
+}
+
+/* Control characters and DEL become '?'; other bytes stay. */
+static void test_fail_sanitise(void **state)
+{
+	tcx_fail(-EBADMSG, "peer said \"%s\"", "a\nb\rc\td\x1b[31m\x7f\x01");
+	assert_string_equal(tcx_error(), "peer said \"a?b?c?d?[31m??\"");
+	tcx_fail(-EBADMSG, "d\xc3\xa9j\xc3\xa0 ~");
+	assert_string_equal(tcx_error(), "d\xc3\xa9j\xc3\xa0 ~");
+}
+
+/* Longer messages are truncated, NUL-terminated. */
+static void test_fail_long(void **state)
+{
+	char big[3 * TCX_ERROR_MAX];
+
+	memset(big, 'y', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	assert_int_equal(tcx_fail(-E2BIG, "%s", big), -E2BIG);
+	assert_int_equal(strlen(tcx_error()), TCX_ERROR_MAX - 1);
+	tcx_fail(-E2BIG, "ctx: %s", tcx_error());
+	assert_int_equal(strlen(tcx_error()), TCX_ERROR_MAX - 1);
+	assert_memory_equal(tcx_error(), "ctx: yyy", 8);
+}
+
+struct fail_thread {
+	pthread_barrier_t	*bar;
+	int			id;
+	char			before[64];	/* tcx_error() before any failure */
+	char			after[64];	/* and after the other thread's */
+};
+
+static void *fail_thread(void *arg)
+{
+	struct fail_thread *t = arg;
+
+	snprintf(t->before, sizeof(t->before), "%s", tcx_error());
+	pthread_barrier_wait(t->bar);
+	tcx_fail(-EINVAL, "thread %d", t->id);
+	pthread_barrier_wait(t->bar);	/* both have failed */
+	snprintf(t->after, sizeof(t->after), "%s", tcx_error());
+	return NULL;
+}
+
+/* Each thread has its own last error; a new thread starts with none. */
+static void test_fail_threads(void **state)
+{
+	pthread_barrier_t bar;
+	struct fail_thread t[2] = { { &bar, 1 }, { &bar, 2 } };
+	pthread_t th[2];
+
+	tcx_fail(-EPERM, "main thread");
+	assert_int_equal(pthread_barrier_init(&bar, NULL, 2), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, fail_thread, &t[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&bar);
+	assert_string_equal(t[0].before, "no error");
+	assert_string_equal(t[1].before, "no error");
+	assert_string_equal(t[0].after, "thread 1");
+	assert_string_equal(t[1].after, "thread 2");
+	assert_string_equal(tcx_error(), "main thread");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +257,11 @@ int main(void)
 		cmocka_unit_test(test_parse_n),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_clock),
+		cmocka_unit_test(test_fail_return),
+		cmocka_unit_test(test_fail_copy),
+		cmocka_unit_test(test_fail_sanitise),
+		cmocka_unit_test(test_fail_long),
+		cmocka_unit_test(test_fail_threads),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
