@@ -8,9 +8,9 @@
 
 #include <stddef.h>
 
-#define TCX_EXIT_OK	0
-#define TCX_EXIT_FAIL	1
-#define TCX_EXIT_USAGE	2
+#define CLI_EXIT_OK	0
+#define CLI_EXIT_FAIL	1
+#define CLI_EXIT_USAGE	2
 
 /* Each takes argv with argv[0] = the subcommand name. */
 int cmd_convert(int argc, char **argv);
@@ -18,17 +18,17 @@ int cmd_record(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 
 /* Print "trace-cmd-xen <cmd>: <message>" on stderr. */
-void tcx_err(const char *cmd, const char *fmt, ...)
+void cli_err(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* The agent's and the recorder's shared secret for TCP/vsock. */
-#define TCX_SECRET_MAX		256
-#define TCX_SECRET_MAX_STR	"256"
+#define CLI_SECRET_MAX		256
+#define CLI_SECRET_MAX_STR	"256"
 
 /*
- * tcx_read_secret - a secret file's bytes without trailing newlines into
- * @buf (TCX_SECRET_MAX + 1 bytes); -EINVAL unless 1..TCX_SECRET_MAX of them
+ * cli_read_secret - a secret file's bytes without trailing newlines into
+ * @buf (CLI_SECRET_MAX + 1 bytes); -EINVAL unless 1..CLI_SECRET_MAX of them
  */
-int tcx_read_secret(const char *path, unsigned char *buf, size_t *len);
+int cli_read_secret(const char *path, unsigned char *buf, size_t *len);
 
 #endif /* CLI_H */

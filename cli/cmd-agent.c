@@ -56,7 +56,7 @@ int cmd_agent(int argc, char **argv)
 		{ "tracing-dir", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static uint8_t secret[TCX_SECRET_MAX + 1];
+	static uint8_t secret[CLI_SECRET_MAX + 1];
 	struct agent_config cfg = { .port = TMSG_AGENT_PORT,
 				    .domid = AGENT_DOMID_SELF };
 	unsigned long port, id;
@@ -74,18 +74,18 @@ int cmd_agent(int argc, char **argv)
 		case 'p':
 			port = strtoul(optarg, &end, 10);
 			if (*end || !port || port > 65535) {
-				tcx_err("agent", "-p: bad port '%s'", optarg);
-				return TCX_EXIT_USAGE;
+				cli_err("agent", "-p: bad port '%s'", optarg);
+				return CLI_EXIT_USAGE;
 			}
 			cfg.port = (unsigned int)port;
 			break;
 		case 's':
-			ret = tcx_read_secret(optarg, secret, &cfg.secret_len);
+			ret = cli_read_secret(optarg, secret, &cfg.secret_len);
 			if (ret) {
-				tcx_err("agent", "--secret-file %s: %s", optarg,
-					ret == -EINVAL ? "must hold 1 to " TCX_SECRET_MAX_STR " bytes" :
+				cli_err("agent", "--secret-file %s: %s", optarg,
+					ret == -EINVAL ? "must hold 1 to " CLI_SECRET_MAX_STR " bytes" :
 					strerror(-ret));
-				return TCX_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			}
 			cfg.secret = secret;
 			break;
@@ -101,8 +101,8 @@ int cmd_agent(int argc, char **argv)
 		case 'd':
 			id = strtoul(optarg, &end, 10);
 			if (*end || !*optarg || id >= 0x7ff0) {
-				tcx_err("agent", "--domid: bad domain id '%s'", optarg);
-				return TCX_EXIT_USAGE;
+				cli_err("agent", "--domid: bad domain id '%s'", optarg);
+				return CLI_EXIT_USAGE;
 			}
 			cfg.domid = (unsigned int)id;
 			break;
@@ -111,35 +111,35 @@ int cmd_agent(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return TCX_EXIT_OK;
+			return CLI_EXIT_OK;
 		default:
 			usage(stderr);
-			return TCX_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (optind < argc || (xen && cfg.peer_host) ||
 	    (!xen && (!cfg.peer_host || (!cfg.secret_len && !cfg.insecure)))) {
 		usage(stderr);
-		return TCX_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (daemonize) {
 		/* it changes to "/": keep a relative --tracing-dir valid */
 		if (cfg.tracing_dir) {
 			dir = realpath(cfg.tracing_dir, NULL);
 			if (!dir) {
-				tcx_err("agent", "--tracing-dir %s: %s",
+				cli_err("agent", "--tracing-dir %s: %s",
 					cfg.tracing_dir, strerror(errno));
-				return TCX_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			}
 			cfg.tracing_dir = dir;
 		}
 		if (daemon(0, 1)) {
-			tcx_err("agent", "-D: %s", strerror(errno));
+			cli_err("agent", "-D: %s", strerror(errno));
 			free(dir);
-			return TCX_EXIT_FAIL;
+			return CLI_EXIT_FAIL;
 		}
 	}
 	ret = xen ? agent_serve_xen(&cfg) : agent_serve_tcp(&cfg);
 	free(dir);
-	return ret ? TCX_EXIT_FAIL : TCX_EXIT_OK;
+	return ret ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -61,15 +61,15 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'H':
 			if (rec_parse_hz(optarg, &o.hz)) {
-				tcx_err("convert", "invalid --cpu-hz '%s': want a whole number of Hz, "
+				cli_err("convert", "invalid --cpu-hz '%s': want a whole number of Hz, "
 					"e.g. 2.4G, 2400M or 2400000000", optarg);
-				return TCX_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			}
 			break;
 		case 'V':
 			if (strcmp(optarg, "6") && strcmp(optarg, "7")) {
-				tcx_err("convert", "invalid --file-version '%s': 6 or 7", optarg);
-				return TCX_EXIT_USAGE;
+				cli_err("convert", "invalid --file-version '%s': 6 or 7", optarg);
+				return CLI_EXIT_USAGE;
 			}
 			o.file_version = atoi(optarg);
 			break;
@@ -84,19 +84,19 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return TCX_EXIT_OK;
+			return CLI_EXIT_OK;
 		default:
 			usage(stderr);
-			return TCX_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (!o.input && optind < argc)
 		o.input = argv[optind++];
 	if (!o.input || optind < argc) {
-		tcx_err("convert", o.input ? "unexpected argument '%s'" : "no input file given%s",
+		cli_err("convert", o.input ? "unexpected argument '%s'" : "no input file given%s",
 			o.input ? argv[optind] : "");
 		usage(stderr);
-		return TCX_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (!o.hz)
 		fprintf(stderr, "trace-cmd-xen convert: no --cpu-hz given: assuming %" PRIu64
@@ -108,9 +108,9 @@ int cmd_convert(int argc, char **argv)
 	/* a corrupt input's message comes after the summary: keep it */
 	snprintf(err, sizeof(err), "%s", ret < 0 ? tcx_error() : "");
 	if (ret < 0 && ret != -EBADMSG) {
-		tcx_err("convert", "%s", err);
+		cli_err("convert", "%s", err);
 		rec_convert_summary_free(&sum);
-		return TCX_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
 	if (!quiet) {
 		fprintf(stderr, "trace-cmd-xen convert: %s -> %s\n",
@@ -121,18 +121,18 @@ int cmd_convert(int argc, char **argv)
 		FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
 
 		if (!f) {
-			tcx_err("convert", "%s: %s", json, strerror(errno));
+			cli_err("convert", "%s: %s", json, strerror(errno));
 			ret = -errno;
 		} else {
 			rec_convert_summary_json(&sum, f);
 			if (f != stdout && fclose(f)) {
-				tcx_err("convert", "%s: %s", json, strerror(errno));
+				cli_err("convert", "%s: %s", json, strerror(errno));
 				ret = -EIO;
 			}
 		}
 	}
 	rec_convert_summary_free(&sum);
 	if (ret == -EBADMSG)
-		tcx_err("convert", "%s", err);
-	return ret < 0 ? TCX_EXIT_FAIL : TCX_EXIT_OK;
+		cli_err("convert", "%s", err);
+	return ret < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -59,7 +59,7 @@ static int check_tsync(const char *s)
 
 	if (tsync_parse_offer(s, names, 8) >= 0)
 		return 0;
-	tcx_err("record", "--tsync %s: %s", s, tcx_error());
+	cli_err("record", "--tsync %s: %s", s, tcx_error());
 	return -EINVAL;
 }
 
@@ -71,7 +71,7 @@ struct args {
 };
 
 static uint8_t cpumap[REC_MAX_CPUS / 8];
-static uint8_t secret[TCX_SECRET_MAX + 1];
+static uint8_t secret[CLI_SECRET_MAX + 1];
 
 enum { ARG_OK, ARG_USAGE, ARG_NOMEM };
 
@@ -93,7 +93,7 @@ static int seconds(const char *opt, const char *arg, double *v)
 
 	*v = strtod(arg, &end);
 	if (*end || end == arg || !(*v > 0)) {
-		tcx_err("record", "%s %s: seconds > 0", opt, arg);
+		cli_err("record", "%s %s: seconds > 0", opt, arg);
 		return ARG_USAGE;
 	}
 	return ARG_OK;
@@ -101,11 +101,11 @@ static int seconds(const char *opt, const char *arg, double *v)
 
 static int read_secret(struct args *a, const char *arg)
 {
-	int ret = tcx_read_secret(arg, secret, &a->o.secret_len);
+	int ret = cli_read_secret(arg, secret, &a->o.secret_len);
 
 	if (ret) {
-		tcx_err("record", "--secret-file %s: %s", arg, ret == -EINVAL ?
-			"must hold 1 to " TCX_SECRET_MAX_STR " bytes" : strerror(-ret));
+		cli_err("record", "--secret-file %s: %s", arg, ret == -EINVAL ?
+			"must hold 1 to " CLI_SECRET_MAX_STR " bytes" : strerror(-ret));
 		return ARG_USAGE;
 	}
 	a->o.secret = secret;
@@ -120,21 +120,21 @@ static int xen_arg(struct args *a, int c, const char *arg)
 	switch (c) {
 	case 'S':
 		if (tcx_parse_uint(arg, 65535, &v) || !v) {
-			tcx_err("record", "-S %s: pages per pCPU, 1..65535", arg);
+			cli_err("record", "-S %s: pages per pCPU, 1..65535", arg);
 			return ARG_USAGE;
 		}
 		a->o.pages = v;
 		return ARG_OK;
 	case 'M':
 		if (rec_parse_evt_mask(arg, &a->o.evt_mask)) {
-			tcx_err("record", "-M %s: unknown class or mask (sched, hvm, pv, "
+			cli_err("record", "-M %s: unknown class or mask (sched, hvm, pv, "
 				"mem, hw, gen, dom0op, shadow, guest, all, or hex)", arg);
 			return ARG_USAGE;
 		}
 		return ARG_OK;
 	default:
 		if (rec_parse_cpu_mask(arg, cpumap, sizeof(cpumap))) {
-			tcx_err("record", "-c %s: not a pCPU list or mask", arg);
+			cli_err("record", "-c %s: not a pCPU list or mask", arg);
 			return ARG_USAGE;
 		}
 		a->o.cpumap = cpumap;
@@ -173,7 +173,7 @@ static int take_arg(struct args *a, int c, const char *arg)
 		return xen_arg(a, c, arg);
 	case 'b':
 		if (tcx_parse_uint(arg, 1u << 30, &v) || !v) {
-			tcx_err("record", "-b %s: KiB per CPU, 1..1073741824", arg);
+			cli_err("record", "-b %s: KiB per CPU, 1..1073741824", arg);
 			return ARG_USAGE;
 		}
 		o->buffer_kb = v;
@@ -230,21 +230,21 @@ int cmd_record(int argc, char **argv)
 		if (c == 'h') {
 			usage(stdout);
 			free_args(&a);
-			return TCX_EXIT_OK;
+			return CLI_EXIT_OK;
 		}
 		ret = take_arg(&a, c, optarg);
 	}
 	if (ret == ARG_OK && !a.xen) {
-		tcx_err("record", "--xen is required: trace-cmd-xen records a Xen host "
+		cli_err("record", "--xen is required: trace-cmd-xen records a Xen host "
 			"(the stock trace-cmd record does the rest)");
 		ret = ARG_USAGE;
 	}
 	if (ret != ARG_OK) {
 		free_args(&a);
 		if (ret == ARG_NOMEM)
-			return TCX_EXIT_FAIL;
+			return CLI_EXIT_FAIL;
 		usage(stderr);
-		return TCX_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (optind < argc)
 		a.o.command = argv + optind;
@@ -253,8 +253,8 @@ int cmd_record(int argc, char **argv)
 	ret = rec_record(&a.o, &status);
 	free_args(&a);
 	if (ret) {
-		tcx_err("record", "%s", tcx_error());
-		return TCX_EXIT_FAIL;
+		cli_err("record", "%s", tcx_error());
+		return CLI_EXIT_FAIL;
 	}
-	return a.o.command ? status : TCX_EXIT_OK;
+	return a.o.command ? status : CLI_EXIT_OK;
 }

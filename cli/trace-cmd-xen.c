@@ -23,7 +23,7 @@ static const struct tcx_cmd commands[] = {
 
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-void tcx_err(const char *cmd, const char *fmt, ...)
+void cli_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -51,16 +51,16 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return TCX_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
 		usage(stdout);
-		return TCX_EXIT_OK;
+		return CLI_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		printf("trace-cmd-xen version %s\n", TCX_VERSION);
-		return TCX_EXIT_OK;
+		return CLI_EXIT_OK;
 	}
 	for (size_t i = 0; i < NR_COMMANDS; i++)
 		if (!strcmp(argv[1], commands[i].name))
@@ -68,5 +68,5 @@ int main(int argc, char **argv)
 
 	fprintf(stderr, "trace-cmd-xen: unknown command '%s'\n", argv[1]);
 	usage(stderr);
-	return TCX_EXIT_USAGE;
+	return CLI_EXIT_USAGE;
 }

@@ -26,6 +26,7 @@
 #include <xen/trace.h>
 
 #include "recorder-internal.h"
+#include "tcx-util.h"
 #include "xtgen.h"
 
 static char tmpdir[] = "/tmp/tcx-malformed-XXXXXX";
@@ -140,14 +141,13 @@ static int convert(const char *in, const char *out, struct rec_convert_summary *
 	FILE *lf = tmpfile();
 	struct rec_convert_opts o = { .input = in, .output = out, .hz = 2400000000ull,
 				      .log = lf };
-	char err[512] = "";
 	size_t n;
 	int ret;
 
 	assert_non_null(lf);
-	ret = rec_convert(&o, sum, err, sizeof(err));
+	ret = rec_convert(&o, sum);
 	if (ret)
-		print_error("convert: %s\n", err);
+		print_error("convert: %s\n", tcx_error());
 	rewind(lf);
 	n = fread(log, 1, loglen - 1, lf);
 	log[n] = 0;

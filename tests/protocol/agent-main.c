@@ -10,7 +10,7 @@
 
 int cmd_agent(int argc, char **argv);
 
-void tcx_err(const char *cmd, const char *fmt, ...)
+void cli_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
