@@ -398,7 +398,7 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 	clock = tracefs_get_clock(tr->inst);
 	/* a simulated guest without trace_clock stamps with its TSC */
 	par.clock = clock ? clock : tr->inst ? "local" : "x86-tsc";
-	w = tdat_create(path, &par);
+	w = tdat_open(path, &par);
 	free(clock);
 	if (!w) {
 		ret = tcx_fail(errno ? -errno : -EIO, "trace.dat: %s", tcx_error());

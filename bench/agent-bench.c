@@ -315,7 +315,7 @@ static uint8_t *synth_meta(const char *dir, int cpus, size_t *len)
 	long n;
 
 	snprintf(path, sizeof(path), "%s/meta.dat", dir);
-	w = tdat_create(path, &p);
+	w = tdat_open(path, &p);
 	if (!w || tdat_add_event_format(w, "tcx", tick_format) || tdat_set_traceid(w, 77) ||
 	    tdat_start_data(w) || tdat_close(w))
 		die("metadata");

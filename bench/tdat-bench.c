@@ -57,7 +57,7 @@ static struct stamp since(struct stamp t0)
 static struct stamp run_tdat(const char *path, long n, int ncpu, int use_reserve, uint64_t *bytes)
 {
 	struct tdat_params p = { .version = 7, .max_cpus = ncpu, .cpus = ncpu };
-	struct tdat_writer *w = tdat_create(path, &p);
+	struct tdat_writer *w = tdat_open(path, &p);
 	struct tdat_stats st;
 	uint8_t ev[16] = { 0x89, 0x13 };	/* common_type 5001 */
 	struct stamp t0, t;
@@ -102,7 +102,7 @@ fail:
 static struct stamp run_pages(const char *path, long n, uint64_t *bytes)
 {
 	struct tdat_params p = { .version = 7, .max_cpus = 1, .cpus = 1 };
-	struct tdat_writer *w = tdat_create(path, &p);
+	struct tdat_writer *w = tdat_open(path, &p);
 	uint8_t ev[16] = { 0x89, 0x13 }, page[4096];
 	long pages = n / 204, i;
 	struct stamp t0, t;

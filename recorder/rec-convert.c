@@ -240,7 +240,7 @@ static int create_output(struct conv *c, struct rec_convert_summary *sum)
 	size_t nvcpus = 0;
 	int ret;
 
-	c->w = tdat_create(o->output, &tp);
+	c->w = tdat_open(o->output, &tp);
 	if (!c->w)
 		return tcx_fail(errno ? -errno : -EIO, "%s: %s", o->output, tcx_error());
 	c->created = true;

@@ -163,7 +163,7 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o)
 	tp.page_size = d->page_size;
 	tp.max_cpus = d->ncpus;
 	tp.cpus = d->ncpus;
-	d->w = tdat_create(o->path, &tp);
+	d->w = tdat_open(o->path, &tp);
 	if (!d->w) {
 		ret = tcx_fail(errno ? -errno : -EIO, "%s: %s", o->path, tcx_error());
 		goto fail;

@@ -534,7 +534,7 @@ static void print_format(const char *fmt, struct meta_opts *mo)
 }
 
 /*
- * Walk the metadata once. With @w NULL only collect what tdat_create()
+ * Walk the metadata once. With @w NULL only collect what tdat_open()
  * needs (@mo); with @w feed everything to the writer.
  */
 static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
@@ -1432,7 +1432,7 @@ static int make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 	tp.cpus = g->cpus;
 	tp.max_cpus = g->cpus;
 	tp.clock = mo.clock[0] ? mo.clock : NULL;
-	g->w = tdat_create(g->path, &tp);
+	g->w = tdat_open(g->path, &tp);
 	if (!g->w)
 		return tcx_fail(errno ? -errno : -EIO, "%s", tcx_error());
 	ret = meta_walk(mb->b, mb->len, g->w, &mo, !o->mult);

@@ -229,7 +229,7 @@ static void *thread_fn(void *arg)
 	return NULL;
 }
 
-int rec_hvdrain_start(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
+int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
 		      int poll_ms)
 {
 	struct rec_hvdrain *d = calloc(1, sizeof(*d));
@@ -249,13 +249,13 @@ int rec_hvdrain_start(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t rin
 		ret = d->ring ? -errno : -ENOMEM;
 		tcx_fail(ret, "the drain's %s: %s", d->ring ? "eventfd" : "staging ring",
 			 strerror(-ret));
-		rec_hvdrain_free(d);
+		rec_hvdrain_close(d);
 		return ret;
 	}
 	ret = -pthread_create(&d->thread, NULL, thread_fn, d);
 	if (ret) {
 		tcx_fail(ret, "cannot start the drain thread: %s", strerror(-ret));
-		rec_hvdrain_free(d);
+		rec_hvdrain_close(d);
 		return ret;
 	}
 	d->started = true;
@@ -382,7 +382,7 @@ int rec_hvdrain_error(const struct rec_hvdrain *d)
 	return err ? tcx_fail(err, "%s", d->errmsg) : 0;
 }
 
-void rec_hvdrain_free(struct rec_hvdrain *d)
+void rec_hvdrain_close(struct rec_hvdrain *d)
 {
 	if (!d)
 		return;

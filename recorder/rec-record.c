@@ -972,7 +972,7 @@ static int setup_files(struct session *ss)
 		if (!ss->runs)
 			return tcx_fail(-ENOMEM, "out of memory");
 	}
-	ss->w = tdat_create(ss->o->output, &tp);
+	ss->w = tdat_open(ss->o->output, &tp);
 	if (!ss->w)
 		return tcx_fail(errno ? -errno : -EIO, "%s: %s", ss->o->output, tcx_error());
 	so.ncpus = ss->ncpus;
@@ -1150,7 +1150,7 @@ static int start_sources(struct session *ss)
 	int ret;
 
 	/* Xen's buffers are live: drain them while the agents take their time */
-	ret = rec_hvdrain_start(&ss->dr, ss->hv, 0, o->poll_ms);
+	ret = rec_hvdrain_open(&ss->dr, ss->hv, 0, o->poll_ms);
 	if (ret)
 		return ret;
 	if (o->nr_guests) {
@@ -1344,7 +1344,7 @@ static int report(struct session *ss, int ret)
 
 static void free_session(struct session *ss)
 {
-	rec_hvdrain_free(ss->dr);
+	rec_hvdrain_close(ss->dr);
 	rec_stream_free(ss->s);
 	rec_sink_free(ss->sink);
 	rec_hvbuf_close(ss->hv);

@@ -618,11 +618,11 @@ struct rec_hvdrain_ops {
 };
 
 /**
- * rec_hvdrain_start - a thread that copies every window out of Xen's
+ * rec_hvdrain_open - a thread that copies every window out of Xen's
  * buffers into a staging ring of @ring_bytes (0: 32 MiB) and gives Xen its
  * space back at once; woken by VIRQ_TBUF or every @poll_ms (0: 50)
  */
-int rec_hvdrain_start(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
+int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
 		      int poll_ms);
 
 /** rec_hvdrain_fd - readable when windows were staged */
@@ -660,8 +660,8 @@ uint64_t rec_hvdrain_peak(const struct rec_hvdrain *d);
  */
 int rec_hvdrain_error(const struct rec_hvdrain *d);
 
-/** rec_hvdrain_free - stop (if needed) and free (safe on NULL) */
-void rec_hvdrain_free(struct rec_hvdrain *d);
+/** rec_hvdrain_close - stop (if needed) and free (safe on NULL) */
+void rec_hvdrain_close(struct rec_hvdrain *d);
 
 /* ---- dom0's ftrace (rec-dom0.c) ---- */
 

@@ -137,7 +137,7 @@ const char *tdat_header_event_text(void)
 	return header_event;
 }
 
-struct tdat_writer *tdat_create(const char *path, const struct tdat_params *params)
+struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params)
 {
 	struct tdat_params p = params ? *params : (struct tdat_params){0};
 	struct tdat_writer *w;

@@ -5,7 +5,7 @@
  * few helpers, at the end, for the metadata of an instance that does).
  *
  * Usage:
- *	w = tdat_create(path, &params);
+ *	w = tdat_open(path, &params);
  *	tdat_add_event_format(w, "xen", fmt);	   ... metadata
  *	tdat_add_cmdline(w, pid, comm);
  *	tdat_set_traceid(w, id);
@@ -124,13 +124,13 @@ struct tdat_stats {
 };
 
 /**
- * tdat_create - start a new trace.dat file
+ * tdat_open - start a new trace.dat file
  * @path:	output path; "-" is not supported (the file is patched in place)
  * @params:	the parameters above
  *
  * Returns a writer, or NULL with errno set and the reason in tcx_error().
  */
-struct tdat_writer *tdat_create(const char *path, const struct tdat_params *params);
+struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params);
 
 /* ---- metadata, before tdat_start_data() ---- */
 

@@ -99,7 +99,7 @@ static void create(const char *path, int version, int cpus, const char *clock, u
 	struct tdat_params pa = { .version = version, .max_cpus = 64, .cpus = cpus,
 				  .clock = clock, .region_size = region };
 
-	w = tdat_create(path, &pa);
+	w = tdat_open(path, &pa);
 	if (!w)
 		die(path);
 }

@@ -30,7 +30,7 @@ static void write_guest(const char *path, const struct xtgen_truth *t, uint32_t 
 			uint32_t shift)
 {
 	struct tdat_params tp = { .version = 7, .max_cpus = 2, .cpus = 2, .clock = "x86-tsc" };
-	struct tdat_writer *w = tdat_create(path, &tp);
+	struct tdat_writer *w = tdat_open(path, &tp);
 	const struct rec_event *sw = rec_event_at(0);
 	uint64_t ts[2] = { t->first_tsc, t->last_tsc };
 	int64_t off[2] = { 0, 0 }, scale[2] = { 1, 1 }, frac[2] = { 0, 0 };

@@ -88,7 +88,7 @@ int simk_create(const char *dir, struct simk_pages *pages)
 		return -1;
 
 	snprintf(path, sizeof(path), "%s/pages.dat", dir);
-	w = tdat_create(path, &par);
+	w = tdat_open(path, &par);
 	if (!w || tdat_add_event_format(w, "tcx", simk_tick_format) ||
 	    tdat_start_data(w))
 		goto out;

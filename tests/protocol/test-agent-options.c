@@ -120,7 +120,7 @@ static void test_meta_length(void **state)
 
 	assert_true(fd >= 0);
 	close(fd);
-	w = tdat_create(path, &par);
+	w = tdat_open(path, &par);
 	assert_non_null(w);
 	assert_int_equal(tdat_add_event_format(w, "tcx", fmt), 0);
 	assert_int_equal(tdat_add_cmdline(w, 1, "init"), 0);

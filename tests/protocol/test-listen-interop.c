@@ -141,7 +141,7 @@ static void make_trace(struct v6_file *f)
 	struct tdat_writer *w;
 
 	snprintf(path, sizeof(path), "%s/src.dat", dir);
-	w = tdat_create(path, &par);
+	w = tdat_open(path, &par);
 	assert_non_null(w);
 	assert_int_equal(tdat_add_event_format(w, "tcx", tick_format), 0);
 	assert_int_equal(tdat_add_cmdline(w, 77, "ticker"), 0);

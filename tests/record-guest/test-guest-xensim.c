@@ -111,7 +111,7 @@ static void test_two_guests(void **state)
 		struct tracecmd_input *h;
 
 		snprintf(host, sizeof(host), "%s/host.dat", sim.tmp);
-		w = tdat_create(host, &p);
+		w = tdat_open(host, &p);
 		assert_non_null(w);
 		assert_int_equal(tdat_set_traceid(w, REC_HOST_TRACEID), 0);
 		assert_int_equal(tdat_start_data(w), 0);

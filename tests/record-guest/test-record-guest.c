@@ -122,7 +122,7 @@ static int check_time_shift(const char *file, bool want, uint64_t peer, int64_t 
 static void check_host_entry(struct rec_guest *g, const char *host, const int *want_pids)
 {
 	struct tdat_params p = { .version = 7, .cpus = 1, .clock = "x86-tsc" };
-	struct tdat_writer *w = tdat_create(host, &p);
+	struct tdat_writer *w = tdat_open(host, &p);
 	uint8_t ev[12] = { 0x84, 0x03, 0, 0, 1, 0, 0, 0, 7 };
 	struct tracecmd_input *h;
 	const int *pids;
@@ -412,7 +412,7 @@ static uint8_t *fake_meta(uint64_t id, int cpus, size_t *len)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/fake-meta.dat", dir);
-	w = tdat_create(path, &p);
+	w = tdat_open(path, &p);
 	assert_non_null(w);
 	assert_int_equal(tdat_add_event_format(w, "tcx", simk_tick_format), 0);
 	assert_int_equal(tdat_add_cmdline(w, 9, "ticker"), 0);

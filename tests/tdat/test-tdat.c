@@ -67,7 +67,7 @@ static struct tdat_writer *mk(int version, const char *path, uint64_t region, in
 {
 	struct tdat_params p = { .version = version, .max_cpus = max_cpus ? max_cpus : 8,
 				 .region_size = region };
-	struct tdat_writer *w = tdat_create(path, &p);
+	struct tdat_writer *w = tdat_open(path, &p);
 
 	assert_non_null(w);
 	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), 0);
@@ -315,7 +315,7 @@ static void sparse_cpus(int v)
 {
 	char *path = path_in(tmpdir, "sparse.dat");
 	struct tdat_params p = { .version = v, .max_cpus = 16, .cpus = 4 };
-	struct tdat_writer *w = tdat_create(path, &p);
+	struct tdat_writer *w = tdat_open(path, &p);
 	struct tf f;
 
 	assert_non_null(w);
@@ -366,7 +366,7 @@ static void max_cpus_4096(int v)
 {
 	char *path = path_in(tmpdir, "wide.dat");
 	struct tdat_params p = { .version = v, .max_cpus = TDAT_MAX_CPUS };
-	struct tdat_writer *w = tdat_create(path, &p);
+	struct tdat_writer *w = tdat_open(path, &p);
 	int cpus[] = { 4095, 7, 2048, 0 }, i;
 	struct tf f;
 
@@ -859,14 +859,14 @@ static void errors(void **s)
 	uint8_t big[8192] = {0};
 
 	(void)s;
-	assert_null(tdat_create(path, &p));
+	assert_null(tdat_open(path, &p));
 	assert_non_null(strstr(tcx_error(), "3000"));
 	p = (struct tdat_params){ .version = 5 };
-	assert_null(tdat_create(path, &p));
+	assert_null(tdat_open(path, &p));
 	assert_non_null(strstr(tcx_error(), "version 5"));
 	p = (struct tdat_params){ .cpus = 9, .max_cpus = 4 };
-	assert_null(tdat_create(path, &p));
-	assert_null(tdat_create("/nonexistent-dir/x.dat", NULL));
+	assert_null(tdat_open(path, &p));
+	assert_null(tdat_open("/nonexistent-dir/x.dat", NULL));
 	assert_non_null(strstr(tcx_error(), "/nonexistent-dir/x.dat"));
 
 	w = mk(7, path, 0, 4);

@@ -873,7 +873,7 @@ static void test_readback(void **state)
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
 	close(fd);
-	w = tdat_create(path, &pa);
+	w = tdat_open(path, &pa);
 	assert_non_null(w);
 	assert_int_equal(tdat_add_event_format(w, "tsync", fmt_val), 0);
 	assert_int_equal(tdat_set_traceid(w, 0x1234), 0);
