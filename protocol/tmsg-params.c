@@ -11,7 +11,7 @@
 
 #include "tmsg-internal.h"
 
-/* ---- strings and numbers ---------------------------------------------- */
+/* ---- strings and numbers ---- */
 
 /* Append a NUL-terminated string. */
 static int put_str(struct tmsg *m, const char *s)
@@ -164,7 +164,7 @@ static int check_proto_name(const char *name, const char *what)
 	return 0;
 }
 
-/* ---- TINIT / RINIT ---------------------------------------------------- */
+/* ---- TINIT / RINIT ---- */
 
 int tmsg_make_tinit(struct tmsg *m, uint32_t cpus, uint32_t page_size,
 		    const char *const *opts, uint32_t nr_opts)
@@ -239,7 +239,7 @@ void tmsg_rinit_free(struct tmsg_rinit *r)
 	r->ports = NULL;
 }
 
-/* ---- TRACE_REQ / TRACE_PROXY ----------------------------------------- */
+/* ---- TRACE_REQ / TRACE_PROXY ---- */
 
 static int put_param_head(struct tmsg *m, uint32_t id, uint32_t len)
 {
@@ -450,7 +450,7 @@ void tmsg_trace_req_free(struct tmsg_trace_req *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* ---- TRACE_RESP ------------------------------------------------------- */
+/* ---- TRACE_RESP ---- */
 
 int tmsg_make_trace_resp(struct tmsg *m, const struct tmsg_trace_resp *resp)
 {
@@ -499,7 +499,7 @@ void tmsg_trace_resp_free(struct tmsg_trace_resp *r)
 	r->ports = NULL;
 }
 
-/* ---- TIME_SYNC -------------------------------------------------------- */
+/* ---- TIME_SYNC ---- */
 
 int tmsg_make_time_sync(struct tmsg *m, const char *proto, uint32_t msg_id,
 			const void *payload, size_t len)

@@ -101,7 +101,7 @@ struct tmsg {
  */
 const char *tmsg_cmd_name(uint32_t cmd);
 
-/* ---- framing (pure, no I/O) ------------------------------------------ */
+/* ---- framing (pure, no I/O) ---- */
 
 /**
  * tmsg_check_header - validate a 12-byte header as trace-cmd's receiver
@@ -136,7 +136,7 @@ ssize_t tmsg_decode(struct tmsg *m, const uint8_t *buf, size_t len);
  */
 size_t tmsg_encode(const struct tmsg *m, uint8_t *buf);
 
-/* ---- building messages ----------------------------------------------- */
+/* ---- building messages ---- */
 
 /**
  * tmsg_make - start a message with a zero fixed part and no payload
@@ -238,7 +238,7 @@ int tmsg_make_time_sync(struct tmsg *m, const char *proto, uint32_t msg_id,
  */
 int tmsg_make_not_supp(struct tmsg *m, const char *reason);
 
-/* ---- reading messages ------------------------------------------------ */
+/* ---- reading messages ---- */
 
 /**
  * struct tmsg_tinit - TINIT contents
@@ -326,7 +326,7 @@ int tmsg_parse_not_supp(const struct tmsg *m, char *reason, size_t len);
 bool tmsg_secret_equal(const uint8_t *got, size_t got_len,
 		       const uint8_t *want, size_t want_len);
 
-/* ---- transports ------------------------------------------------------ */
+/* ---- transports ---- */
 
 struct tmsg_transport;
 
@@ -403,7 +403,7 @@ int tmsg_read_full(struct tmsg_transport *t, void *buf, size_t len,
  */
 int tmsg_write_full(struct tmsg_transport *t, const void *buf, size_t len);
 
-/* ---- sessions -------------------------------------------------------- */
+/* ---- sessions ---- */
 
 /**
  * tmsg_send - write one message
@@ -465,7 +465,7 @@ ssize_t tmsg_recv_data(struct tmsg_transport *t, tmsg_data_sink sink,
  */
 int tmsg_v3_client_handshake(struct tmsg_transport *t, int timeout_ms);
 
-/* ---- the host's side of an agent session ------------------------------ */
+/* ---- the host's side of an agent session ---- */
 
 /**
  * tmsg_host_request - send TRACE_REQ and wait for TRACE_RESP
@@ -507,7 +507,7 @@ int tmsg_fd_sink(void *arg, const void *buf, size_t len);
  */
 int tmsg_host_close(struct tmsg_transport *ctl, int timeout_ms);
 
-/* ---- TCP and vsock --------------------------------------------------- */
+/* ---- TCP and vsock ---- */
 
 /**
  * tmsg_tcp_connect - connect to @host:@port (names or numbers)
@@ -565,7 +565,7 @@ int tmsg_vsock_connect(unsigned int cid, unsigned int port);
  */
 int tmsg_vsock_listen(unsigned int port, unsigned int *bound);
 
-/* ---- libxenvchan and the xenstore advertisement ---------------------- */
+/* ---- libxenvchan and the xenstore advertisement ---- */
 
 /* Longest xenstore path given to libxenvchan: it builds "<path>/event-channel"
  * in a 64-byte buffer and silently truncates. */

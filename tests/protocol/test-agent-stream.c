@@ -160,7 +160,7 @@ static void check_stream(struct run *r, const uint8_t *src, unsigned int npages,
 	free(r->h.buf);
 }
 
-/* ---- a simulated kernel's file ---------------------------------------- */
+/* ---- a simulated kernel's file ---- */
 
 static void file_case(bool no_splice)
 {
@@ -197,7 +197,7 @@ static void test_file_read(void **state)
 	file_case(true);
 }
 
-/* ---- a simulated kernel's FIFO, filled while the stream runs ---------- */
+/* ---- a simulated kernel's FIFO, filled while the stream runs ---- */
 
 struct fifo_writer {
 	int fd;
@@ -280,7 +280,7 @@ static void test_fifo_read(void **state)
 	fifo_case(true);
 }
 
-/* ---- a real kernel: an instance's trace_pipe_raw ---------------------- */
+/* ---- a real kernel: an instance's trace_pipe_raw ---- */
 
 #define TRACEFS		"/sys/kernel/tracing"
 #define MARKERS		4000
