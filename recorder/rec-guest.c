@@ -26,6 +26,10 @@
  * the drain thread, hypervisor records to tsync_host_record() on the
  * record command's thread; the solve and the TIME_SHIFT come after the
  * guest file is finished, so a failed sync never costs recorded data.
+ *
+ * This file opens and closes the session; rec-guest-meta.c writes the
+ * metadata into the file, rec-guest-stream.c is the guest's thread,
+ * rec-guest-tsync.c its time sync (shared state: rec-guest-local.h).
  */
 #include <cpuid.h>
 #include <errno.h>
@@ -45,82 +49,13 @@
 #include <xenctrl.h>
 #include <xenstore.h>
 
-#include "recorder-internal.h"
+#include "rec-guest-local.h"
 #include "tcx-util.h"
 #include "tdat.h"
 #include "tmsg.h"
 #include "tsync.h"
 
-#define META_MAX	(512u << 20)	/* kallsyms of a big kernel is ~10 MiB */
-#define READ_CHUNK	(256u << 10)	/* per stream and read call */
-#define ROUND_MAX	(1u << 20)	/* per stream per round: fairness */
-#define POLL_MS		100
-#define FLUSH_NS	1000000000ull	/* pages to disk at least every second */
-#define PUBLISH_NS	100000000ull	/* counters for status lines */
-#define ANSWER_MS	30000		/* TRACE_RESP: the agent sets tracing up */
-#define CONNECT_MS	5000
-#define CLOSE_MS	10000		/* CLOSE to the last page and CLOSE_RESP */
-#define MAX_PROTOS	2		/* xen, ptp */
-#define TSC_MODE_ALWAYS_EMULATE	1	/* xen/include/asm-x86/time.h */
-
-struct stream {
-	struct tmsg_transport *t;
-	uint8_t *buf;		/* READ_CHUNK + one page */
-	size_t fill;
-	bool open;
-	uint64_t bytes;
-};
-
-struct rec_guest {
-	struct rec_guest_spec sp;
-	char path[512];
-	struct tmsg_transport *ctl;
-	struct stream *st;
-	int cpus;
-	uint32_t page_size;
-	uint64_t traceid;
-	struct tdat_writer *w;
-	FILE *log;
-	int close_ms;
-
-	pthread_t th;
-	bool started;
-	int wakefd;
-	atomic_int stop;
-
-	/* shared with the thread: under lock */
-	pthread_mutex_t lock;
-	struct rec_guest_summary sum;
-	uint64_t t0_ns;
-
-	/* time sync: set up by rec_guest_open(), then the tsync thread's */
-	uint64_t host_traceid;		/* sent in TRACE_REQ: TIME_SHIFT's peer */
-	const char *offer[MAX_PROTOS];
-	uint32_t noffer;
-	struct tmsg_transport *tst;	/* the time sync stream */
-	struct tsync_host *tsh;
-	bool xen_ok;			/* @tsh runs protocol xen: records wanted */
-	struct tsync_scale scale;
-	bool pv, vtsc;
-	uint32_t incarnation;		/* Xen counts the domain's restores */
-	uint32_t cpu_khz;
-	uint32_t mult, shift;		/* TSC2NSEC: the bound in ns */
-	uint16_t print_id;
-	bool has_print;
-	int long_size;
-	double interval;
-	bool tbroken;			/* a sample failed: no more */
-	char tnote[160];		/* why not, or what went wrong */
-	pthread_t tth;
-	bool tstarted;
-	pthread_mutex_t tlock;
-	pthread_cond_t tcond;		/* CLOCK_MONOTONIC */
-	bool treq_stop;			/* under tlock */
-	atomic_bool gone;		/* the drain thread saw the guest go */
-	atomic_bool done;		/* the drain thread (the last) finished */
-};
-
-/* ---- the -A argument ---------------------------------------------------- */
+/* ---- the -A argument ---- */
 
 static bool all_digits(const char *s, size_t n)
 {
@@ -258,7 +193,7 @@ char *rec_guest_file_path(const char *output, const char *name)
 	return p;
 }
 
-/* ---- finding the agent ---------------------------------------------------- */
+/* ---- finding the agent ---- */
 
 /* The value of xenstore node @path, NUL-terminated, or NULL. */
 static char *xs_get(struct xs_handle *xs, const char *path)
@@ -407,927 +342,7 @@ static int open_streams(struct rec_guest *g, const struct tmsg_trace_resp *r,
 	return 0;
 }
 
-/* ---- the metadata: a version 6 trace.dat without data ------------------- */
-
-struct meta_buf {
-	uint8_t *b;
-	size_t len, cap;
-};
-
-static int meta_sink(void *arg, const void *buf, size_t len)
-{
-	struct meta_buf *m = arg;
-
-	if (m->len + len > m->cap) {
-		size_t cap = m->cap ? m->cap : 1 << 16;
-		uint8_t *b;
-
-		while (cap < m->len + len)
-			cap *= 2;
-		b = realloc(m->b, cap);
-		if (!b)
-			return -ENOMEM;
-		m->b = b;
-		m->cap = cap;
-	}
-	memcpy(m->b + m->len, buf, len);
-	m->len += len;
-	return 0;
-}
-
-struct rd {
-	const uint8_t *b;
-	size_t len, pos;
-	const char *bad;	/* what was cut or malformed */
-};
-
-static uint64_t rd_num(struct rd *r, int n, const char *what)
-{
-	uint64_t v = 0;
-
-	if (r->bad)
-		return 0;
-	if (r->len - r->pos < (size_t)n) {
-		r->bad = what;
-		return 0;
-	}
-	/* little endian only: checked at the start */
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | r->b[r->pos + i];
-	r->pos += n;
-	return v;
-}
-
-/* @n bytes at the cursor, copied NUL-terminated (malloc'ed), or NULL. */
-static char *rd_text(struct rd *r, uint64_t n, const char *what)
-{
-	char *s;
-
-	if (r->bad)
-		return NULL;
-	if (r->len - r->pos < n) {
-		r->bad = what;
-		return NULL;
-	}
-	s = malloc(n + 1);
-	if (!s) {
-		r->bad = "out of memory";
-		return NULL;
-	}
-	memcpy(s, r->b + r->pos, n);
-	s[n] = 0;
-	r->pos += n;
-	return s;
-}
-
-static void rd_expect(struct rd *r, const char *s, size_t n, const char *what)
-{
-	if (r->bad)
-		return;
-	if (r->len - r->pos < n || memcmp(r->b + r->pos, s, n))
-		r->bad = what;
-	else
-		r->pos += n;
-}
-
-/* "[clock]" out of a trace_clock text, into @clock. */
-static void clock_name(const uint8_t *d, size_t n, char *clock, size_t len)
-{
-	const uint8_t *o = memchr(d, '[', n), *c;
-
-	if (!o)
-		return;
-	c = memchr(o, ']', n - (size_t)(o - d));
-	if (c && c > o + 1 && (size_t)(c - o - 1) < len) {
-		memcpy(clock, o + 1, (size_t)(c - o - 1));
-		clock[c - o - 1] = 0;
-	}
-}
-
-struct meta_opts {
-	char clock[32];
-	uint32_t page_size;
-	int cpus;
-	uint64_t traceid;
-	int long_size;
-	uint16_t print_id;		/* ftrace/print: the markers' event */
-	bool has_print;
-};
-
-/* The id of ftrace's print event (trace_marker writes), from its format. */
-static void print_format(const char *fmt, struct meta_opts *mo)
-{
-	const char *id;
-	char *end;
-	unsigned long v;
-
-	if (strncmp(fmt, "name: print\n", 12))
-		return;
-	id = strstr(fmt, "\nID: ");
-	if (!id)
-		return;
-	v = strtoul(id + 5, &end, 10);
-	if (end != id + 5 && v && v <= UINT16_MAX) {
-		mo->print_id = (uint16_t)v;
-		mo->has_print = true;
-	}
-}
-
-/*
- * Walk the metadata once. With @w NULL only collect what tdat_open()
- * needs (@mo); with @w feed everything to the writer.
- */
-static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
-		     struct meta_opts *mo, bool keep_tsc2nsec)
-{
-	struct rd r = { .b = b, .len = len };
-	uint64_t n, m;
-	char *s, *sys;
-	int ret = 0;
-
-	rd_expect(&r, "\x17\x08\x44tracing", 10, "the trace.dat magic");
-	if (!r.bad && r.len - r.pos >= 2 && memcmp(b + r.pos, "6", 2))
-		return tcx_fail(-EPROTO, "the agent sent trace.dat version \"%.2s\" "
-			    "metadata; only 6 is understood", b + r.pos);
-	rd_expect(&r, "6", 2, "the version");
-	if (!r.bad && r.pos < len && b[r.pos])
-		return tcx_fail(-EPROTO, "the agent's metadata is big endian: "
-			    "not supported");
-	if (!r.bad && r.len - r.pos >= 2)
-		mo->long_size = b[r.pos + 1];
-	r.pos += r.bad ? 0 : 2;			/* endian, long size */
-	mo->page_size = (uint32_t)rd_num(&r, 4, "the page size");
-	rd_expect(&r, "header_page", 12, "header_page");
-	n = rd_num(&r, 8, "header_page");
-	s = rd_text(&r, n, "header_page");
-	if (s && w)
-		ret = tdat_set_header_page(w, s, n);
-	free(s);
-	rd_expect(&r, "header_event", 13, "header_event");
-	n = rd_num(&r, 8, "header_event");
-	free(rd_text(&r, n, "header_event"));	/* readers ignore it too */
-	for (n = rd_num(&r, 4, "ftrace formats"); n && !r.bad && !ret; n--) {
-		m = rd_num(&r, 8, "an ftrace format");
-		s = rd_text(&r, m, "an ftrace format");
-		if (s)
-			print_format(s, mo);
-		if (s && w)
-			ret = tdat_add_ftrace_format(w, s);
-		free(s);
-	}
-	for (n = rd_num(&r, 4, "event systems"); n && !r.bad && !ret; n--) {
-		const uint8_t *nul = memchr(b + r.pos, 0, len - r.pos);
-
-		if (!nul) {
-			r.bad = "a system name";
-			break;
-		}
-		sys = rd_text(&r, (size_t)(nul - (b + r.pos)), "a system name");
-		r.pos++;
-		for (m = rd_num(&r, 4, "event formats"); m && !r.bad && !ret; m--) {
-			uint64_t flen = rd_num(&r, 8, "an event format");
-
-			s = rd_text(&r, flen, "an event format");
-			if (s && w) {
-				ret = tdat_add_event_format(w, sys, s);
-				if (ret == -EEXIST)
-					ret = 0;	/* the first of a duplicate id wins */
-			}
-			free(s);
-		}
-		free(sys);
-	}
-	n = rd_num(&r, 4, "kallsyms");
-	s = rd_text(&r, n, "kallsyms");
-	if (s && w && !ret)
-		ret = tdat_set_kallsyms(w, s, n);
-	free(s);
-	n = rd_num(&r, 4, "printk formats");
-	s = rd_text(&r, n, "printk formats");
-	if (s && w && !ret)
-		ret = tdat_set_printk(w, s, n);
-	free(s);
-	n = rd_num(&r, 8, "cmdlines");
-	s = rd_text(&r, n, "cmdlines");
-	if (s && w && !ret)
-		tdat_add_cmdlines(w, s, n);
-	free(s);
-	mo->cpus = (int)rd_num(&r, 4, "the CPU count");
-	rd_expect(&r, "options  ", 10, "the options");
-	while (!r.bad && !ret) {
-		uint16_t id = (uint16_t)rd_num(&r, 2, "an option");
-		uint32_t sz;
-		const uint8_t *d;
-
-		if (!id || r.bad)
-			break;
-		sz = (uint32_t)rd_num(&r, 4, "an option");
-		if (r.bad || r.len - r.pos < sz) {
-			r.bad = "an option";
-			break;
-		}
-		d = b + r.pos;
-		r.pos += sz;
-		switch (id) {
-		case TDAT_OPT_TRACECLOCK:
-			clock_name(d, sz, mo->clock, sizeof(mo->clock));
-			break;
-		case TDAT_OPT_TRACEID:
-			if (sz >= 8)
-				memcpy(&mo->traceid, d, 8);
-			break;
-		case TDAT_OPT_CPUCOUNT:
-		case TDAT_OPT_BUFFER:	/* instances: the agent sends none */
-			break;
-		case TDAT_OPT_UNAME:
-		case TDAT_OPT_VERSION:
-			if (w && sz && !d[sz - 1])
-				ret = id == TDAT_OPT_UNAME ? tdat_set_uname(w, (const char *)d)
-							   : tdat_set_version(w, (const char *)d);
-			break;
-		case TDAT_OPT_TSC2NSEC:
-			if (w && sz >= 16 && keep_tsc2nsec) {
-				uint32_t mult, shift;
-				uint64_t off;
-
-				memcpy(&mult, d, 4);
-				memcpy(&shift, d + 4, 4);
-				memcpy(&off, d + 8, 8);
-				ret = tdat_set_tsc2nsec(w, mult, shift, off);
-			}
-			break;
-		default:
-			/* v7 section ids cannot be in v6 metadata; the rest as is */
-			if (w && (id < 15 || id > 22))
-				ret = tdat_add_option(w, id, d, sz);
-			break;
-		}
-	}
-	if (r.bad)
-		return tcx_fail(-EPROTO, "the agent's metadata is cut or malformed "
-			    "at %s (offset %zu of %zu bytes)", r.bad, r.pos, len);
-	if (ret)
-		return tcx_fail(ret, "the agent's metadata: %s", tcx_error());
-	return 0;
-}
-
-/* ---- the drain thread ----------------------------------------------------- */
-
-static void note(struct rec_guest *g, const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&g->lock);
-	if (!g->sum.note[0]) {
-		va_start(ap, fmt);
-		vsnprintf(g->sum.note, sizeof(g->sum.note), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&g->lock);
-}
-
-/* The whole pages in the stream's buffer into the file. */
-static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *bad)
-{
-	size_t ps = g->page_size, off = 0;
-
-	for (; s->fill - off >= ps; off += ps) {
-		int ret;
-
-		/* a page the writer refuses may still carry markers */
-		if (g->tsh)
-			tsync_host_page(g->tsh, s->buf + off, ps, (uint32_t)cpu);
-		if (g->sum.error)
-			continue;	/* the file failed: drain, drop */
-		ret = tdat_write_page(g->w, cpu, s->buf + off);
-		if (ret == -EBADMSG || ret == -ERANGE) {
-			/* one bad page from the guest: skip it, keep the rest */
-			if (ret == -ERANGE)
-				(*bad)++;
-			continue;
-		}
-		if (ret) {
-			pthread_mutex_lock(&g->lock);
-			g->sum.error = ret;
-			snprintf(g->sum.note, sizeof(g->sum.note), "%.120s: %.120s",
-				 g->path, tcx_error());
-			pthread_mutex_unlock(&g->lock);
-		}
-	}
-	if (off) {
-		s->fill -= off;
-		memmove(s->buf, s->buf + off, s->fill);
-	}
-}
-
-/* Read what stream @cpu has now; 1 progress, 0 nothing, -1 it ended. */
-static int pump(struct rec_guest *g, int cpu, uint64_t *bytes, uint64_t *bad)
-{
-	struct stream *s = &g->st[cpu];
-	size_t round = 0;
-
-	while (round < ROUND_MAX) {
-		ssize_t n = s->t->ops->read(s->t, s->buf + s->fill, READ_CHUNK + g->page_size - s->fill);
-
-		if (n == -EAGAIN || n == -EINTR)
-			return round > 0;
-		if (n <= 0) {
-			s->open = false;
-			if (n < 0)
-				note(g, "cpu%d: %s", cpu, strerror((int)-n));
-			return -1;
-		}
-		s->fill += (size_t)n;
-		s->bytes += (uint64_t)n;
-		*bytes += (uint64_t)n;
-		round += (size_t)n;
-		put_pages(g, cpu, s, bad);
-	}
-	return 1;
-}
-
-static void publish(struct rec_guest *g, uint64_t bytes, uint64_t bad)
-{
-	struct tdat_stats st;
-
-	tdat_get_stats(g->w, -1, &st);
-	pthread_mutex_lock(&g->lock);
-	g->sum.bytes = bytes;
-	g->sum.pages = st.pages;
-	g->sum.events = st.events;
-	g->sum.missed = st.missed;
-	g->sum.bad_pages = st.bad_pages + bad;
-	pthread_mutex_unlock(&g->lock);
-}
-
-/* The drain thread's state between its steps. */
-struct drain {
-	struct rec_guest	*g;
-	struct pollfd		*pfd;
-	struct tmsg		*m;
-	uint64_t		bytes, bad, deadline;
-	uint64_t		next_flush, next_publish;
-	bool			closing, ctl_open, resp, lost, dirty;
-	int			nopen;
-	int			ctl_at;
-};
-
-/* Every open stream once; whether any moved. */
-static bool pump_all(struct drain *d)
-{
-	struct rec_guest *g = d->g;
-	bool progress = false;
-
-	for (int c = 0; c < g->cpus; c++) {
-		int r;
-
-		if (!g->st[c].open)
-			continue;
-		r = pump(g, c, &d->bytes, &d->bad);
-		if (r < 0) {
-			d->nopen--;
-			/* before CLOSE: the guest or its agent went away */
-			d->lost |= !d->closing;
-			if (d->lost)
-				atomic_store(&g->gone, true);
-		}
-		progress |= r != 0;
-	}
-	return progress;
-}
-
-/* rec_guest_stop() asked: CLOSE, then wait so long for the end of data. */
-static void maybe_close(struct drain *d)
-{
-	struct rec_guest *g = d->g;
-
-	if (d->closing || !atomic_load(&g->stop))
-		return;
-	d->closing = true;
-	d->deadline = tcx_now_ns() + (uint64_t)g->close_ms * 1000000ull;
-	if (d->ctl_open && tmsg_send_cmd(g->ctl, TMSG_CLOSE)) {
-		note(g, "CLOSE: %s", tcx_error());
-		d->ctl_open = false;
-	}
-}
-
-/* The periodic flush and counters; false once the CLOSE deadline passed. */
-static bool tick(struct drain *d, uint64_t now)
-{
-	struct rec_guest *g = d->g;
-
-	if (now >= d->next_flush) {
-		if (!g->sum.error)
-			tdat_flush(g->w);
-		d->dirty = false;
-		d->next_flush = now + FLUSH_NS;
-	}
-	if (now >= d->next_publish) {
-		publish(g, d->bytes, d->bad);
-		d->next_publish = now + PUBLISH_NS;
-	}
-	if (d->closing && now >= d->deadline) {
-		note(g, "no end of data %d s after CLOSE: stopped waiting", g->close_ms / 1000);
-		return false;
-	}
-	return true;
-}
-
-/* The fds to wait on: the open streams, the control channel, the wakeup. */
-static int poll_set(struct drain *d)
-{
-	struct rec_guest *g = d->g;
-	int np = 0;
-
-	for (int c = 0; c < g->cpus; c++)
-		if (g->st[c].open)
-			d->pfd[np++] = (struct pollfd){ .fd = g->st[c].t->ops->fd(g->st[c].t),
-							.events = POLLIN };
-	d->ctl_at = -1;
-	if (d->ctl_open) {
-		d->ctl_at = np;
-		d->pfd[np++] = (struct pollfd){ .fd = g->ctl->ops->fd(g->ctl), .events = POLLIN };
-	}
-	d->pfd[np++] = (struct pollfd){ .fd = g->wakefd, .events = POLLIN };
-	return np;
-}
-
-/* After the poll: the wakeup, the streams' events, the agent's answer. */
-static void after_poll(struct drain *d, int np)
-{
-	struct rec_guest *g = d->g;
-
-	if (d->pfd[np - 1].revents) {
-		uint64_t v;
-
-		if (read(g->wakefd, &v, sizeof(v)) < 0)
-			v = 0;
-	}
-	/* vchan: an event seen but no data yet must be acknowledged */
-	for (int c = 0, i = 0; c < g->cpus; c++) {
-		struct tmsg_transport *t = g->st[c].t;
-
-		if (!g->st[c].open)
-			continue;
-		if (d->pfd[i++].revents)
-			t->ops->wait(t, POLLIN, 0);
-	}
-	if (d->ctl_at >= 0 && d->pfd[d->ctl_at].revents) {
-		int ret = tmsg_recv(g->ctl, d->m, 0);
-
-		if (!ret && d->m->cmd == TMSG_CLOSE_RESP && d->closing) {
-			d->resp = true;
-		} else if (ret && ret != -ETIMEDOUT) {
-			/* the agent is gone: its streams end too */
-			d->ctl_open = false;
-			d->lost |= !d->closing;
-			if (d->lost)
-				atomic_store(&g->gone, true);
-		}
-	}
-}
-
-/* The last counters, and why the guest's side ended if it ended early. */
-static void drain_done(struct drain *d)
-{
-	struct rec_guest *g = d->g;
-
-	if (d->nopen)
-		for (int c = 0; c < g->cpus; c++)
-			if (g->st[c].open) {
-				g->st[c].open = false;
-				d->lost = true;
-			}
-	if (!g->sum.error)
-		tdat_flush(g->w);
-	publish(g, d->bytes, d->bad);
-	pthread_mutex_lock(&g->lock);
-	for (int c = 0; c < g->cpus; c++)
-		/* a page cut short: the agent died mid-page */
-		g->sum.cut_bytes += g->st[c].fill;
-	g->sum.seconds = (double)(tcx_now_ns() - g->t0_ns) / 1e9;
-	g->sum.died = d->lost || !d->resp;
-	if (g->sum.died && !g->sum.note[0])
-		snprintf(g->sum.note, sizeof(g->sum.note), "%s",
-			 d->lost ? "the guest's agent went away before the end" :
-				   "no CLOSE_RESP from the agent");
-	pthread_mutex_unlock(&g->lock);
-}
-
-static void *drain_main(void *arg)
-{
-	struct rec_guest *g = arg;
-	struct drain d = {
-		.g = g, .pfd = calloc((size_t)g->cpus + 2, sizeof(*d.pfd)),
-		.m = malloc(sizeof(*d.m)), .next_flush = tcx_now_ns() + FLUSH_NS,
-		.ctl_open = true, .nopen = g->cpus,
-	};
-
-	if (!d.pfd || !d.m) {
-		note(g, "out of memory");
-		d.nopen = 0;	/* no loop: straight to the summary */
-	}
-	while (d.nopen || (d.closing && d.ctl_open && !d.resp)) {
-		bool progress = pump_all(&d);
-		uint64_t now;
-		int np;
-
-		maybe_close(&d);
-		now = tcx_now_ns();
-		if (!tick(&d, now))
-			break;
-		if (progress) {
-			d.dirty = true;
-			continue;
-		}
-		if (d.dirty && !g->sum.error) {
-			/* a quiet moment: what came is on disk, readable */
-			tdat_flush(g->w);
-			d.dirty = false;
-			d.next_flush = now + FLUSH_NS;
-		}
-		np = poll_set(&d);
-		if (poll(d.pfd, (nfds_t)np, POLL_MS) > 0)
-			after_poll(&d, np);
-	}
-	drain_done(&d);
-	free(d.pfd);
-	free(d.m);
-	atomic_store(&g->done, true);
-	return NULL;
-}
-
-/* ---- time sync -------------------------------------------------------------- */
-
-static void tnote(struct rec_guest *g, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (g->tnote[0])
-		return;		/* the first reason is the one that counts */
-	va_start(ap, fmt);
-	vsnprintf(g->tnote, sizeof(g->tnote), fmt, ap);
-	va_end(ap);
-}
-
-/* The protocols of --tsync (all without one), or "none". */
-static int parse_protos(struct rec_guest *g, const char *spec)
-{
-	int n = tsync_parse_offer(spec, g->offer, MAX_PROTOS);
-
-	g->noffer = n > 0 ? (uint32_t)n : 0;
-	if (n < 0)
-		return tcx_fail(n, "--tsync %s: %s", spec, tcx_error());
-	return 0;
-}
-
-static void drop_offer(struct rec_guest *g, const char *name)
-{
-	uint32_t j = 0;
-
-	for (uint32_t i = 0; i < g->noffer; i++)
-		if (strcmp(g->offer[i], name))
-			g->offer[j++] = g->offer[i];
-	g->noffer = j;
-}
-
-static bool offered(const struct rec_guest *g, const char *name)
-{
-	for (uint32_t i = 0; i < g->noffer; i++)
-		if (!strcmp(g->offer[i], name))
-			return true;
-	return false;
-}
-
-/* libxenctrl's messages stay out of the recorder's output: we say why. */
-static void quiet_vmessage(struct xentoollog_logger *l, xentoollog_level level, int errnoval,
-			   const char *context, const char *format, va_list al)
-{
-}
-
-static void quiet_destroy(struct xentoollog_logger *l)
-{
-}
-
-static struct xentoollog_logger quiet_log = {
-	.vmessage = quiet_vmessage,
-	.destroy = quiet_destroy,
-};
-
-/* dom0 runs on the host's CPUs: its CPUID vendor is the host's. */
-static enum tsync_vendor host_vendor(void)
-{
-	unsigned int a, b, c, d;
-
-	if (__get_cpuid(0, &a, &b, &c, &d) &&
-	    ((b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163) ||	/* AuthenticAMD */
-	     (b == 0x6f677948 && d == 0x6e65476e && c == 0x656e6975)))	/* HygonGenuine */
-		return TSYNC_AMD;
-	return TSYNC_INTEL;
-}
-
-/*
- * What protocol xen needs of the domain: Xen's TSC rate, the domain's
- * (tsc_mode, gtsc_khz), HVM/PVH or PV; from that its scaling and whether
- * its TSC is emulated. 0, or -errno with tcx_error() set.
- */
-static int xen_clock(struct rec_guest *g, uint32_t cpu_khz)
-{
-	xc_interface *xch = xc_interface_open(&quiet_log, &quiet_log, 0);
-	xc_domaininfo_t di;
-	xc_physinfo_t pi;
-	uint32_t mode, gkhz, inc;
-	uint64_t elapsed;
-	bool hvm;
-	int ret = 0;
-
-	if (!xch) {
-		return tcx_fail(-ENODEV, "no Xen control interface (%s)", strerror(errno));
-	}
-	if (!cpu_khz) {
-		if (xc_physinfo(xch, &pi)) {
-			ret = tcx_fail(-EIO, "xc_physinfo: %s", strerror(errno));
-			goto out;
-		}
-		cpu_khz = pi.cpu_khz;
-	}
-	if (xc_domain_getinfolist(xch, g->sp.domid, 1, &di) != 1 || di.domain != g->sp.domid) {
-		ret = tcx_fail(-ENOENT, "domain %u: no domain information", g->sp.domid);
-		goto out;
-	}
-	if (xc_domain_get_tsc_info(xch, g->sp.domid, &mode, &elapsed, &gkhz, &inc)) {
-		ret = tcx_fail(-EIO, "domain %u: xc_domain_get_tsc_info: %s", g->sp.domid,
-			 strerror(errno));
-		goto out;
-	}
-	if (!cpu_khz) {
-		ret = tcx_fail(-EIO, "Xen gives no TSC rate");
-		goto out;
-	}
-	hvm = di.flags & XEN_DOMINF_hvm_guest;
-	g->cpu_khz = cpu_khz;
-	g->incarnation = inc;
-	g->pv = !hvm;
-	/* always_emulate, or a rate the host cannot scale to: RDTSC exits */
-	g->vtsc = mode == TSC_MODE_ALWAYS_EMULATE;
-	g->scale = (struct tsync_scale){ .ratio = 1, .frac = 0 };
-	if (hvm && tsync_xen_ratio(cpu_khz, gkhz, host_vendor(), true, &g->scale) == -ERANGE) {
-		g->vtsc = true;
-		g->scale = (struct tsync_scale){ .ratio = 1, .frac = 0 };
-	}
-	if (!hvm && gkhz && gkhz != cpu_khz)
-		g->vtsc = true;
-	if (g->vtsc)
-		g->pv = false;	/* its offset is measured, never assumed */
-out:
-	xc_interface_close(xch);
-	return ret;
-}
-
-/*
- * Whether the domain was restored or migrated since xen_clock(): its
- * offset may have jumped (the solve's epochs show where), say so.
- */
-static void xen_incarnation(struct rec_guest *g, char *buf, size_t len)
-{
-	xc_interface *xch = xc_interface_open(&quiet_log, &quiet_log, 0);
-	uint32_t mode, gkhz, inc;
-	uint64_t elapsed;
-
-	buf[0] = 0;
-	if (!xch)
-		return;
-	if (!xc_domain_get_tsc_info(xch, g->sp.domid, &mode, &elapsed, &gkhz, &inc) &&
-	    inc != g->incarnation)
-		snprintf(buf, len, "; the domain was restored or migrated during the "
-			 "capture (incarnation %u -> %u)", g->incarnation, inc);
-	xc_interface_close(xch);
-}
-
-/* The agent's time sync stream: vchan tsync_port, or its TCP/vsock port. */
-static struct tmsg_transport *tsync_connect(struct rec_guest *g, uint32_t port, int timeout_ms)
-{
-	struct tmsg_transport *t;
-	char name[80];
-	int fd;
-
-	if (g->sp.kind == REC_GUEST_XEN) {
-		char path[TMSG_VCHAN_PATH_MAX + 1];
-		uint64_t end = tcx_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-
-		if (tmsg_vchan_path(path, sizeof(path), g->sp.domid, port))
-			return NULL;
-		while (!(t = tmsg_vchan_client(g->sp.domid, path)) && tcx_now_ns() < end)
-			usleep(20 * 1000);
-		return t;
-	}
-	if (g->sp.kind == REC_GUEST_VSOCK) {
-		fd = tmsg_vsock_connect(g->sp.cid, port);
-		snprintf(name, sizeof(name), "vsock %u:%u tsync", g->sp.cid, port);
-	} else {
-		char pstr[16];
-
-		snprintf(pstr, sizeof(pstr), "%u", port);
-		fd = tmsg_tcp_connect(g->sp.host, pstr, timeout_ms);
-		snprintf(name, sizeof(name), "tcp %.40s:%u tsync", g->sp.host, port);
-	}
-	if (fd < 0)
-		return NULL;
-	t = tmsg_fd_transport(fd, name);
-	if (!t)
-		close(fd);
-	return t;
-}
-
-static void tsync_sample(struct rec_guest *g, const char *when)
-{
-	int ret;
-
-	if (!g->tsh || g->tbroken)
-		return;
-	ret = tsync_host_sample(g->tsh);
-	pthread_mutex_lock(&g->lock);
-	if (ret) {
-		g->tbroken = true;
-		tnote(g, "the %s sample failed (%s): no more samples", when,
-		      ret == -ETIMEDOUT ? "no answer" : strerror(-ret));
-	} else {
-		g->sum.tsync_samples++;
-	}
-	pthread_mutex_unlock(&g->lock);
-}
-
-/*
- * After TRACE_RESP: the stream of the protocol the agent chose, and for
- * ptp its first sample (a stock agent sends its metadata only after it).
- * Never fails the session: a problem is noted and the guest goes unsynced.
- */
-static void tsync_start(struct rec_guest *g, const struct tmsg_trace_resp *r, int timeout_ms)
-{
-	const char *proto = r->tsync_proto;
-	int ret;
-
-	if (!proto[0]) {
-		if (g->noffer)
-			tnote(g, "the agent chose no time sync protocol (offered %s%s%s)",
-			      g->offer[0], g->noffer > 1 ? "," : "",
-			      g->noffer > 1 ? g->offer[1] : "");
-		return;
-	}
-	snprintf(g->sum.tsync_proto, sizeof(g->sum.tsync_proto), "%.15s", proto);
-	if (!offered(g, proto)) {
-		tnote(g, "the agent chose \"%.15s\", which was not offered", proto);
-		return;
-	}
-	g->tst = tsync_connect(g, r->tsync_port, timeout_ms);
-	if (!g->tst) {
-		tnote(g, "cannot connect its time sync stream (port %u): %s", r->tsync_port,
-		      tcx_error());
-		return;
-	}
-	if (strcmp(proto, TSYNC_PTP_NAME))
-		return;		/* xen: once the metadata is in (print id) */
-	ret = tsync_host_new(&g->tsh, &(struct tsync_host_opts){
-			.proto = TSYNC_PTP_NAME, .t = g->tst, .nvcpu = (uint32_t)g->cpus });
-	if (ret) {
-		g->tsh = NULL;
-		tnote(g, "tsync_host_new: %s", strerror(-ret));
-		return;
-	}
-	tsync_sample(g, "first");
-}
-
-/* xen, after the metadata: the guest's print id and long size are known. */
-static void tsync_xen_setup(struct rec_guest *g)
-{
-	struct tsync_host_opts ho = {
-		.proto = TSYNC_XEN_NAME, .t = g->tst, .dom = g->sp.domid,
-		.nvcpu = (uint32_t)g->cpus, .scale = g->scale, .pv = g->pv, .vtsc = g->vtsc,
-		.print_id = g->print_id, .long_size = g->long_size,
-	};
-	int ret;
-
-	if (!g->tst || g->tsh || strcmp(g->sum.tsync_proto, TSYNC_XEN_NAME))
-		return;
-	if (!g->has_print) {
-		tnote(g, "the guest's metadata has no ftrace/print format: its markers "
-		      "cannot be read");
-		return;
-	}
-	ret = tsync_host_new(&g->tsh, &ho);
-	if (ret) {
-		g->tsh = NULL;
-		tnote(g, "tsync_host_new: %s", strerror(-ret));
-		return;
-	}
-	g->xen_ok = true;
-}
-
-/*
- * The guest's tsync thread: xen's first sample, one every interval, the
- * last one when the stop is asked, STOP; then the drain thread may CLOSE.
- */
-static void *tsync_main(void *arg)
-{
-	struct rec_guest *g = arg;
-	struct timespec next;
-	uint64_t step = (uint64_t)(g->interval * 1e9);
-
-	if (!strcmp(g->sum.tsync_proto, TSYNC_XEN_NAME))
-		tsync_sample(g, "first");
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	pthread_mutex_lock(&g->tlock);
-	while (!g->treq_stop) {
-		if (!step) {
-			pthread_cond_wait(&g->tcond, &g->tlock);
-			continue;
-		}
-		next.tv_sec += (time_t)(step / 1000000000ull);
-		next.tv_nsec += (long)(step % 1000000000ull);
-		if (next.tv_nsec >= 1000000000L) {
-			next.tv_sec++;
-			next.tv_nsec -= 1000000000L;
-		}
-		while (!g->treq_stop &&
-		       pthread_cond_timedwait(&g->tcond, &g->tlock, &next) != ETIMEDOUT)
-			;
-		if (g->treq_stop)
-			break;
-		pthread_mutex_unlock(&g->tlock);
-		tsync_sample(g, "interval");
-		pthread_mutex_lock(&g->tlock);
-	}
-	pthread_mutex_unlock(&g->tlock);
-	if (atomic_load(&g->gone))
-		tnote(g, "the guest went away: no last sample");
-	else
-		tsync_sample(g, "last");
-	tsync_host_stop(g->tsh);
-	/* now the session may end */
-	{
-		uint64_t one = 1;
-
-		atomic_store(&g->stop, 1);
-		if (write(g->wakefd, &one, sizeof(one)) < 0)
-			one = 0;	/* full: a wakeup is pending anyway */
-	}
-	return NULL;
-}
-
-/* After the file is finished: solve, append TIME_SHIFT, the summary. */
-static void tsync_finish(struct rec_guest *g, bool file_ok)
-{
-	struct tsync_solution sol;
-	struct tsync_clock c = { .mult = g->mult, .shift = g->shift }, *cp = &c;
-	bool xen = !strcmp(g->sum.tsync_proto, TSYNC_XEN_NAME);
-	char line[200] = "", moved[96] = "";
-	int ret;
-
-	g->sum.tsync_bound_ns = -1;
-	if (!g->tsh) {
-		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "no time sync: %s",
-			 g->tnote[0] ? g->tnote : "none asked (the guest file keeps its "
-			 "own clock)");
-		return;
-	}
-	if (!file_ok) {
-		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note),
-			 "no TIME_SHIFT: the guest file could not be finished");
-		return;
-	}
-	if (!c.mult && (!g->cpu_khz || tsync_clock_init(&c, g->cpu_khz, NULL, 0)))
-		cp = NULL;	/* the bound in ticks */
-	if (xen)
-		xen_incarnation(g, moved, sizeof(moved));
-	memset(&sol, 0, sizeof(sol));
-	ret = tsync_host_finish(g->tsh, &sol, line, sizeof(line), cp);
-	if (ret) {
-		const char *why = ret != -ENODATA ? strerror(-ret) : xen ?
-			"no marker round of this domain was found in the hypervisor's "
-			"records (the mask needs the HVM and GUEST classes; PV: GUEST "
-			"and PV)" : "no sample went through";
-
-		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "no TIME_SHIFT: %s%s%s",
-			 why, g->tnote[0] ? "; " : "", g->tnote);
-		tsync_solution_free(&sol);
-		return;
-	}
-	g->sum.tsync_rounds = xen ? sol.rounds_used : g->sum.tsync_samples;
-	if (xen && sol.rounds_used && cp)
-		g->sum.tsync_bound_ns = (int64_t)tsync_clock_ticks_to_ns(cp, tsync_bound_host(&sol));
-	ret = tsync_write_time_shift(g->path, g->host_traceid, &sol);
-	if (ret)
-		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "no TIME_SHIFT: %s "
-			 "(%s)", ret == -EOPNOTSUPP ? "a version 6 file takes no option "
-			 "after its data" : strerror(-ret), line);
-	else
-		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "%s%s%s%s", line,
-			 moved, g->tnote[0] ? "; " : "", g->tnote);
-	g->sum.tsync_shift = !ret;
-	tsync_solution_free(&sol);
-}
-
-/* ---- the public functions ------------------------------------------------ */
+/* ---- the public functions ---- */
 
 static void guest_free(struct rec_guest *g)
 {
@@ -1403,157 +418,130 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 	return 0;
 }
 
-static int make_file(struct rec_guest *g, const struct rec_guest_opts *o,
-		     const struct meta_buf *mb)
-{
-	struct meta_opts mo = { .clock = "" };
-	struct tdat_params tp = { 0 };
-	int ret;
-
-	ret = meta_walk(mb->b, mb->len, NULL, &mo, false);
-	if (ret)
-		return tcx_fail(ret, "guest %s: %s", g->sp.name, tcx_error());
-	if (mo.cpus != g->cpus || mo.page_size != g->page_size)
-		return tcx_fail(-EPROTO, "guest %s: the metadata says %d CPUs of "
-			    "%u-byte pages, TRACE_RESP %d of %u", g->sp.name, mo.cpus,
-			    mo.page_size, g->cpus, g->page_size);
-	if (!mo.traceid)
-		mo.traceid = g->traceid;	/* a metadata without TRACEID */
-	if (mo.traceid != g->traceid && o->log)
-		fprintf(o->log, "trace-cmd-xen record: guest %s: TRACEID %#" PRIx64
-			" in the metadata, %#" PRIx64 " in TRACE_RESP: keeping the "
-			"metadata's\n", g->sp.name, mo.traceid, g->traceid);
-	g->traceid = mo.traceid;
-	g->print_id = mo.print_id;
-	g->has_print = mo.has_print;
-	g->long_size = mo.long_size == 4 ? 4 : 8;
-	tp.version = o->file_version ? o->file_version : 7;
-	tp.page_size = g->page_size;
-	tp.cpus = g->cpus;
-	tp.max_cpus = g->cpus;
-	tp.clock = mo.clock[0] ? mo.clock : NULL;
-	g->w = tdat_open(g->path, &tp);
-	if (!g->w)
-		return tcx_fail(errno ? -errno : -EIO, "%s", tcx_error());
-	ret = meta_walk(mb->b, mb->len, g->w, &mo, !o->mult);
-	if (!ret)
-		ret = tdat_set_traceid(g->w, g->traceid);
-	if (!ret && o->mult)
-		ret = tdat_set_tsc2nsec(g->w, o->mult, o->shift, 0);
-	if (!ret)
-		ret = tdat_start_data(g->w);
-	if (ret)
-		return tcx_fail(ret, "guest %s: %s", g->sp.name, tcx_error());
-	return 0;
-}
-
-int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o)
+/* A new session's state, before anything is connected. */
+static struct rec_guest *guest_new(const struct rec_guest_opts *o)
 {
 	struct rec_guest *g = calloc(1, sizeof(*g));
-	struct tmsg_transport **ts = NULL;
-	struct tmsg_trace_resp resp = { 0 };
-	struct meta_buf mb = { 0 };
-	int timeout = o->timeout_ms > 0 ? o->timeout_ms : CONNECT_MS;
-	char *path = NULL, msg[TCX_ERROR_MAX];
-	ssize_t got;
-	int ret;
+	pthread_condattr_t ca;
 
-	*out = NULL;
 	if (!g)
-		return tcx_fail(-ENOMEM, "out of memory");
+		return NULL;
 	g->wakefd = -1;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_mutex_init(&g->tlock, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&g->tcond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&g->tcond, &ca);
+	pthread_condattr_destroy(&ca);
 	g->log = o->log;
 	g->close_ms = o->close_timeout_ms > 0 ? o->close_timeout_ms : CLOSE_MS;
 	g->interval = o->tsync_interval > 0 ? o->tsync_interval : 0;
 	g->mult = o->mult;
 	g->shift = o->shift;
 	g->cpu_khz = o->cpu_khz;
+	return g;
+}
+
+/* The -A argument, the agent reached, the protocols it may be offered, the file's path. */
+static int connect_agent(struct rec_guest *g, const struct rec_guest_opts *o, int timeout)
+{
+	char *path;
+	int ret;
+
 	ret = rec_guest_parse_spec(o->spec, &g->sp);
 	if (!ret)
-		ret = parse_protos(g, o->tsync);
+		ret = rec_guest_parse_protos(g, o->tsync);
+	if (!ret)
+		ret = g->sp.kind == REC_GUEST_XEN ? xen_connect(g, timeout)
+						  : net_connect(g, timeout);
 	if (ret)
-		goto fail;
-	ret = g->sp.kind == REC_GUEST_XEN ? xen_connect(g, timeout)
-					  : net_connect(g, timeout);
-	if (ret)
-		goto fail;
-	if (offered(g, TSYNC_XEN_NAME)) {
-		/* xen measures against the hypervisor's records of a domain */
-		if (g->sp.kind != REC_GUEST_XEN) {
-			drop_offer(g, TSYNC_XEN_NAME);
-			if (!g->noffer)
-				tnote(g, "protocol xen needs a Xen guest reached over vchan");
-		} else if (xen_clock(g, o->cpu_khz)) {
-			drop_offer(g, TSYNC_XEN_NAME);
-			tnote(g, "xen not offered: %s", tcx_error());
-		}
-	}
+		return ret;
+	rec_guest_tsync_offer(g, o->cpu_khz);
 	path = rec_guest_file_path(o->output, g->sp.name);
-	if (!path || strlen(path) >= sizeof(g->path)) {
+	if (!path || strlen(path) >= sizeof(g->path))
 		ret = tcx_fail(-ENAMETOOLONG, "%s: output name too long", o->output);
-		goto fail;
-	}
-	snprintf(g->path, sizeof(g->path), "%s", path);
-	ret = request(g, o, &resp);
-	if (ret)
-		goto fail;
-	g->cpus = (int)resp.cpus;
-	g->page_size = resp.page_size;
-	g->traceid = resp.trace_id;
-	if (g->page_size < 4096 || g->page_size > READ_CHUNK) {
-		ret = tcx_fail(-EPROTO, "guest %s: page size %u not supported",
-			   g->sp.name, g->page_size);
-		goto fail;
-	}
+	else
+		snprintf(g->path, sizeof(g->path), "%s", path);
+	free(path);
+	return ret;
+}
+
+/* TRACE_RESP's shape, then one stream and one read buffer per CPU. */
+static int open_data(struct rec_guest *g, const struct tmsg_trace_resp *resp, int timeout)
+{
+	struct tmsg_transport **ts;
+	int ret;
+
+	g->cpus = (int)resp->cpus;
+	g->page_size = resp->page_size;
+	g->traceid = resp->trace_id;
+	if (g->page_size < 4096 || g->page_size > READ_CHUNK)
+		return tcx_fail(-EPROTO, "guest %s: page size %u not supported",
+				g->sp.name, g->page_size);
 	g->st = calloc((size_t)g->cpus, sizeof(*g->st));
 	ts = calloc((size_t)g->cpus, sizeof(*ts));
 	if (!g->st || !ts) {
-		ret = tcx_fail(-ENOMEM, "out of memory");
-		goto fail;
+		free(ts);
+		return tcx_fail(-ENOMEM, "out of memory");
 	}
-	ret = open_streams(g, &resp, ts);
+	ret = open_streams(g, resp, ts);
 	if (ret) {
-		ret = tcx_fail(-EIO, "guest %s: cannot open its data streams: %s",
-			   g->sp.name, tcx_error());
-		goto fail;
+		free(ts);
+		return tcx_fail(-EIO, "guest %s: cannot open its data streams: %s",
+				g->sp.name, tcx_error());
 	}
-	tsync_start(g, &resp, timeout);
+	rec_guest_tsync_start(g, resp, timeout);
 	for (int c = 0; c < g->cpus; c++) {
 		g->st[c].t = ts[c];
 		g->st[c].open = true;
 		g->st[c].buf = malloc(READ_CHUNK + g->page_size);
-		if (!g->st[c].buf) {
-			ret = tcx_fail(-ENOMEM, "out of memory");
-			goto fail;
-		}
+		if (!g->st[c].buf)
+			ret = -ENOMEM;
 	}
-	got = tmsg_recv_data(g->ctl, meta_sink, &mb, TMSG_WAIT_MS, META_MAX);
-	if (got < 0) {
+	free(ts);
+	return ret ? tcx_fail(ret, "out of memory") : 0;
+}
+
+/* The metadata, received whole, into the guest's new file. */
+static int receive_metadata(struct rec_guest *g, const struct rec_guest_opts *o)
+{
+	struct meta_buf mb = { 0 };
+	ssize_t got;
+	int ret;
+
+	got = tmsg_recv_data(g->ctl, rec_guest_meta_sink, &mb, TMSG_WAIT_MS, META_MAX);
+	if (got < 0)
 		ret = tcx_fail((int)got, "guest %s: receiving its metadata: %s",
-			   g->sp.name, tcx_error());
-		goto fail;
-	}
-	ret = make_file(g, o, &mb);
-	if (ret)
-		goto fail;
+			       g->sp.name, tcx_error());
+	else
+		ret = rec_guest_make_file(g, o, &mb);
 	free(mb.b);
-	mb.b = NULL;
-	tsync_xen_setup(g);
+	return ret;
+}
+
+/* A thread that leaves every signal to the record command's own thread. */
+static int spawn(pthread_t *th, void *(*fn)(void *), void *arg, const char *name)
+{
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ret)
+		pthread_setname_np(*th, name);	/* for top and perf */
+	return -ret;
+}
+
+/* The summary's fixed part, then the guest's thread and its time sync thread. */
+static int start_threads(struct rec_guest *g)
+{
+	int ret;
+
 	g->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (g->wakefd < 0) {
-		ret = tcx_fail(-errno, "eventfd: %s", strerror(errno));
-		goto fail;
-	}
+	if (g->wakefd < 0)
+		return tcx_fail(-errno, "eventfd: %s", strerror(errno));
 	snprintf(g->sum.name, sizeof(g->sum.name), "%s", g->sp.name);
 	snprintf(g->sum.path, sizeof(g->sum.path), "%s", g->path);
 	g->sum.kind = g->sp.kind;
@@ -1561,53 +549,56 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o)
 	g->sum.cpus = g->cpus;
 	g->sum.traceid = g->traceid;
 	g->t0_ns = tcx_now_ns();
-	{
-		sigset_t all, old;
-
-		/* signals stay with the record command's own thread */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		ret = -pthread_create(&g->th, NULL, drain_main, g);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	}
-	if (ret) {
-		tcx_fail(ret, "cannot start a thread: %s", strerror(-ret));
-		goto fail;
-	}
+	ret = spawn(&g->th, rec_guest_drain_main, g, "tcx-guest");
+	if (ret)
+		return tcx_fail(ret, "cannot start a thread: %s", strerror(-ret));
 	g->started = true;
-	pthread_setname_np(g->th, "tcx-guest");	/* for top and perf */
 	if (g->tsh) {
-		sigset_t all, old;
-		int tret;
+		ret = spawn(&g->tth, rec_guest_tsync_main, g, "tcx-tsync");
+		if (ret)
+			rec_guest_tnote(g, "cannot start its time sync thread: %s",
+					strerror(-ret));
+		g->tstarted = !ret;
+	}
+	return 0;
+}
 
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		tret = pthread_create(&g->tth, NULL, tsync_main, g);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (tret)
-			tnote(g, "cannot start its time sync thread: %s", strerror(tret));
-		else
-			pthread_setname_np(g->tth, "tcx-tsync");
-		g->tstarted = !tret;
+int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o)
+{
+	int timeout = o->timeout_ms > 0 ? o->timeout_ms : CONNECT_MS;
+	struct tmsg_trace_resp resp = { 0 };
+	char msg[TCX_ERROR_MAX];
+	struct rec_guest *g;
+	int ret;
+
+	*out = NULL;
+	g = guest_new(o);
+	if (!g)
+		return tcx_fail(-ENOMEM, "out of memory");
+	ret = connect_agent(g, o, timeout);
+	if (!ret)
+		ret = request(g, o, &resp);
+	if (!ret)
+		ret = open_data(g, &resp, timeout);
+	if (!ret)
+		ret = receive_metadata(g, o);
+	if (!ret) {
+		rec_guest_tsync_xen_setup(g);
+		ret = start_threads(g);
 	}
 	tmsg_trace_resp_free(&resp);
-	free(ts);
-	free(path);
-	*out = g;
-	return 0;
-fail:
+	if (!ret) {
+		*out = g;
+		return 0;
+	}
 	/* the cleanup may fail too: the message is the first failure's */
 	snprintf(msg, sizeof(msg), "%s", tcx_error());
-	free(mb.b);
-	free(ts);
-	tmsg_trace_resp_free(&resp);
 	if (g->w) {
 		tdat_close(g->w);
 		g->w = NULL;
 		unlink(g->path);	/* nothing recorded: no empty file left */
 	}
 	guest_free(g);
-	free(path);
 	return tcx_fail(ret, "%s", msg);
 }
 
@@ -1732,7 +723,7 @@ int rec_guest_close(struct rec_guest *g, struct rec_guest_summary *sum)
 			 g->path, strerror(-ret));
 	}
 	/* the data is safe on disk: now the solve and TIME_SHIFT */
-	tsync_finish(g, !g->sum.error);
+	rec_guest_tsync_finish(g, !g->sum.error);
 	ret = g->sum.error;
 	if (sum)
 		*sum = g->sum;
@@ -1794,16 +785,3 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 	fputs("}}", f);
 }
 
-void rec_guest_hv_record(struct rec_guest *g, const struct rec_record *r, bool known,
-			 uint32_t dom, uint32_t vcpu, uint64_t run)
-{
-	struct tsync_hvrec t;
-
-	if (!g || !g->tsh || !g->xen_ok)
-		return;
-	t = (struct tsync_hvrec){ .tsc = r->tsc, .has_tsc = r->flags & REC_F_TSC,
-				  .event = r->event, .nr = r->nr, .dom = dom, .vcpu = vcpu,
-				  .known = known, .run = run };
-	memcpy(t.w, r->w, sizeof(t.w));
-	tsync_host_record(g->tsh, &t);
-}

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * record -A: the guest's thread. It polls the guest's per-CPU streams and
+ * its control stream, hands every whole page to time sync and to the
+ * guest file, flushes the file every second and sends CLOSE when the stop
+ * comes; a guest that stalls or dies stalls only this thread.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tdat.h"
+#include "tmsg.h"
+#include "rec-guest-local.h"
+#include "tcx-util.h"
+
+void rec_guest_note(struct rec_guest *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&g->lock);
+	if (!g->sum.note[0]) {
+		va_start(ap, fmt);
+		vsnprintf(g->sum.note, sizeof(g->sum.note), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* The whole pages in the stream's buffer into the file. */
+static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *bad)
+{
+	size_t ps = g->page_size, off = 0;
+
+	for (; s->fill - off >= ps; off += ps) {
+		int ret;
+
+		/* a page the writer refuses may still carry markers */
+		if (g->tsh)
+			tsync_host_page(g->tsh, s->buf + off, ps, (uint32_t)cpu);
+		if (g->sum.error)
+			continue;	/* the file failed: drain, drop */
+		ret = tdat_write_page(g->w, cpu, s->buf + off);
+		if (ret == -EBADMSG || ret == -ERANGE) {
+			/* one bad page from the guest: skip it, keep the rest */
+			if (ret == -ERANGE)
+				(*bad)++;
+			continue;
+		}
+		if (ret) {
+			pthread_mutex_lock(&g->lock);
+			g->sum.error = ret;
+			snprintf(g->sum.note, sizeof(g->sum.note), "%.120s: %.120s",
+				 g->path, tcx_error());
+			pthread_mutex_unlock(&g->lock);
+		}
+	}
+	if (off) {
+		s->fill -= off;
+		memmove(s->buf, s->buf + off, s->fill);
+	}
+}
+
+/* Read what stream @cpu has now; 1 progress, 0 nothing, -1 it ended. */
+static int pump(struct rec_guest *g, int cpu, uint64_t *bytes, uint64_t *bad)
+{
+	struct stream *s = &g->st[cpu];
+	size_t round = 0;
+
+	while (round < ROUND_MAX) {
+		ssize_t n = s->t->ops->read(s->t, s->buf + s->fill, READ_CHUNK + g->page_size - s->fill);
+
+		if (n == -EAGAIN || n == -EINTR)
+			return round > 0;
+		if (n <= 0) {
+			s->open = false;
+			if (n < 0)
+				rec_guest_note(g, "cpu%d: %s", cpu, strerror((int)-n));
+			return -1;
+		}
+		s->fill += (size_t)n;
+		s->bytes += (uint64_t)n;
+		*bytes += (uint64_t)n;
+		round += (size_t)n;
+		put_pages(g, cpu, s, bad);
+	}
+	return 1;
+}
+
+static void publish(struct rec_guest *g, uint64_t bytes, uint64_t bad)
+{
+	struct tdat_stats st;
+
+	tdat_get_stats(g->w, -1, &st);
+	pthread_mutex_lock(&g->lock);
+	g->sum.bytes = bytes;
+	g->sum.pages = st.pages;
+	g->sum.events = st.events;
+	g->sum.missed = st.missed;
+	g->sum.bad_pages = st.bad_pages + bad;
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* The drain thread's state between its steps. */
+struct drain {
+	struct rec_guest	*g;
+	struct pollfd		*pfd;
+	struct tmsg		*m;
+	uint64_t		bytes, bad, deadline;
+	uint64_t		next_flush, next_publish;
+	bool			closing, ctl_open, resp, lost, dirty;
+	int			nopen;
+	int			ctl_at;
+};
+
+/* Every open stream once; whether any moved. */
+static bool pump_all(struct drain *d)
+{
+	struct rec_guest *g = d->g;
+	bool progress = false;
+
+	for (int c = 0; c < g->cpus; c++) {
+		int r;
+
+		if (!g->st[c].open)
+			continue;
+		r = pump(g, c, &d->bytes, &d->bad);
+		if (r < 0) {
+			d->nopen--;
+			/* before CLOSE: the guest or its agent went away */
+			d->lost |= !d->closing;
+			if (d->lost)
+				atomic_store(&g->gone, true);
+		}
+		progress |= r != 0;
+	}
+	return progress;
+}
+
+/* rec_guest_stop() asked: CLOSE, then wait so long for the end of data. */
+static void maybe_close(struct drain *d)
+{
+	struct rec_guest *g = d->g;
+
+	if (d->closing || !atomic_load(&g->stop))
+		return;
+	d->closing = true;
+	d->deadline = tcx_now_ns() + (uint64_t)g->close_ms * 1000000ull;
+	if (d->ctl_open && tmsg_send_cmd(g->ctl, TMSG_CLOSE)) {
+		rec_guest_note(g, "CLOSE: %s", tcx_error());
+		d->ctl_open = false;
+	}
+}
+
+/* The periodic flush and counters; false once the CLOSE deadline passed. */
+static bool tick(struct drain *d, uint64_t now)
+{
+	struct rec_guest *g = d->g;
+
+	if (now >= d->next_flush) {
+		if (!g->sum.error)
+			tdat_flush(g->w);
+		d->dirty = false;
+		d->next_flush = now + FLUSH_NS;
+	}
+	if (now >= d->next_publish) {
+		publish(g, d->bytes, d->bad);
+		d->next_publish = now + PUBLISH_NS;
+	}
+	if (d->closing && now >= d->deadline) {
+		rec_guest_note(g, "no end of data %d s after CLOSE: stopped waiting", g->close_ms / 1000);
+		return false;
+	}
+	return true;
+}
+
+/* The fds to wait on: the open streams, the control channel, the wakeup. */
+static int poll_set(struct drain *d)
+{
+	struct rec_guest *g = d->g;
+	int np = 0;
+
+	for (int c = 0; c < g->cpus; c++)
+		if (g->st[c].open)
+			d->pfd[np++] = (struct pollfd){ .fd = g->st[c].t->ops->fd(g->st[c].t),
+							.events = POLLIN };
+	d->ctl_at = -1;
+	if (d->ctl_open) {
+		d->ctl_at = np;
+		d->pfd[np++] = (struct pollfd){ .fd = g->ctl->ops->fd(g->ctl), .events = POLLIN };
+	}
+	d->pfd[np++] = (struct pollfd){ .fd = g->wakefd, .events = POLLIN };
+	return np;
+}
+
+/* After the poll: the wakeup, the streams' events, the agent's answer. */
+static void after_poll(struct drain *d, int np)
+{
+	struct rec_guest *g = d->g;
+
+	if (d->pfd[np - 1].revents) {
+		uint64_t v;
+
+		if (read(g->wakefd, &v, sizeof(v)) < 0)
+			v = 0;
+	}
+	/* vchan: an event seen but no data yet must be acknowledged */
+	for (int c = 0, i = 0; c < g->cpus; c++) {
+		struct tmsg_transport *t = g->st[c].t;
+
+		if (!g->st[c].open)
+			continue;
+		if (d->pfd[i++].revents)
+			t->ops->wait(t, POLLIN, 0);
+	}
+	if (d->ctl_at >= 0 && d->pfd[d->ctl_at].revents) {
+		int ret = tmsg_recv(g->ctl, d->m, 0);
+
+		if (!ret && d->m->cmd == TMSG_CLOSE_RESP && d->closing) {
+			d->resp = true;
+		} else if (ret && ret != -ETIMEDOUT) {
+			/* the agent is gone: its streams end too */
+			d->ctl_open = false;
+			d->lost |= !d->closing;
+			if (d->lost)
+				atomic_store(&g->gone, true);
+		}
+	}
+}
+
+/* The last counters, and why the guest's side ended if it ended early. */
+static void drain_done(struct drain *d)
+{
+	struct rec_guest *g = d->g;
+
+	if (d->nopen)
+		for (int c = 0; c < g->cpus; c++)
+			if (g->st[c].open) {
+				g->st[c].open = false;
+				d->lost = true;
+			}
+	if (!g->sum.error)
+		tdat_flush(g->w);
+	publish(g, d->bytes, d->bad);
+	pthread_mutex_lock(&g->lock);
+	for (int c = 0; c < g->cpus; c++)
+		/* a page cut short: the agent died mid-page */
+		g->sum.cut_bytes += g->st[c].fill;
+	g->sum.seconds = (double)(tcx_now_ns() - g->t0_ns) / 1e9;
+	g->sum.died = d->lost || !d->resp;
+	if (g->sum.died && !g->sum.note[0])
+		snprintf(g->sum.note, sizeof(g->sum.note), "%s",
+			 d->lost ? "the guest's agent went away before the end" :
+				   "no CLOSE_RESP from the agent");
+	pthread_mutex_unlock(&g->lock);
+}
+
+void *rec_guest_drain_main(void *arg)
+{
+	struct rec_guest *g = arg;
+	struct drain d = {
+		.g = g, .pfd = calloc((size_t)g->cpus + 2, sizeof(*d.pfd)),
+		.m = malloc(sizeof(*d.m)), .next_flush = tcx_now_ns() + FLUSH_NS,
+		.ctl_open = true, .nopen = g->cpus,
+	};
+
+	if (!d.pfd || !d.m) {
+		rec_guest_note(g, "out of memory");
+		d.nopen = 0;	/* no loop: straight to the summary */
+	}
+	while (d.nopen || (d.closing && d.ctl_open && !d.resp)) {
+		bool progress = pump_all(&d);
+		uint64_t now;
+		int np;
+
+		maybe_close(&d);
+		now = tcx_now_ns();
+		if (!tick(&d, now))
+			break;
+		if (progress) {
+			d.dirty = true;
+			continue;
+		}
+		if (d.dirty && !g->sum.error) {
+			/* a quiet moment: what came is on disk, readable */
+			tdat_flush(g->w);
+			d.dirty = false;
+			d.next_flush = now + FLUSH_NS;
+		}
+		np = poll_set(&d);
+		if (poll(d.pfd, (nfds_t)np, POLL_MS) > 0)
+			after_poll(&d, np);
+	}
+	drain_done(&d);
+	free(d.pfd);
+	free(d.m);
+	atomic_store(&g->done, true);
+	return NULL;
+}
