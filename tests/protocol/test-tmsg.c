@@ -46,7 +46,7 @@ static void be32(uint8_t *p, uint32_t v)
 	p[3] = v;
 }
 
-/* ---- framing ---------------------------------------------------------- */
+/* ---- framing ---- */
 
 static void test_header_checks(void **state)
 {
@@ -135,7 +135,7 @@ static void test_truncated_decode(void **state)
 	free(d);
 }
 
-/* ---- commands --------------------------------------------------------- */
+/* ---- commands ---- */
 
 static void test_tinit_rinit(void **state)
 {
@@ -525,7 +525,7 @@ static void test_cmd_size_growth_shrink(void **state)
 	free(m);
 }
 
-/* ---- over a transport ------------------------------------------------- */
+/* ---- over a transport ---- */
 
 struct pair {
 	struct tmsg_transport *t;	/* our side */

@@ -32,7 +32,7 @@
 
 static char dir[64];
 
-/* ---- the transport alone ----------------------------------------------- */
+/* ---- the transport alone ---- */
 
 static void test_vchan_transport(void **state)
 {
@@ -82,7 +82,7 @@ static void test_vchan_transport(void **state)
 	free(m);
 }
 
-/* ---- the agent in Xen mode ---------------------------------------------- */
+/* ---- the agent in Xen mode ---- */
 
 struct agent_run {
 	struct agent_config cfg;

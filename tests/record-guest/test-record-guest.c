@@ -52,7 +52,7 @@ static const char *tcx_bin;
 static char dir[64];
 static const char *const tick_ev[] = { "tcx:tick" };
 
-/* ---- helpers --------------------------------------------------------------- */
+/* ---- helpers ---- */
 
 static int count(const char *hay, const char *needle)
 {
@@ -222,7 +222,7 @@ static struct rec_guest_opts opts(const char *spec, const char *out)
 	};
 }
 
-/* ---- the -A argument ----------------------------------------------------- */
+/* ---- the -A argument ---- */
 
 static void test_spec(void **state)
 {
@@ -292,7 +292,7 @@ static void test_spec(void **state)
 	free(p);
 }
 
-/* ---- TCP, our agent -------------------------------------------------------- */
+/* ---- TCP, our agent ---- */
 
 static void test_tcp_session(void **state)
 {
@@ -388,7 +388,7 @@ static void test_agent_killed(void **state)
 	check_report(sum.path, SIMK_CPUS, SIMK_CPUS * SIMK_PER_CPU);
 }
 
-/* ---- a fake agent that dies mid-page --------------------------------------- */
+/* ---- a fake agent that dies mid-page ---- */
 
 enum fake_mode { FAKE_DIES, FAKE_CUT_META, FAKE_V7_META, FAKE_WRONG_CPUS };
 
@@ -579,7 +579,7 @@ static void test_bad_metadata(void **state)
 	simk_free(&pages);
 }
 
-/* ---- errors ------------------------------------------------------------------ */
+/* ---- errors ---- */
 
 static void test_errors(void **state)
 {
@@ -816,7 +816,7 @@ static void test_tsync_choice(void **state)
 	stop_agent(&a, SIGTERM);
 }
 
-/* ---- vchan, our agent in Xen mode on the stand-in ------------------------------ */
+/* ---- vchan, our agent in Xen mode on the stand-in ---- */
 
 struct agent_run {
 	struct agent_config cfg;

@@ -131,7 +131,7 @@ static void consume(struct fix *f, unsigned int c)
 	cpu_buf(f, c)->cons = cpu_buf(f, c)->prod;
 }
 
-/* ---- layout ---------------------------------------------------------- */
+/* ---- layout ---- */
 
 static void test_tinfo_layout(void **state)
 {
@@ -198,7 +198,7 @@ static void test_size_one_shot(void **state)
 	fix_free(f);
 }
 
-/* ---- records ---------------------------------------------------------- */
+/* ---- records ---- */
 
 static void test_record_format(void **state)
 {

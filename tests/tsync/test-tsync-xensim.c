@@ -514,7 +514,7 @@ static void test_xen_protocol(void **state)
 	tlib_sim_cleanup(&sim);
 }
 
-/* ---- a guest of two vCPUs: each round on the vCPU the agent pinned to ------ */
+/* ---- a guest of two vCPUs: each round on the vCPU the agent pinned to ---- */
 
 #define SMP_CPUS	2
 
@@ -1075,7 +1075,7 @@ static void test_agent_ptp(void **state)
 	tlib_sim_cleanup(&sim);
 }
 
-/* ---- record -A with time sync: rec_guest drives tsync_host ------------------ */
+/* ---- record -A with time sync: rec_guest drives tsync_host ---- */
 
 struct hvtap {
 	struct rec_vcpus	*v;
@@ -1286,7 +1286,7 @@ static void test_rec_guest(void **state)
 	tlib_sim_cleanup(&sim);
 }
 
-/* ---- the record command end to end: record --xen -A 1 -A 3 ----------------- */
+/* ---- the record command end to end: record --xen -A 1 -A 3 ---- */
 
 /*
  * The whole path through the record command on xensim: our agents in a
