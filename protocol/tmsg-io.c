@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "tcx-util.h"
@@ -17,13 +18,13 @@ void tmsg_close(struct tmsg_transport *t)
 		t->ops->close(t);
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax()	__builtin_ia32_pause()
-#else
-#define cpu_relax()	do { } while (0)
-#endif
-
-/* Poll for input for up to t->spin_us; true once it is there. */
+/*
+ * Poll for input for up to t->spin_us; true once it is there. Between looks
+ * the CPU is offered to whatever else is runnable on it: the peer may be
+ * waiting for this very CPU (both ends of a probe on one CPU, one of them
+ * pinned there), and a busy loop would make it wait out the whole spin,
+ * each way. With nothing else to run, sched_yield() returns at once.
+ */
 static bool spin_in(struct tmsg_transport *t)
 {
 	uint64_t end = tcx_now_ns() + (uint64_t)t->spin_us * 1000;
@@ -31,7 +32,7 @@ static bool spin_in(struct tmsg_transport *t)
 	do {
 		if (t->ops->ready ? t->ops->ready(t, POLLIN) : t->ops->wait(t, POLLIN, 0) == 1)
 			return true;
-		cpu_relax();
+		sched_yield();
 	} while (tcx_now_ns() < end);
 	return false;
 }

@@ -359,9 +359,10 @@ struct tmsg_transport_ops {
  * @name:	names the peer in errors ("tcp 10.0.0.2:823", "vchan d3/ctl")
  * @io_timeout_ms: the longest a started message (read) or any write may
  *		make no progress before the session is given up (-1: never)
- * @spin_us:	before a read blocks, poll for input this long (0: never);
- *		time sync's probes set it, as a stamp taken after a wake-up
- *		is late by the scheduler's latency, unevenly each way
+ * @spin_us:	before a read blocks, poll for input this long (0: never),
+ *		yielding the CPU between looks; time sync's probes set it,
+ *		as a stamp taken after a wake-up is late by the scheduler's
+ *		latency, unevenly each way
  */
 struct tmsg_transport {
 	const struct tmsg_transport_ops *ops;
