@@ -34,6 +34,12 @@ def defined(name, text):
     return re.search(pat, text) is not None
 
 
+every = set()
+for d, dirs, files in os.walk(root):
+    dirs[:] = [x for x in dirs if not x.startswith(('.', 'build'))]
+    for f in files + dirs:
+        every.add(os.path.relpath(os.path.join(d, f), root))
+
 checks = []
 seen = set()
 for s in spans:
@@ -58,8 +64,9 @@ for kind, s, path, name in checks:
     seen.add(s)
     n += 1
     if kind == 'path':
-        ok = os.path.exists(os.path.join(root, path)) or any(
-            k.endswith('/' + path) or k == path for k in sources)
+        p = path.rstrip('/')
+        ok = os.path.exists(os.path.join(root, p)) or any(
+            k.endswith('/' + p) for k in every)
     elif kind == 'func-in':
         ok = path in sources and defined(name, sources[path])
     else:
