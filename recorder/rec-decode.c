@@ -66,7 +66,6 @@ struct rec_stream {
 	int			nheap;
 	int			max_seen;	/* highest pCPU seen or expected */
 	size_t			queued;		/* raw bytes queued in total */
-	uint64_t		barrier;
 	int			waiting;	/* pCPUs seen or expected, no TSC fed yet */
 	uint64_t		last_emitted;
 	bool			emitted_any;
@@ -353,14 +352,14 @@ static uint64_t watermark(const struct rec_stream *s)
 	uint64_t wm = UINT64_MAX;
 
 	if (s->waiting)
-		return s->barrier;
+		return 0;
 	for (int i = 0; i <= s->max_seen; i++) {
 		const struct cpu_q *c = &s->cpus[i];
 
 		if (c->seen && c->last_fed < wm)
 			wm = c->last_fed;
 	}
-	return wm > s->barrier ? wm : s->barrier;
+	return wm;
 }
 
 static void drain(struct rec_stream *s, bool all)
@@ -665,15 +664,6 @@ int rec_stream_end_window(struct rec_stream *s, int cpu)
 	s->st.cut_bytes += s->cpus[cpu].carry_len;
 	s->cpus[cpu].carry_len = 0;
 	s->st.windows++;
-	if (!s->p.unordered)
-		drain(s, false);
-	return 0;
-}
-
-int rec_stream_barrier(struct rec_stream *s, uint64_t tsc)
-{
-	if (tsc > s->barrier)
-		s->barrier = tsc;
 	if (!s->p.unordered)
 		drain(s, false);
 	return 0;

@@ -72,8 +72,7 @@ typedef void (*rec_emit_fn)(void *ctx, const struct rec_record *r);
  *		pCPU, as a trace.dat's CPU buffers are (readers merge them by
  *		time). Nothing is queued but the records that wait for their
  *		pCPU's first TSC (REC_NO_TSC_HOLD), so nothing is late and no
- *		other bound applies; rec_stream_expect() and
- *		rec_stream_barrier() are moot
+ *		other bound applies; rec_stream_expect() is moot
  */
 struct rec_stream_params {
 	int		max_cpus;
@@ -122,14 +121,6 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
  * Emits what the merge allows.
  */
 int rec_stream_end_window(struct rec_stream *s, int cpu);
-
-/**
- * rec_stream_barrier - every pCPU has delivered all records up to @tsc
- *
- * For a live reader that drained every buffer: lets records up to @tsc out
- * even while some pCPUs stay silent.
- */
-int rec_stream_barrier(struct rec_stream *s, uint64_t tsc);
 
 /**
  * rec_stream_expect - pCPU @cpu will send data: hold back records of the

@@ -362,31 +362,6 @@ static void test_stream_no_tsc_per_cpu(void **state)
 	no_tsc_run(true, true);
 }
 
-/* the live reader's barrier: records out up to it while a pCPU is silent */
-static void test_stream_barrier(void **state)
-{
-	struct sink *k = calloc(1, sizeof(*k));
-	struct rec_stream *s = rec_stream_new(NULL, collect, k);
-	struct buf a = { 0 };
-
-	rec_stream_expect(s, 0);
-	rec_stream_expect(s, 1);
-	for (int i = 1; i <= 5; i++)
-		rec(&a, TRC_PM_FREQ_CHANGE, true, 10 * i, 0);
-	rec_stream_feed(s, 0, a.b, a.len);
-	rec_stream_end_window(s, 0);
-	assert_int_equal(k->n, 0);
-	rec_stream_barrier(s, 30);
-	assert_int_equal(k->n, 3);
-	assert_int_equal(k->r[2].tsc, 30);
-	assert_true(rec_stream_has_data(s, 0));
-	assert_false(rec_stream_has_data(s, 1));
-	rec_stream_finish(s);
-	assert_int_equal(k->n, 5);
-	rec_stream_free(s);
-	free(k);
-}
-
 /* ---- the catalogue ---- */
 
 static void test_catalogue_formats(void **state)
@@ -548,7 +523,6 @@ int main(void)
 		cmocka_unit_test(test_stream_edges),
 		cmocka_unit_test(test_stream_per_cpu),
 		cmocka_unit_test(test_stream_bound),
-		cmocka_unit_test(test_stream_barrier),
 		cmocka_unit_test(test_stream_no_tsc_merge),
 		cmocka_unit_test(test_stream_no_tsc_per_cpu),
 		cmocka_unit_test(test_catalogue_formats),
