@@ -28,33 +28,7 @@
 
 void agent_cleanup_stale(FILE *log)
 {
-	char path[512];
-	const char *top = tracefs_tracing_dir();
-	struct dirent *d;
-	DIR *dir;
-
-	if (!top)
-		return;
-	snprintf(path, sizeof(path), "%s/instances", top);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((d = readdir(dir))) {
-		char *end;
-		long pid;
-
-		if (strncmp(d->d_name, INSTANCE_PREFIX, strlen(INSTANCE_PREFIX)))
-			continue;
-		pid = strtol(d->d_name + strlen(INSTANCE_PREFIX), &end, 10);
-		if (pid <= 0 || (*end && *end != '-'))
-			continue;
-		if (!kill((pid_t)pid, 0) || errno != ESRCH)
-			continue;	/* still running */
-		snprintf(path, sizeof(path), "%s/instances/%s", top, d->d_name);
-		if (!rmdir(path))
-			fprintf(log, "agent: removed stale instance %s\n", d->d_name);
-	}
-	closedir(dir);
+	tdat_remove_stale_instances(INSTANCE_PREFIX, log, "agent");
 }
 
 bool agent_is_tracefs(const char *dir)

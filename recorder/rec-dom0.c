@@ -38,34 +38,7 @@ struct rec_dom0 {
 
 void rec_dom0_cleanup_stale(FILE *log)
 {
-	const char *top = tracefs_tracing_dir();
-	char path[512];
-	struct dirent *d;
-	DIR *dir;
-
-	if (!top)
-		return;
-	snprintf(path, sizeof(path), "%s/instances", top);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((d = readdir(dir))) {
-		char *end;
-		long pid;
-
-		if (strncmp(d->d_name, INSTANCE_PREFIX, strlen(INSTANCE_PREFIX)))
-			continue;
-		pid = strtol(d->d_name + strlen(INSTANCE_PREFIX), &end, 10);
-		if (pid <= 0 || *end)
-			continue;
-		if (!kill((pid_t)pid, 0) || errno != ESRCH)
-			continue;	/* its recorder still runs */
-		snprintf(path, sizeof(path), "%s/instances/%s", top, d->d_name);
-		if (!rmdir(path) && log)
-			fprintf(log, "trace-cmd-xen record: removed the instance %s a previous "
-				"run left behind\n", d->d_name);
-	}
-	closedir(dir);
+	tdat_remove_stale_instances(INSTANCE_PREFIX, log, "trace-cmd-xen record");
 }
 
 /* Every task of dom0 now, and what the kernel remembers of earlier ones. */

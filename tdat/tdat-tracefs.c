@@ -4,9 +4,13 @@
  * formats of what an instance has on. The agent (a guest's ftrace) and the
  * recorder (dom0's) record local instances the same way.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tracefs.h>
 
@@ -28,6 +32,39 @@ static void glob_regex(char *dst, size_t len, const char *s, size_t n)
 	}
 	dst[o++] = '$';
 	dst[o] = 0;
+}
+
+void tdat_remove_stale_instances(const char *prefix, FILE *log, const char *who)
+{
+	const char *top = tracefs_tracing_dir();
+	size_t plen = strlen(prefix);
+	char path[512];
+	struct dirent *d;
+	DIR *dir;
+
+	if (!top)
+		return;
+	snprintf(path, sizeof(path), "%s/instances", top);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		char *end;
+		long pid;
+
+		if (strncmp(d->d_name, prefix, plen))
+			continue;
+		pid = strtol(d->d_name + plen, &end, 10);
+		if (pid <= 0 || (*end && *end != '-'))
+			continue;
+		if (!kill((pid_t)pid, 0) || errno != ESRCH)
+			continue;	/* its owner still runs */
+		snprintf(path, sizeof(path), "%s/instances/%s", top, d->d_name);
+		if (!rmdir(path) && log)
+			fprintf(log, "%s: removed the instance %s a previous run left behind\n",
+				who, d->d_name);
+	}
+	closedir(dir);
 }
 
 int tdat_enable_event(struct tracefs_instance *inst, const char *spec)

@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Bits of a ring-buffer page's commit word. */
 #define TDAT_COMMIT_MASK	((1u << 27) - 1)
@@ -333,6 +334,14 @@ int tdat_append_close(struct tdat_appender *a);
 /* ---- from a live tracefs instance (tdat-tracefs.c, libtracefs) ---- */
 
 struct tracefs_instance;
+
+/**
+ * tdat_remove_stale_instances - rmdir the tracefs instances named @prefix
+ * followed by the pid of a process that no longer exists (and, optionally,
+ * '-' and more): what a recorder or agent killed outright left behind.
+ * Each one removed is said on @log (NULL: quietly) after "@who: ".
+ */
+void tdat_remove_stale_instances(const char *prefix, FILE *log, const char *who);
 
 /**
  * tdat_enable_event - trace-cmd's -e in @inst: "sys:event", or a name as a
