@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tcx-util.h"
 #include "xsim.h"
 
 static volatile int stop;
@@ -76,15 +77,14 @@ int main(int argc, char **argv)
 	struct xsim_conf c;
 	struct xsim_host *h;
 	const char *dir = NULL;
-	char err[256];
 	int ret;
 
 	if (argc < 3)
 		return usage();
 	if (!strcmp(argv[1], "stop"))
 		return stop_host(argv[2]);
-	if (xsim_conf_load(argv[2], &c, err, sizeof(err))) {
-		fprintf(stderr, "xensim: %s: %s\n", argv[2], err);
+	if (xsim_conf_load(argv[2], &c)) {
+		fprintf(stderr, "xensim: %s\n", tcx_error());
 		return 1;
 	}
 	if (!strcmp(argv[1], "check"))

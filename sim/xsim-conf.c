@@ -14,22 +14,22 @@
 
 #include <cpuid.h>
 
+#include "tcx-util.h"
 #include "xsim.h"
 
-static void set_err(char *err, size_t len, unsigned int line,
-		    const char *fmt, ...)
-{
-	va_list ap;
-	int n;
+/* tcx_fail() with the message prefixed by "line N: "; returns @err. */
+static int line_fail(int err, unsigned int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-	if (!err || !len)
-		return;
-	n = snprintf(err, len, "line %u: ", line);
-	if (n < 0 || (size_t)n >= len)
-		return;
+static int line_fail(int err, unsigned int line, const char *fmt, ...)
+{
+	char msg[TCX_ERROR_MAX];
+	va_list ap;
+
 	va_start(ap, fmt);
-	vsnprintf(err + n, len - n, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	return tcx_fail(err, "line %u: %s", line, msg);
 }
 
 static char *trim(char *s)
@@ -300,49 +300,37 @@ static void dom_defaults(struct xsim_dom_conf *d, const char *name,
 	d->block_us = 2000;
 }
 
-static int check(struct xsim_conf *c, char *err, size_t errlen,
-		 unsigned int line)
+static int check(struct xsim_conf *c, unsigned int line)
 {
-	if (!c->ndoms || c->dom[0].domid != 0) {
-		set_err(err, errlen, line, "the first domain must be domid 0");
-		return -EINVAL;
-	}
+	if (!c->ndoms || c->dom[0].domid != 0)
+		return line_fail(-EINVAL, line, "the first domain must be domid 0");
 	for (unsigned int i = 0; i < c->ndoms; i++)
 		for (unsigned int j = 0; j < i; j++)
 			if (c->dom[i].domid == c->dom[j].domid ||
-			    !strcmp(c->dom[i].name, c->dom[j].name)) {
-				set_err(err, errlen, line,
-					"domain %s: duplicate name or domid",
-					c->dom[i].name);
-				return -EINVAL;
-			}
+			    !strcmp(c->dom[i].name, c->dom[j].name))
+				return line_fail(-EINVAL, line,
+						 "domain %s: duplicate name or domid",
+						 c->dom[i].name);
 	for (unsigned int i = 0; i < c->ndoms; i++)
 		if (c->dom[i].type == XSIM_PV &&
-		    (c->dom[i].nchanges || c->dom[i].drift_ppm)) {
-			set_err(err, errlen, line,
-				"domain %s: a PV domain reads the host TSC (no offset_change, no drift_ppm)",
-				c->dom[i].name);
-			return -EINVAL;
-		}
-	if (c->dom[0].type == XSIM_HVM) {
-		set_err(err, errlen, line, "dom0 cannot be HVM");
-		return -EINVAL;
-	}
+		    (c->dom[i].nchanges || c->dom[i].drift_ppm))
+			return line_fail(-EINVAL, line,
+					 "domain %s: a PV domain reads the host TSC (no offset_change, no drift_ppm)",
+					 c->dom[i].name);
+	if (c->dom[0].type == XSIM_HVM)
+		return line_fail(-EINVAL, line, "dom0 cannot be HVM");
 	return 0;
 }
 
-int xsim_conf_parse(const char *text, struct xsim_conf *c, char *err,
-		    size_t errlen)
+int xsim_conf_parse(const char *text, struct xsim_conf *c)
 {
 	char *copy = strdup(text), *save = NULL, *raw;
 	struct xsim_dom_conf *d = NULL;
 	unsigned int line = 0;
-	int ret = -EINVAL;
+	int ret;
 
-	if (!copy) {
-		set_err(err, errlen, 0, "out of memory");
-		return -ENOMEM;
-	}
+	if (!copy)
+		return tcx_fail(-ENOMEM, "out of memory");
 	defaults(c);
 	/* strtok_r would merge blank lines and miscount; split by hand. */
 	for (raw = copy; raw; raw = save) {
@@ -361,7 +349,7 @@ int xsim_conf_parse(const char *text, struct xsim_conf *c, char *err,
 			char *e = strchr(l, ']'), *name;
 
 			if (!e || *trim(e + 1)) {
-				set_err(err, errlen, line, "bad section");
+				ret = line_fail(-EINVAL, line, "bad section");
 				goto out;
 			}
 			*e = '\0';
@@ -371,11 +359,11 @@ int xsim_conf_parse(const char *text, struct xsim_conf *c, char *err,
 				continue;
 			}
 			if (strncmp(name, "domain", 6) || !isspace((unsigned char)name[6])) {
-				set_err(err, errlen, line, "unknown section %s", name);
+				ret = line_fail(-EINVAL, line, "unknown section %s", name);
 				goto out;
 			}
 			if (c->ndoms >= XSIM_MAX_DOMAINS) {
-				set_err(err, errlen, line, "too many domains");
+				ret = line_fail(-EINVAL, line, "too many domains");
 				goto out;
 			}
 			d = &c->dom[c->ndoms];
@@ -384,25 +372,24 @@ int xsim_conf_parse(const char *text, struct xsim_conf *c, char *err,
 		}
 		eq = strchr(l, '=');
 		if (!eq) {
-			set_err(err, errlen, line, "expected key = value");
+			ret = line_fail(-EINVAL, line, "expected key = value");
 			goto out;
 		}
 		*eq = '\0';
 		k = trim(l);
 		v = trim(eq + 1);
 		if (d ? dom_key(d, k, v) : host_key(c, k, v)) {
-			set_err(err, errlen, line, "bad %s = %s", k, v);
+			ret = line_fail(-EINVAL, line, "bad %s = %s", k, v);
 			goto out;
 		}
 	}
-	ret = check(c, err, errlen, line);
+	ret = check(c, line);
 out:
 	free(copy);
 	return ret;
 }
 
-int xsim_conf_load(const char *path, struct xsim_conf *c, char *err,
-		   size_t errlen)
+int xsim_conf_load(const char *path, struct xsim_conf *c)
 {
 	FILE *f = fopen(path, "r");
 	char *text = NULL;
@@ -411,27 +398,26 @@ int xsim_conf_load(const char *path, struct xsim_conf *c, char *err,
 
 	if (!f) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
-		return ret;
+		return tcx_fail(ret, "%s: %s", path, strerror(-ret));
 	}
 	text = calloc(1, 1 << 20);
 	if (!text) {
 		fclose(f);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return tcx_fail(-ENOMEM, "%s: out of memory", path);
 	}
 	len = fread(text, 1, (1 << 20) - 1, f);
 	if (ferror(f)) {
 		fclose(f);
 		free(text);
-		snprintf(err, errlen, "%s: read error", path);
-		return -EIO;
+		return tcx_fail(-EIO, "%s: read error", path);
 	}
 	fclose(f);
 	text[len] = '\0';
-	ret = xsim_conf_parse(text, c, err, errlen);
+	ret = xsim_conf_parse(text, c);
 	free(text);
-	return ret;
+	if (ret)
+		return tcx_fail(ret, "%s: %s", path, tcx_error());
+	return 0;
 }
 
 unsigned int xsim_frac_bits(enum xsim_vendor v)

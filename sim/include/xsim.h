@@ -223,27 +223,22 @@ struct xsim_conf {
  * xsim_conf_load - parse a host description
  * @path:	the file
  * @c:		out
- * @err:	out, a message on failure
- * @errlen:	size of @err
  *
- * Returns 0, or a negative errno with a message in @err: -EINVAL for a
- * bad description (the message names the line), -ENOMEM, -EIO, or the
- * -errno of fopen.
+ * Returns 0, or a negative errno with a message, prefixed by @path, in the
+ * calling thread's tcx_error(): -EINVAL for a bad description (the message
+ * names the line), -ENOMEM, -EIO, or the -errno of fopen.
  */
-int xsim_conf_load(const char *path, struct xsim_conf *c, char *err,
-		   size_t errlen);
+int xsim_conf_load(const char *path, struct xsim_conf *c);
 
 /**
  * xsim_conf_parse - parse a host description held in memory
  * @text:	NUL-terminated contents
  * @c:		out
- * @err:	out, a message on failure
- * @errlen:	size of @err
  *
- * Returns 0, -EINVAL with a message naming the line, or -ENOMEM.
+ * Returns 0, -EINVAL with a message naming the line ("line N: ...") in the
+ * calling thread's tcx_error(), or -ENOMEM.
  */
-int xsim_conf_parse(const char *text, struct xsim_conf *c, char *err,
-		    size_t errlen);
+int xsim_conf_parse(const char *text, struct xsim_conf *c);
 
 /** xsim_frac_bits - TSC ratio fraction bits: 48 Intel, 32 AMD */
 unsigned int xsim_frac_bits(enum xsim_vendor v);
