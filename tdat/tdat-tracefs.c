@@ -61,7 +61,7 @@ void tdat_remove_stale_instances(const char *prefix, FILE *log, const char *who)
 			continue;	/* its owner still runs */
 		snprintf(path, sizeof(path), "%s/instances/%s", top, d->d_name);
 		if (!rmdir(path) && log)
-			fprintf(log, "%s: removed the instance %s a previous run left behind\n",
+			fprintf(log, "%s: removed stale instance %s (its owner is gone)\n",
 				who, d->d_name);
 	}
 	closedir(dir);
