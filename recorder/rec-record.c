@@ -32,6 +32,7 @@
 
 #include "recorder-internal.h"
 #include "tcx-util.h"
+#include "tsync.h"
 #include "tdat.h"
 
 #define MAX_DOMS	1024
@@ -472,7 +473,10 @@ static void drain(struct session *ss)
 /* time sync with the guests: their markers are in the hypervisor's records */
 static bool guests_sync(const struct rec_record_opts *o)
 {
-	return o->nr_guests && (!o->tsync || strcmp(o->tsync, "none"));
+	const char *names[8];
+
+	/* the command line checked the offer; "none" offers nothing */
+	return o->nr_guests && tsync_parse_offer(o->tsync, names, 8) > 0;
 }
 
 /*
