@@ -139,7 +139,7 @@ static void test_recv_dribbled(void **state)
 	assert_non_null(m);
 	/* The whole message due within io_timeout_ms of its first byte. */
 	t = start(&d, wire, len, 1);
-	ret = tmsg_recv(t, m, 5000);
+	ret = tmsg_recv(t, m, DEADLINE_MS);
 	assert_cut_short(stop(&d, t), LIMIT);
 	assert_int_equal(ret, -EPROTO);
 	assert_non_null(strstr(tcx_error(), "past the deadline"));
