@@ -17,6 +17,7 @@ int tmsg_host_request(struct tmsg_transport *ctl,
 		      struct tmsg_trace_resp *resp, int timeout_ms,
 		      char *why, size_t why_len)
 {
+	uint64_t deadline = tmsg_deadline(timeout_ms);
 	struct tmsg *m = malloc(sizeof(*m));
 	int ret;
 
@@ -29,7 +30,8 @@ int tmsg_host_request(struct tmsg_transport *ctl,
 	if (!ret)
 		ret = tmsg_send(ctl, m);
 	if (!ret)
-		ret = tmsg_recv(ctl, m, timeout_ms);
+		/* The whole answer within @timeout_ms, not each byte. */
+		ret = tmsg_recv_by(ctl, m, deadline);
 	if (!ret && m->cmd == TMSG_NOT_SUPP) {
 		/* An agent that refuses: keep its reason if it is sane. */
 		if (tmsg_parse_not_supp(m, why, why_len) && why_len)
@@ -109,6 +111,7 @@ int tmsg_fd_sink(void *arg, const void *buf, size_t len)
 
 int tmsg_host_close(struct tmsg_transport *ctl, int timeout_ms)
 {
+	uint64_t deadline = tmsg_deadline(timeout_ms);
 	struct tmsg *m = malloc(sizeof(*m));
 	int ret;
 
@@ -116,7 +119,7 @@ int tmsg_host_close(struct tmsg_transport *ctl, int timeout_ms)
 		return tcx_fail(-ENOMEM, "out of memory");
 	ret = tmsg_send_cmd(ctl, TMSG_CLOSE);
 	if (!ret)
-		ret = tmsg_wait_for(ctl, TMSG_CLOSE_RESP, m, timeout_ms);
+		ret = tmsg_wait_until(ctl, TMSG_CLOSE_RESP, m, deadline);
 	free(m);
 	return ret;
 }

@@ -40,6 +40,24 @@ uint32_t tmsg_fixed_size(uint32_t cmd);
 /* Append @len bytes to the payload, or -EMSGSIZE. */
 int tmsg_append(struct tmsg *m, const void *data, size_t len);
 
+/* tcx_now_ns() + @timeout_ms, TMSG_FOREVER for a negative one. */
+uint64_t tmsg_deadline(int timeout_ms);
+
+/*
+ * Read exactly @len bytes before @deadline_ns (tcx_now_ns() time,
+ * TMSG_FOREVER: none): -ETIMEDOUT once it passed, however many bytes came
+ * meanwhile; @what names the read in that message.
+ */
+int tmsg_read_until(struct tmsg_transport *t, void *buf, size_t len,
+		    uint64_t deadline_ns, const char *what);
+
+/*
+ * One whole message before @deadline_ns; -ETIMEDOUT if it did not all come
+ * (the stream is then out of step unless nothing came at all).
+ */
+int tmsg_recv_by(struct tmsg_transport *t, struct tmsg *m,
+		 uint64_t deadline_ns);
+
 /* Milliseconds on CLOCK_MONOTONIC (tcx_now_ns() for nanoseconds). */
 int64_t tmsg_now_ms(void);
 

@@ -5,6 +5,7 @@
  * `listen` V3 handshake.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -56,19 +57,45 @@ static int wait_io(struct tmsg_transport *t, short events, int timeout_ms,
 	return 0;
 }
 
-int tmsg_read_full(struct tmsg_transport *t, void *buf, size_t len,
-		   int timeout_ms)
+uint64_t tmsg_deadline(int timeout_ms)
 {
+	if (timeout_ms < 0)
+		return TMSG_FOREVER;
+	return tcx_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+/* What is left until @deadline_ns, in whole ms rounded up; -1 for ever. */
+static int ms_until(uint64_t deadline_ns, uint64_t now)
+{
+	uint64_t ms;
+
+	if (deadline_ns == TMSG_FOREVER)
+		return -1;
+	if (now >= deadline_ns)
+		return 0;
+	ms = (deadline_ns - now + 999999) / 1000000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/*
+ * Read exactly @len bytes before @deadline_ns. Bytes that arrive do not
+ * move the deadline: a peer that trickles them in fails the same as one
+ * that sends nothing. @what names the read in the message of a miss.
+ */
+int tmsg_read_until(struct tmsg_transport *t, void *buf, size_t len,
+		    uint64_t deadline_ns, const char *what)
+{
+	uint64_t start = tcx_now_ns();
 	uint8_t *p = buf;
 	size_t done = 0;
-	int wait_ms = timeout_ms;
 
 	while (done < len) {
 		ssize_t n = t->ops->read(t, p + done, len - done);
+		uint64_t now;
+		int left;
 
 		if (n > 0) {
 			done += n;
-			wait_ms = t->io_timeout_ms;
 			continue;
 		}
 		if (n == 0)
@@ -80,11 +107,25 @@ int tmsg_read_full(struct tmsg_transport *t, void *buf, size_t len,
 		if (n != -EAGAIN)
 			return tcx_fail((int)n, "%s: read: %s", t->name,
 					 strerror((int)-n));
-		n = wait_io(t, POLLIN, wait_ms, "read");
-		if (n)
+		/* Checked on every turn, whatever woke the wait. */
+		now = tcx_now_ns();
+		left = ms_until(deadline_ns, now);
+		if (!left)
+			return tcx_fail(-ETIMEDOUT,
+					 "%s: reading %s: %zu of %zu bytes came in %llu ms, past the deadline",
+					 t->name, what, done, len,
+					 (unsigned long long)((now - start) / 1000000));
+		n = wait_io(t, POLLIN, left, "read");
+		if (n && n != -ETIMEDOUT)
 			return (int)n;
 	}
 	return 0;
+}
+
+int tmsg_read_full(struct tmsg_transport *t, void *buf, size_t len,
+		   int timeout_ms)
+{
+	return tmsg_read_until(t, buf, len, tmsg_deadline(timeout_ms), "data");
 }
 
 int tmsg_write_full(struct tmsg_transport *t, const void *buf, size_t len)
@@ -139,31 +180,44 @@ int tmsg_send_cmd(struct tmsg_transport *t, uint32_t cmd)
 	return tmsg_write_full(t, buf, TMSG_HDR_SIZE + fixed);
 }
 
-int tmsg_recv(struct tmsg_transport *t, struct tmsg *m, int timeout_ms)
+/*
+ * One message: its first byte before @first_ns, all of it before @end_ns
+ * (0: t->io_timeout_ms after the first byte, or @first_ns if later).
+ * -ETIMEDOUT either way; *@stalled says whether bytes were consumed, so
+ * that the stream is out of step.
+ */
+static int recv_msg(struct tmsg_transport *t, struct tmsg *m,
+		    uint64_t first_ns, uint64_t end_ns, bool *stalled)
 {
 	uint8_t buf[TMSG_MAX_LEN];
 	uint32_t size;
 	ssize_t n;
 	int ret;
 
-	/* The first byte within the caller's time: nothing is consumed
-	 * before it, so the caller may simply try again. */
-	ret = tmsg_read_full(t, buf, 1, timeout_ms);
+	*stalled = false;
+	if (end_ns && end_ns < first_ns)
+		first_ns = end_ns;
+	ret = tmsg_read_until(t, buf, 1, first_ns, "a message");
 	if (ret)
 		return ret;
-	ret = tmsg_read_full(t, buf + 1, TMSG_HDR_SIZE - 1, t->io_timeout_ms);
+	if (!end_ns) {
+		end_ns = tmsg_deadline(t->io_timeout_ms);
+		if (end_ns < first_ns)
+			end_ns = first_ns;
+	}
+	ret = tmsg_read_until(t, buf + 1, TMSG_HDR_SIZE - 1, end_ns,
+			      "a message header");
 	if (!ret) {
 		ret = tmsg_check_header(buf, &size);
 		if (ret)
 			return tcx_fail(ret, "%s: invalid message: %s",
 					 t->name, tcx_error());
-		ret = tmsg_read_full(t, buf + TMSG_HDR_SIZE,
-				     size - TMSG_HDR_SIZE, t->io_timeout_ms);
+		ret = tmsg_read_until(t, buf + TMSG_HDR_SIZE,
+				      size - TMSG_HDR_SIZE, end_ns,
+				      tmsg_cmd_name(get_be32(buf + 4)));
 	}
 	if (ret == -ETIMEDOUT)
-		/* A started message that stalls: the stream is out of step. */
-		return tcx_fail(-EPROTO, "%s: the peer stalled mid-message",
-				 t->name);
+		*stalled = true;
 	if (ret)
 		return ret;
 	n = tmsg_decode(m, buf, size);
@@ -171,6 +225,39 @@ int tmsg_recv(struct tmsg_transport *t, struct tmsg *m, int timeout_ms)
 		return tcx_fail((int)n, "%s: invalid message: %s", t->name,
 				 tcx_error());
 	return 0;
+}
+
+/* A started message that missed its deadline: the stream is out of step. */
+static int stalled_msg(struct tmsg_transport *t)
+{
+	return tcx_fail(-EPROTO, "%s: the peer stalled mid-message (%s)",
+			 t->name, tcx_error());
+}
+
+int tmsg_recv(struct tmsg_transport *t, struct tmsg *m, int timeout_ms)
+{
+	bool stalled;
+	int ret = recv_msg(t, m, tmsg_deadline(timeout_ms), 0, &stalled);
+
+	return stalled ? stalled_msg(t) : ret;
+}
+
+int tmsg_recv_by(struct tmsg_transport *t, struct tmsg *m,
+		 uint64_t deadline_ns)
+{
+	bool stalled;
+
+	return recv_msg(t, m, deadline_ns, deadline_ns, &stalled);
+}
+
+int tmsg_recv_until(struct tmsg_transport *t, struct tmsg *m, int first_ms,
+		    uint64_t deadline_ns)
+{
+	bool stalled;
+	int ret = recv_msg(t, m, tmsg_deadline(first_ms), deadline_ns,
+			   &stalled);
+
+	return stalled ? stalled_msg(t) : ret;
 }
 
 /* Enough to tolerate a confused peer, few enough not to loop for ever. */
@@ -197,13 +284,35 @@ static int unexpected_msg(struct tmsg_transport *t, const struct tmsg *m,
 	return tmsg_send_cmd(t, TMSG_NOT_SUPP);
 }
 
+int tmsg_wait_until(struct tmsg_transport *t, uint32_t cmd, struct tmsg *m,
+		    uint64_t deadline_ns)
+{
+	int unexpected = 0;
+
+	for (;;) {
+		bool stalled;
+		int ret = recv_msg(t, m, deadline_ns, deadline_ns, &stalled);
+
+		if (ret)
+			return ret;
+		if (m->cmd == cmd)
+			return 0;
+		ret = unexpected_msg(t, m, &unexpected, tmsg_cmd_name(cmd));
+		if (ret)
+			return ret;
+	}
+}
+
 int tmsg_wait_for(struct tmsg_transport *t, uint32_t cmd, struct tmsg *m,
 		  int timeout_ms)
 {
 	int unexpected = 0;
 
+	if (timeout_ms >= 0)
+		return tmsg_wait_until(t, cmd, m, tmsg_deadline(timeout_ms));
+	/* For ever: each message still within t->io_timeout_ms. */
 	for (;;) {
-		int ret = tmsg_recv(t, m, timeout_ms);
+		int ret = tmsg_recv(t, m, -1);
 
 		if (ret)
 			return ret;
@@ -243,14 +352,27 @@ ssize_t tmsg_recv_data(struct tmsg_transport *t, tmsg_data_sink sink,
 		       void *arg, int timeout_ms, uint64_t max_bytes)
 {
 	struct tmsg *m = malloc(sizeof(*m));
-	uint64_t total = 0;
+	uint64_t start = tcx_now_ns();
+	uint64_t deadline = tmsg_deadline(timeout_ms);
+	uint64_t total = 0, msgs = 0;
 	int unexpected = 0;
+	bool stalled;
 	int ret;
 
 	if (!m)
 		return tcx_fail(-ENOMEM, "out of memory");
+	/* One deadline for the whole sequence, however the peer paces it. */
 	for (;;) {
-		ret = tmsg_recv(t, m, timeout_ms);
+		ret = recv_msg(t, m, deadline, deadline, &stalled);
+		if (ret == -ETIMEDOUT) {
+			tcx_fail(ret, "%s: the data (SEND_DATA until FIN_DATA) was not all there after %llu ms: %llu bytes in %llu messages%s",
+				 t->name,
+				 (unsigned long long)((tcx_now_ns() - start) / 1000000),
+				 (unsigned long long)total,
+				 (unsigned long long)msgs,
+				 stalled ? ", the last one cut short" : "");
+			break;
+		}
 		if (ret || m->cmd == TMSG_FIN_DATA)
 			break;
 		if (m->cmd != TMSG_SEND_DATA) {
@@ -260,6 +382,7 @@ ssize_t tmsg_recv_data(struct tmsg_transport *t, tmsg_data_sink sink,
 			continue;
 		}
 		total += m->len;
+		msgs++;
 		if (max_bytes && total > max_bytes) {
 			ret = tcx_fail(-EFBIG, "%s: more than %llu bytes of data",
 					t->name, (unsigned long long)max_bytes);
@@ -278,10 +401,11 @@ ssize_t tmsg_recv_data(struct tmsg_transport *t, tmsg_data_sink sink,
 
 /* Read a NUL-terminated reply of at most @max bytes (NUL included). */
 static int read_cstr(struct tmsg_transport *t, char *buf, size_t max,
-		     int timeout_ms)
+		     uint64_t deadline_ns)
 {
 	for (size_t i = 0; i < max; i++) {
-		int ret = tmsg_read_full(t, buf + i, 1, timeout_ms);
+		int ret = tmsg_read_until(t, buf + i, 1, deadline_ns,
+					  "the handshake");
 
 		if (ret)
 			return ret;
@@ -293,17 +417,18 @@ static int read_cstr(struct tmsg_transport *t, char *buf, size_t max,
 
 int tmsg_v3_client_handshake(struct tmsg_transport *t, int timeout_ms)
 {
+	uint64_t deadline = tmsg_deadline(timeout_ms);
 	char buf[16];
 	int ret;
 
-	ret = tmsg_read_full(t, buf, 8, timeout_ms);
+	ret = tmsg_read_until(t, buf, 8, deadline, "the handshake");
 	if (ret)
 		return ret;
 	if (memcmp(buf, "tracecmd", 8))
 		return tcx_fail(-EPROTO, "%s: not a trace-cmd listener", t->name);
 	ret = tmsg_write_full(t, "-1V3", 5);
 	if (!ret)
-		ret = read_cstr(t, buf, 8, timeout_ms);
+		ret = read_cstr(t, buf, 8, deadline);
 	if (ret)
 		return ret;
 	if (strcmp(buf, "V3"))
@@ -312,7 +437,7 @@ int tmsg_v3_client_handshake(struct tmsg_transport *t, int timeout_ms)
 	/* The listener takes the magic in one read(): one write, 7 bytes. */
 	ret = tmsg_write_full(t, "766679", 7);
 	if (!ret)
-		ret = tmsg_read_full(t, buf, 2, timeout_ms);
+		ret = tmsg_read_until(t, buf, 2, deadline, "the handshake");
 	if (ret)
 		return ret;
 	if (memcmp(buf, "OK", 2))

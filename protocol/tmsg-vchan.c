@@ -98,12 +98,18 @@ static int vchan_wait(struct tmsg_transport *t, short events, int timeout_ms)
 		ret = poll(&pfd, 1, left);
 		if (ret < 0 && errno != EINTR)
 			return -errno;
-		if (ret > 0) {
-			if (libxenvchan_wait(v) < 0)
-				return -EIO;
-			continue;
-		}
-		if (!left)
+		/*
+		 * Only after poll said the fd is readable: then the event is
+		 * pending and libxenvchan_wait() returns without blocking.
+		 */
+		if (ret > 0 && libxenvchan_wait(v) < 0)
+			return -EIO;
+		/*
+		 * The deadline is checked on every turn, whatever the event
+		 * channel says: a peer that notifies without end, with or
+		 * without data, must not keep this loop going past it.
+		 */
+		if (timeout_ms >= 0 && tmsg_now_ms() >= end)
 			return vchan_ready(v, events) ? 1 : 0;
 	}
 }

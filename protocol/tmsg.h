@@ -388,8 +388,8 @@ void tmsg_close(struct tmsg_transport *t);
 
 /**
  * tmsg_read_full - read exactly @len bytes
- * @timeout_ms: the longest wait for the first byte (-1 forever); later
- *		bytes get t->io_timeout_ms each
+ * @timeout_ms: for all @len bytes (-1 forever): one deadline, which bytes
+ *		that arrive do not move
  *
  * Returns 0, -ETIMEDOUT, -ECONNRESET at end of stream, or -errno.
  */
@@ -421,23 +421,51 @@ int tmsg_send_cmd(struct tmsg_transport *t, uint32_t cmd);
  * @timeout_ms: for the first byte (-1 forever, as trace-cmd's untimed
  *		waits; TMSG_WAIT_MS for its timed ones)
  *
+ * Once the first byte came, the whole message (header and payload) must
+ * be there within t->io_timeout_ms of it, or by the end of @timeout_ms if
+ * that is later: one deadline, not one per byte.
+ *
  * Returns 0; -ETIMEDOUT if no message started within @timeout_ms (nothing
  * consumed: the caller may wait again); -EPROTO if a started message
- * stalled for t->io_timeout_ms; -ECONNRESET at end of stream; -EBADMSG for
- * a malformed or oversized message. After any error but -ETIMEDOUT the
+ * missed its deadline; -ECONNRESET at end of stream; -EBADMSG for a
+ * malformed or oversized message. After any error but -ETIMEDOUT the
  * stream is out of step: end the session.
  */
 int tmsg_recv(struct tmsg_transport *t, struct tmsg *m, int timeout_ms);
+
+/* A deadline that never comes, for the *_until functions. */
+#define TMSG_FOREVER	UINT64_MAX
+
+/**
+ * tmsg_recv_until - tmsg_recv() with the whole message due by @deadline_ns
+ * @first_ms:	 for the first byte (-1: up to @deadline_ns); 0 polls
+ * @deadline_ns: tcx_now_ns() time by which the whole message must be there
+ *
+ * Returns what tmsg_recv() does: -ETIMEDOUT if no byte came (nothing
+ * consumed), -EPROTO if a started message missed @deadline_ns.
+ */
+int tmsg_recv_until(struct tmsg_transport *t, struct tmsg *m, int first_ms,
+		    uint64_t deadline_ns);
 
 /**
  * tmsg_wait_for - receive until a message of command @cmd arrives
  *
  * Others are answered with NOT_SUPP (except NOT_SUPP itself), as trace-cmd
  * does; a CLOSE while waiting for anything else gives -ECONNABORTED, and
- * more than a few unexpected messages give -EPROTO.
+ * more than a few unexpected messages give -EPROTO. @timeout_ms is for the
+ * whole wait, the unexpected messages and the awaited one included; -1
+ * waits for ever, each message then due as in tmsg_recv(). -ETIMEDOUT may
+ * then come mid-message: end the session.
  */
 int tmsg_wait_for(struct tmsg_transport *t, uint32_t cmd, struct tmsg *m,
 		  int timeout_ms);
+
+/**
+ * tmsg_wait_until - tmsg_wait_for() by an absolute @deadline_ns
+ * (tcx_now_ns() time)
+ */
+int tmsg_wait_until(struct tmsg_transport *t, uint32_t cmd, struct tmsg *m,
+		    uint64_t deadline_ns);
 
 /**
  * tmsg_send_data - send @len bytes as SEND_DATA messages of at most 8180
@@ -451,11 +479,14 @@ int tmsg_send_data(struct tmsg_transport *t, const void *buf, size_t len);
 typedef int (*tmsg_data_sink)(void *arg, const void *buf, size_t len);
 
 /**
- * tmsg_recv_data - receive SEND_DATA until FIN_DATA, each within
- * @timeout_ms (trace-cmd: TMSG_WAIT_MS), passing the bytes to @sink
+ * tmsg_recv_data - receive SEND_DATA until FIN_DATA, passing the bytes to
+ * @sink
+ * @timeout_ms: for the whole sequence, FIN_DATA included (-1 forever), not
+ *		for each message
  * @max_bytes: give up with -EFBIG beyond this many bytes (0: no limit)
  *
- * Returns the number of bytes received or -errno.
+ * Returns the number of bytes received, -ETIMEDOUT if the sequence was not
+ * over within @timeout_ms, or -errno.
  */
 ssize_t tmsg_recv_data(struct tmsg_transport *t, tmsg_data_sink sink,
 		       void *arg, int timeout_ms, uint64_t max_bytes);
@@ -470,7 +501,7 @@ int tmsg_v3_client_handshake(struct tmsg_transport *t, int timeout_ms);
 
 /**
  * tmsg_host_request - send TRACE_REQ and wait for TRACE_RESP
- * @timeout_ms: for the answer (trace-cmd waits for ever: -1)
+ * @timeout_ms: for the whole answer (trace-cmd waits for ever: -1)
  * @resp:	 filled on success; free with tmsg_trace_resp_free()
  * @why:	 on refusal, the agent's reason if it gave one
  *
@@ -504,7 +535,8 @@ int tmsg_fd_sink(void *arg, const void *buf, size_t len);
 /**
  * tmsg_host_close - send CLOSE and wait for CLOSE_RESP
  *
- * Returns 0, or an error if the agent did not confirm within @timeout_ms.
+ * Returns 0, or an error (-ETIMEDOUT) if the whole CLOSE_RESP was not
+ * there within @timeout_ms.
  */
 int tmsg_host_close(struct tmsg_transport *ctl, int timeout_ms);
 

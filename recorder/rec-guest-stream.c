@@ -217,7 +217,19 @@ static void after_poll(struct drain *d, int np)
 			t->ops->wait(t, POLLIN, 0);
 	}
 	if (d->ctl_at >= 0 && d->pfd[d->ctl_at].revents) {
-		int ret = tmsg_recv(g->ctl, d->m, 0);
+		/*
+		 * A message that started is due whole within the control
+		 * channel's timeout, and after CLOSE by the close deadline:
+		 * a guest that dribbles its CLOSE_RESP cannot stretch the
+		 * stop. No byte yet: -ETIMEDOUT at once, nothing consumed.
+		 */
+		uint64_t by = g->ctl->io_timeout_ms < 0 ? TMSG_FOREVER :
+			      tcx_now_ns() + (uint64_t)g->ctl->io_timeout_ms * 1000000ull;
+		int ret;
+
+		if (d->closing && d->deadline < by)
+			by = d->deadline;
+		ret = tmsg_recv_until(g->ctl, d->m, 0, by);
 
 		if (!ret && d->m->cmd == TMSG_CLOSE_RESP && d->closing) {
 			d->resp = true;
