@@ -509,7 +509,7 @@ static int receive_metadata(struct rec_guest *g, const struct rec_guest_opts *o)
 	ssize_t got;
 	int ret;
 
-	got = tmsg_recv_data(g->ctl, rec_guest_meta_sink, &mb, TMSG_WAIT_MS, META_MAX);
+	got = tmsg_recv_data(g->ctl, rec_guest_meta_sink, &mb, META_MS, META_MAX);
 	if (got < 0)
 		ret = tcx_fail((int)got, "guest %s: receiving its metadata: %s",
 			       g->sp.name, tcx_error());
