@@ -218,7 +218,8 @@ int tsync_ptp_server(struct tmsg_transport *t, uint32_t series, tsync_clock_fn c
 
 /**
  * tsync_ptp_client - the recorder's (host's) round: echo START and every
- * PROBE with a stamp, PROBES after END, then the server's OFFSET
+ * PROBE with a stamp, PROBES after END, then the server's OFFSET. More
+ * than TSYNC_PTP_LOOP PROBEs in the round fail it (-EPROTO, tcx_error()).
  */
 int tsync_ptp_client(struct tmsg_transport *t, tsync_clock_fn clk, void *ctx,
 		     int64_t *offset, int64_t *ts);
@@ -233,10 +234,18 @@ void tsync_quickack(struct tmsg_transport *t);
  * tsync_ptp_host - the host's side of one sampling pass over @ncpu guest
  * CPUs, as trace-cmd's host does it: "none" PROBE(cpu) then a ptp round as
  * client, per CPU; @ts[c], @off[c] get CPU c's sample (host - guest at
- * guest time ts)
+ * guest time ts), @ok[c] whether tsync_ptp_sample_ok() accepts it within
+ * the host's clock before the PROBE and after the OFFSET
  */
 int tsync_ptp_host(struct tmsg_transport *t, uint32_t ncpu, tsync_clock_fn clk, void *ctx,
-		   int64_t *ts, int64_t *off);
+		   int64_t *ts, int64_t *off, bool *ok);
+
+/**
+ * tsync_ptp_sample_ok - whether a guest's sample is a clock: @off within
+ * TSYNC_OFFSET_MAX and its host time (@ts + @off) within the host's own
+ * window [@sent, @back] around the round (the host stamped its echo then)
+ */
+bool tsync_ptp_sample_ok(int64_t ts, int64_t off, uint64_t sent, uint64_t back);
 
 /** tsync_none_probe - the host asks for a round on guest CPU @cpu */
 int tsync_none_probe(struct tmsg_transport *t, uint16_t cpu);
