@@ -228,6 +228,9 @@ int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 		} else {
 			ret = tsync_solve(&so, g, ng, hm, nh, sol);
 		}
+		if (!ret)
+			sol->marks_dropped = tsync_match_dropped(h->m) +
+					     tsync_gcollect_dropped(h->g);
 		if (ret == -ENODATA && h->o.pv) {
 			/* a PV guest reads the host TSC: assumed, not confirmed */
 			uint32_t nv = h->o.nvcpu, *n = calloc(nv, sizeof(*n));

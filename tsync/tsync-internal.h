@@ -13,6 +13,16 @@
 
 /* ---- matching the hypervisor's records ---- */
 
+/*
+ * The most marks (hypervisor rounds, emulated-RDTSC pairs, guest rounds)
+ * one guest's matcher or collector keeps. A guest decides how often it
+ * traps or writes marker text; past this, marks are dropped and counted
+ * (tsync_match_dropped(), tsync_gcollect_dropped()), so dom0's memory stays
+ * bounded (about 40 MB per array). Ten rounds per vCPU per sample leave
+ * room for 1600 samples of 64 vCPUs.
+ */
+#define TSYNC_MARKS_MAX		(1u << 20)
+
 /* The reserved CPUID leaf of the marker ("XSY\0"; not Xen's or viridian's
  * 0x40000000-0x400001ff) and the GUEST event number of HVMOP_xentrace. */
 #define TSYNC_CPUID_LEAF	0x58535900u
@@ -74,6 +84,9 @@ size_t tsync_match_marks(const struct tsync_match *m, const struct tsync_hmark *
 /** tsync_match_vpairs - the emulated-RDTSC pairs so far */
 size_t tsync_match_vpairs(const struct tsync_match *m, const struct tsync_vpair **out);
 
+/** tsync_match_dropped - marks and pairs left out past TSYNC_MARKS_MAX */
+uint64_t tsync_match_dropped(const struct tsync_match *m);
+
 /** tsync_match_free - free @m (safe on NULL) */
 void tsync_match_free(struct tsync_match *m);
 
@@ -120,6 +133,9 @@ typedef void (*tsync_event_fn)(void *ctx, uint32_t cpu, uint64_t ts, uint16_t id
 
 /** tsync_gcollect_set_hook - also hand every event to @fn (NULL: none) */
 void tsync_gcollect_set_hook(struct tsync_gcollect *c, tsync_event_fn fn, void *ctx);
+
+/** tsync_gcollect_dropped - complete rounds left out past TSYNC_MARKS_MAX */
+uint64_t tsync_gcollect_dropped(const struct tsync_gcollect *c);
 
 /** tsync_gcollect_free - free @c (safe on NULL) */
 void tsync_gcollect_free(struct tsync_gcollect *c);

@@ -832,13 +832,16 @@ void tsync_summary_line(const struct tsync_solution *s, const char *proto,
 	uint64_t ns = c ? tsync_clock_ticks_to_ns(c, tsync_bound_host(s)) :
 		      tsync_bound_host(s);
 
-	char wide[64] = "";
+	char wide[96] = "";
 	int k = 0;
 
 	if (s->rounds_wide)
 		k = snprintf(wide, sizeof(wide), ", %u too wide", s->rounds_wide);
 	if (s->samples_refused)
-		snprintf(wide + k, sizeof(wide) - k, ", %u refused", s->samples_refused);
+		k += snprintf(wide + k, sizeof(wide) - k, ", %u refused", s->samples_refused);
+	if (s->marks_dropped && k < (int)sizeof(wide))
+		snprintf(wide + k, sizeof(wide) - k, ", %" PRIu64 " marks dropped",
+			 s->marks_dropped);
 	snprintf(buf, len, "tsync %s: %u rounds used (%u unmatched, %u warm-up%s), %u epoch%s, "
 		 "bound %" PRIu64 " %s%s", proto, s->rounds_used, s->rounds_unmatched,
 		 s->rounds_discarded, wide, s->nepochs, s->nepochs == 1 ? "" : "s", ns,

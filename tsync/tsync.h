@@ -249,6 +249,8 @@ struct tsync_epoch {
  *		offset beyond TSYNC_OFFSET_MAX, a ptp sample whose host time is
  *		outside the host's own send/receive window, or ptp samples
  *		further than TSYNC_SAMPLE_SPAN_MAX from the rest
+ * @marks_dropped: xen: marks left out past TSYNC_MARKS_MAX (a guest
+ *		trapping or writing markers in a loop)
  * @ncpu, @count: TIME_SHIFT shape: @ncpu entries of @count samples
  * @ts, @offset: per CPU c, samples at [c * count .. (c + 1) * count)
  * @flags:	TIME_SHIFT flags (always INTERPOLATE: steps are two samples
@@ -264,6 +266,7 @@ struct tsync_solution {
 	bool			pv_confirmed;
 	uint32_t		samples_dropped;
 	uint32_t		samples_refused;
+	uint64_t		marks_dropped;
 	uint32_t		ncpu, count;
 	uint64_t		*ts;
 	int64_t			*offset;
