@@ -26,6 +26,7 @@ struct tsync_host {
 	uint64_t		**pts;
 	int64_t			**poff;
 	uint32_t		*pn, pmax;
+	uint32_t		prefused;	/* samples refused (their pass left out) */
 	bool			stopped;
 };
 
@@ -98,10 +99,24 @@ static int ptp_pass(struct tsync_host *h)
 {
 	int64_t *ts = calloc(h->o.nvcpu, sizeof(*ts));
 	int64_t *off = calloc(h->o.nvcpu, sizeof(*off));
-	int ret = ts && off ? 0 : -ENOMEM;
+	bool *ok = calloc(h->o.nvcpu, sizeof(*ok));
+	int ret = ts && off && ok ? 0 : -ENOMEM;
+	uint32_t bad = 0;
 
 	if (!ret)
-		ret = tsync_ptp_host(h->o.t, h->o.nvcpu, h->o.clk, h->o.clk_ctx, ts, off);
+		ret = tsync_ptp_host(h->o.t, h->o.nvcpu, h->o.clk, h->o.clk_ctx, ts, off, ok);
+	/* the samples are the guest's word: one outside the host's window, or
+	 * with an offset no clock has, is refused with its whole pass (every
+	 * CPU keeps the same count) */
+	for (uint32_t c = 0; c < h->o.nvcpu && !ret; c++)
+		bad += !ok[c];
+	if (bad) {
+		h->prefused += bad;
+		free(ts);
+		free(off);
+		free(ok);
+		return 0;
+	}
 	if (!ret && h->pmax % 16 == 0 && h->pn[0] == h->pmax) {
 		uint32_t n = h->pmax + 16;
 
@@ -126,6 +141,7 @@ static int ptp_pass(struct tsync_host *h)
 	}
 	free(ts);
 	free(off);
+	free(ok);
 	return ret;
 }
 
@@ -212,6 +228,9 @@ int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 		} else {
 			ret = tsync_solve(&so, g, ng, hm, nh, sol);
 		}
+		if (!ret)
+			sol->marks_dropped = tsync_match_dropped(h->m) +
+					     tsync_gcollect_dropped(h->g);
 		if (ret == -ENODATA && h->o.pv) {
 			/* a PV guest reads the host TSC: assumed, not confirmed */
 			uint32_t nv = h->o.nvcpu, *n = calloc(nv, sizeof(*n));
@@ -241,6 +260,8 @@ int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 		ret = tsync_solution_from_samples(h->o.nvcpu, h->pn,
 						  (const uint64_t *const *)h->pts,
 						  (const int64_t *const *)h->poff, sol);
+		if (!ret)
+			sol->samples_refused += h->prefused;
 	}
 	pthread_mutex_unlock(&h->lock);
 	if (!ret && summary) {
@@ -248,8 +269,9 @@ int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 			tsync_summary_line(sol, h->o.proto, c, summary, len);
 		else
 			snprintf(summary, len, "tsync ptp: %u sample%s per vCPU, %u dropped as "
-				 "out of order (trace-cmd's protocol: no error bound)",
-				 h->pn[0], h->pn[0] == 1 ? "" : "s", sol->samples_dropped);
+				 "out of order, %u refused (trace-cmd's protocol: no error bound)",
+				 h->pn[0], h->pn[0] == 1 ? "" : "s", sol->samples_dropped,
+				 sol->samples_refused);
 	}
 	return ret;
 }

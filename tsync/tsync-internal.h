@@ -13,6 +13,16 @@
 
 /* ---- matching the hypervisor's records ---- */
 
+/*
+ * The most marks (hypervisor rounds, emulated-RDTSC pairs, guest rounds)
+ * one guest's matcher or collector keeps. A guest decides how often it
+ * traps or writes marker text; past this, marks are dropped and counted
+ * (tsync_match_dropped(), tsync_gcollect_dropped()), so dom0's memory stays
+ * bounded (about 40 MB per array). Ten rounds per vCPU per sample leave
+ * room for 1600 samples of 64 vCPUs.
+ */
+#define TSYNC_MARKS_MAX		(1u << 20)
+
 /* The reserved CPUID leaf of the marker ("XSY\0"; not Xen's or viridian's
  * 0x40000000-0x400001ff) and the GUEST event number of HVMOP_xentrace. */
 #define TSYNC_CPUID_LEAF	0x58535900u
@@ -74,6 +84,9 @@ size_t tsync_match_marks(const struct tsync_match *m, const struct tsync_hmark *
 /** tsync_match_vpairs - the emulated-RDTSC pairs so far */
 size_t tsync_match_vpairs(const struct tsync_match *m, const struct tsync_vpair **out);
 
+/** tsync_match_dropped - marks and pairs left out past TSYNC_MARKS_MAX */
+uint64_t tsync_match_dropped(const struct tsync_match *m);
+
 /** tsync_match_free - free @m (safe on NULL) */
 void tsync_match_free(struct tsync_match *m);
 
@@ -120,6 +133,9 @@ typedef void (*tsync_event_fn)(void *ctx, uint32_t cpu, uint64_t ts, uint16_t id
 
 /** tsync_gcollect_set_hook - also hand every event to @fn (NULL: none) */
 void tsync_gcollect_set_hook(struct tsync_gcollect *c, tsync_event_fn fn, void *ctx);
+
+/** tsync_gcollect_dropped - complete rounds left out past TSYNC_MARKS_MAX */
+uint64_t tsync_gcollect_dropped(const struct tsync_gcollect *c);
 
 /** tsync_gcollect_free - free @c (safe on NULL) */
 void tsync_gcollect_free(struct tsync_gcollect *c);
@@ -218,7 +234,8 @@ int tsync_ptp_server(struct tmsg_transport *t, uint32_t series, tsync_clock_fn c
 
 /**
  * tsync_ptp_client - the recorder's (host's) round: echo START and every
- * PROBE with a stamp, PROBES after END, then the server's OFFSET
+ * PROBE with a stamp, PROBES after END, then the server's OFFSET. More
+ * than TSYNC_PTP_LOOP PROBEs in the round fail it (-EPROTO, tcx_error()).
  */
 int tsync_ptp_client(struct tmsg_transport *t, tsync_clock_fn clk, void *ctx,
 		     int64_t *offset, int64_t *ts);
@@ -233,10 +250,18 @@ void tsync_quickack(struct tmsg_transport *t);
  * tsync_ptp_host - the host's side of one sampling pass over @ncpu guest
  * CPUs, as trace-cmd's host does it: "none" PROBE(cpu) then a ptp round as
  * client, per CPU; @ts[c], @off[c] get CPU c's sample (host - guest at
- * guest time ts)
+ * guest time ts), @ok[c] whether tsync_ptp_sample_ok() accepts it within
+ * the host's clock before the PROBE and after the OFFSET
  */
 int tsync_ptp_host(struct tmsg_transport *t, uint32_t ncpu, tsync_clock_fn clk, void *ctx,
-		   int64_t *ts, int64_t *off);
+		   int64_t *ts, int64_t *off, bool *ok);
+
+/**
+ * tsync_ptp_sample_ok - whether a guest's sample is a clock: @off within
+ * TSYNC_OFFSET_MAX and its host time (@ts + @off) within the host's own
+ * window [@sent, @back] around the round (the host stamped its echo then)
+ */
+bool tsync_ptp_sample_ok(int64_t ts, int64_t off, uint64_t sent, uint64_t back);
 
 /** tsync_none_probe - the host asks for a round on guest CPU @cpu */
 int tsync_none_probe(struct tmsg_transport *t, uint16_t cpu);

@@ -43,6 +43,7 @@ struct tsync_match {
 	size_t			nmarks, maxmarks;
 	struct tsync_vpair	*pairs;
 	size_t			npairs, maxpairs;
+	uint64_t		dropped;	/* marks and pairs past TSYNC_MARKS_MAX */
 };
 
 struct tsync_match *tsync_match_new(uint32_t dom)
@@ -97,6 +98,11 @@ static struct vst *vcpu_state(struct tsync_match *m, uint32_t dom, uint32_t vcpu
 
 static int add_mark(struct tsync_match *m, const struct vst *v, uint64_t h_entry)
 {
+	/* the guest decides how often it traps: bounded, counted */
+	if (m->nmarks >= TSYNC_MARKS_MAX) {
+		m->dropped++;
+		return 0;
+	}
 	if (grow((void **)&m->marks, &m->maxmarks, m->nmarks + 1, sizeof(*m->marks)))
 		return -ENOMEM;
 	m->marks[m->nmarks++] = (struct tsync_hmark){
@@ -108,6 +114,10 @@ static int add_mark(struct tsync_match *m, const struct vst *v, uint64_t h_entry
 
 static int add_pair(struct tsync_match *m, const struct vst *v, uint64_t h_entry)
 {
+	if (m->npairs >= TSYNC_MARKS_MAX) {
+		m->dropped++;
+		return 0;
+	}
 	if (grow((void **)&m->pairs, &m->maxpairs, m->npairs + 1, sizeof(*m->pairs)))
 		return -ENOMEM;
 	m->pairs[m->npairs++] = (struct tsync_vpair){
@@ -239,4 +249,9 @@ size_t tsync_match_vpairs(const struct tsync_match *m, const struct tsync_vpair 
 {
 	*out = m->pairs;
 	return m->npairs;
+}
+
+uint64_t tsync_match_dropped(const struct tsync_match *m)
+{
+	return m->dropped;
 }

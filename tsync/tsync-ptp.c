@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "tcx-util.h"
 #include "tmsg.h"
 #include "tsync-internal.h"
 
@@ -193,7 +194,7 @@ int tsync_ptp_client(struct tmsg_transport *t, tsync_clock_fn clk, void *ctx,
 	struct tmsg *m = malloc(sizeof(*m));
 	uint8_t *res = calloc(1, TSYNC_PTP_PROBES_SIZE);
 	struct tmsg_time_sync in;
-	uint32_t series = 0, stored = 0;
+	uint32_t series = 0, stored = 0, probes = 0;
 	uint8_t buf[8];
 	int spin = t->spin_us, ret;
 
@@ -219,6 +220,13 @@ int tsync_ptp_client(struct tmsg_transport *t, tsync_clock_fn clk, void *ctx,
 		if (ret || in.msg_id != TSYNC_PTP_PROBE || in.len < 4 || !get32(in.payload))
 			break;
 		now = clk(ctx);
+		/* a round has TSYNC_PTP_LOOP probes: a guest sending more would
+		 * hold this loop for ever */
+		if (++probes > TSYNC_PTP_LOOP) {
+			ret = tcx_fail(-EPROTO, "ptp: more than %u PROBEs in one round",
+				       TSYNC_PTP_LOOP);
+			goto out;
+		}
 		count = get32(in.payload);
 		if (count <= TSYNC_PTP_LOOP) {
 			uint8_t *p = res + 8 + (size_t)(count - 1) * 12;
@@ -255,17 +263,30 @@ out:
 }
 
 int tsync_ptp_host(struct tmsg_transport *t, uint32_t ncpu, tsync_clock_fn clk, void *ctx,
-		   int64_t *ts, int64_t *off)
+		   int64_t *ts, int64_t *off, bool *ok)
 {
 	for (uint32_t c = 0; c < ncpu; c++) {
+		uint64_t sent = clk(ctx), back;
 		int ret = tsync_none_probe(t, (uint16_t)c);
 
 		if (!ret)
 			ret = tsync_ptp_client(t, clk, ctx, &off[c], &ts[c]);
 		if (ret)
 			return ret;
+		back = clk(ctx);
+		ok[c] = tsync_ptp_sample_ok(ts[c], off[c], sent, back);
 	}
 	return 0;
+}
+
+bool tsync_ptp_sample_ok(int64_t ts, int64_t off, uint64_t sent, uint64_t back)
+{
+	/* the host time the guest claims: its time plus its offset */
+	__int128 h = (__int128)(uint64_t)ts + off;
+
+	if (off < -TSYNC_OFFSET_MAX || off > TSYNC_OFFSET_MAX)
+		return false;
+	return h >= (__int128)sent && h <= (__int128)back;
 }
 
 int tsync_none_probe(struct tmsg_transport *t, uint16_t cpu)

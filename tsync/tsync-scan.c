@@ -25,6 +25,7 @@ struct tsync_gcollect {
 	uint32_t		np;
 	struct tsync_gmark	*m;
 	size_t			nm, maxm;
+	uint64_t		dropped;	/* rounds past TSYNC_MARKS_MAX */
 	uint64_t		g_min, g_max;
 	tsync_event_fn		hook;
 	void			*hook_ctx;
@@ -79,6 +80,11 @@ static int marker(struct tsync_gcollect *c, uint32_t cpu, uint64_t ts,
 	if (!c->p[cpu].open || c->p[cpu].seq != seq)
 		return 1;
 	c->p[cpu].open = false;
+	/* the guest decides how many markers it writes: bounded, counted */
+	if (c->nm >= TSYNC_MARKS_MAX) {
+		c->dropped++;
+		return 1;
+	}
 	if (c->nm == c->maxm) {
 		size_t n = c->maxm ? c->maxm * 2 : 64;
 		struct tsync_gmark *q = realloc(c->m, n * sizeof(*q));
@@ -189,4 +195,9 @@ size_t tsync_gcollect_marks(const struct tsync_gcollect *c, const struct tsync_g
 	if (g_max)
 		*g_max = c->g_max;
 	return c->nm;
+}
+
+uint64_t tsync_gcollect_dropped(const struct tsync_gcollect *c)
+{
+	return c->dropped;
 }

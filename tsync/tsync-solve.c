@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,13 +114,42 @@ static int pts_add(struct pts *p, uint64_t t, int64_t o)
 	return 0;
 }
 
-/* trace-cmd's correction between samples i and i+1 */
+/* |a| of a 128-bit value, as unsigned (no overflow at the minimum) */
+static unsigned __int128 mag(s128 a)
+{
+	return a < 0 ? -(unsigned __int128)a : (unsigned __int128)a;
+}
+
+/*
+ * trace-cmd's correction between samples i and i+1, in 128 bits: the same
+ * result wherever the reader's 64-bit arithmetic does not overflow, and
+ * saturated (never undefined) where guest-supplied samples would make it.
+ * |g - t| and |o' - o| are under 2^64, so their product's magnitude fits
+ * an unsigned 128-bit integer; the sign is handled apart.
+ */
 static int64_t interp(const uint64_t *t, const int64_t *o, uint32_t i, uint64_t g)
 {
-	long long delta = (long long)(t[i + 1] - t[i]);
-	long long prod = ((long long)g - (long long)t[i]) * (o[i + 1] - o[i]);
+	unsigned __int128 d = (unsigned __int128)t[i + 1] - t[i];
+	s128 dg = (s128)g - t[i], dof = (s128)o[i + 1] - o[i];
+	unsigned __int128 p = mag(dg) * mag(dof), q;
+	bool neg = (dg < 0) != (dof < 0);
+	s128 r;
 
-	return o[i] + (prod + delta / 2) / delta;
+	if (t[i + 1] <= t[i])
+		return o[i];
+	/* (prod + d/2) / d, truncated toward zero as C divides */
+	if (!neg)
+		q = (p + d / 2) / d;
+	else
+		q = p > d / 2 ? (p - d / 2) / d : 0;
+	if (q > (unsigned __int128)INT64_MAX + 1)
+		return neg ? INT64_MIN : INT64_MAX;
+	r = (s128)o[i] + (neg ? -(s128)q : (s128)q);
+	if (r > INT64_MAX)
+		return INT64_MAX;
+	if (r < INT64_MIN)
+		return INT64_MIN;
+	return (int64_t)r;
 }
 
 static int64_t eval(const uint64_t *t, const int64_t *o, uint32_t n, uint64_t g)
@@ -219,6 +249,35 @@ static int segment(struct pts *p, const struct tsync_scale *sc, int64_t off,
 	}
 }
 
+/* A point before the first one (pts_add only appends). */
+static int pts_prepend(struct pts *p, uint64_t t, int64_t o)
+{
+	int ret = pts_reserve(p, p->n + 1);
+
+	if (ret)
+		return ret;
+	memmove(p->t + 1, p->t, p->n * sizeof(*p->t));
+	memmove(p->o + 1, p->o, p->n * sizeof(*p->o));
+	p->t[0] = t;
+	p->o[0] = o;
+	p->n++;
+	return 0;
+}
+
+/*
+ * One more point a tick after the last, or before the first when the last
+ * is at UINT64_MAX (t + 1 would wrap, pts_add would refuse it and the
+ * caller's loop would never end).
+ */
+static int pad_end(struct pts *p)
+{
+	if (p->t[p->n - 1] < UINT64_MAX)
+		return pts_add(p, p->t[p->n - 1] + 1, p->o[p->n - 1]);
+	if (p->t[0] > 0)
+		return pts_prepend(p, p->t[0] - 1, p->o[0]);
+	return -ERANGE;	/* every time taken: cannot happen under MAX_POINTS */
+}
+
 /* Split the longest segment in two, exactly where the reader already is. */
 static int pad(struct pts *p)
 {
@@ -226,8 +285,8 @@ static int pad(struct pts *p)
 	uint64_t len = 0, mid;
 
 	if (p->n < 2) {
-		/* one point: a second one a tick later, same offset */
-		return pts_add(p, p->t[0] + 1, p->o[0]);
+		/* one point: a second one a tick away, same offset */
+		return pad_end(p);
 	}
 	for (uint32_t i = 0; i + 1 < p->n; i++) {
 		if (p->t[i + 1] - p->t[i] > len) {
@@ -236,7 +295,7 @@ static int pad(struct pts *p)
 		}
 	}
 	if (len < 2)
-		return pts_add(p, p->t[p->n - 1] + 1, p->o[p->n - 1]);
+		return pad_end(p);
 	mid = p->t[best] + len / 2;
 	{
 		int64_t o = interp(p->t, p->o, best, mid);
@@ -251,6 +310,18 @@ static int pad(struct pts *p)
 		p->n++;
 	}
 	return 0;
+}
+
+/* hi - lo for lo <= hi, without signed overflow */
+static uint64_t width(int64_t lo, int64_t hi)
+{
+	return (uint64_t)hi - (uint64_t)lo;
+}
+
+/* the middle of [lo, hi], lo <= hi, without signed overflow */
+static int64_t middle(int64_t lo, int64_t hi)
+{
+	return (int64_t)((uint64_t)lo + width(lo, hi) / 2);
 }
 
 static int add_epoch(struct tsync_solution *s, uint32_t *max, const struct tsync_epoch *e)
@@ -283,7 +354,7 @@ static bool drifted(const struct tsync_epoch *prev, const struct tsync_epoch *e)
 		d = -d;
 	/* the intersections, not the widest round: a round that straddles a
 	 * jump (marker a before it, b after) spans both offsets */
-	return d <= (s128)(prev->hi - prev->lo) + (e->hi - e->lo) || d * 1000 <= dt;
+	return d <= ((s128)prev->hi - prev->lo) + ((s128)e->hi - e->lo) || d * 1000 <= dt;
 }
 
 #define WIDE_MIN_ROUNDS	8	/* rounds of a vCPU before outliers are dropped */
@@ -314,7 +385,7 @@ static int wide_cut(const struct round *r, size_t n, uint64_t *cut)
 	if (!w)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		w[i] = (uint64_t)(r[i].hi - r[i].lo);
+		w[i] = width(r[i].lo, r[i].hi);
 	qsort(w, n, sizeof(*w), cmp_u64);
 	med = w[n / 2] ? w[n / 2] : 1;
 	*cut = med > UINT64_MAX / WIDE_FACTOR ? UINT64_MAX : med * WIDE_FACTOR;
@@ -374,10 +445,11 @@ static int build_points(const struct tsync_solve_opts *o, const struct tsync_sol
 		if (next && next->drift) {
 			/* the reader interpolates between the two epochs */
 			t1 = e->g_last > t0 ? e->g_last : t0;
-			nb = next->g_first > t1 ? next->g_first : t1 + 1;
+			nb = next->g_first > t1 ? next->g_first :
+			     t1 < UINT64_MAX ? t1 + 1 : t1;
 		} else if (next) {
 			nb = boundary(e, next);
-			t1 = nb - 1;
+			t1 = nb ? nb - 1 : 0;
 		} else if (e->drift) {
 			t1 = e->g_last;
 		} else {
@@ -463,17 +535,17 @@ static int vcpu_epochs(const struct round *r, size_t n, uint64_t cut,
 	int ret = 0;
 
 	/* the median is kept, so some round is */
-	while (j + 1 < n && (uint64_t)(r[j].hi - r[j].lo) > cut) {
+	while (j + 1 < n && width(r[j].lo, r[j].hi) > cut) {
 		out->rounds_wide++;
 		j++;
 	}
 	e = (struct tsync_epoch){ .vcpu = r[j].vcpu, .lo = r[j].lo, .hi = r[j].hi,
 				  .g_first = r[j].a, .g_last = r[j].a, .rounds = 1,
-				  .widest = (uint64_t)(r[j].hi - r[j].lo) };
+				  .widest = width(r[j].lo, r[j].hi) };
 	for (j++; j < n && !ret; j++) {
 		int64_t lo = r[j].lo > e.lo ? r[j].lo : e.lo;
 		int64_t hi = r[j].hi < e.hi ? r[j].hi : e.hi;
-		uint64_t w = (uint64_t)(r[j].hi - r[j].lo);
+		uint64_t w = width(r[j].lo, r[j].hi);
 
 		if (w > cut) {
 			out->rounds_wide++;
@@ -488,18 +560,18 @@ static int vcpu_epochs(const struct round *r, size_t n, uint64_t cut,
 				e.widest = w;
 			continue;
 		}
-		e.off = e.lo + (e.hi - e.lo) / 2;
+		e.off = middle(e.lo, e.hi);
 		out->rounds_used += e.rounds;
 		ret = add_epoch(out, maxe, &e);
 		e = (struct tsync_epoch){ .vcpu = r[j].vcpu, .lo = r[j].lo, .hi = r[j].hi,
 					  .g_first = r[j].a, .g_last = r[j].a,
 					  .rounds = 1, .widest = w };
-		e.off = e.lo + (e.hi - e.lo) / 2;
+		e.off = middle(e.lo, e.hi);
 		if (!ret)
 			e.drift = drifted(&out->epochs[out->nepochs - 1], &e);
 	}
 	if (!ret) {
-		e.off = e.lo + (e.hi - e.lo) / 2;
+		e.off = middle(e.lo, e.hi);
 		out->rounds_used += e.rounds;
 		ret = add_epoch(out, maxe, &e);
 	}
@@ -539,8 +611,13 @@ int tsync_solve(const struct tsync_solve_opts *o, const struct tsync_gmark *g, s
 		}
 		lo = (s128)g[i].a - tsync_scale_fwd(&o->scale, m->h_exit);
 		hi = (s128)g[i].b - tsync_scale_fwd(&o->scale, m->h_entry);
-		if (lo > hi || lo < INT64_MIN || hi > INT64_MAX) {
+		if (lo > hi) {
 			out->rounds_unmatched++;
+			continue;
+		}
+		/* an offset beyond 2^62 is no clock: the reader would overflow */
+		if (lo < -TSYNC_OFFSET_MAX || hi > TSYNC_OFFSET_MAX) {
+			out->samples_refused++;
 			continue;
 		}
 		r[nr++] = (struct round){ .vcpu = g[i].vcpu, .a = g[i].a,
@@ -596,7 +673,8 @@ int tsync_solve(const struct tsync_solve_opts *o, const struct tsync_gmark *g, s
 					   out->epochs[i + 1].vcpu == e->vcpu);
 		/* constant: half the intersection; drifting: the truth may sit
 		 * anywhere in each round's own bracket */
-		uint64_t b = moving ? e->widest : (uint64_t)(e->hi - e->lo + 1) / 2;
+		uint64_t b = moving ? e->widest : width(e->lo, e->hi) / 2 +
+				    (width(e->lo, e->hi) & 1);
 
 		if (out->pv_confirmed)
 			b = 0;
@@ -682,7 +760,7 @@ int tsync_solve_vtsc(const struct tsync_solve_opts *o, const struct tsync_vpair 
 			for (size_t j = 0; j < m; j++)
 				tmp[j] = v[i + j].o;
 			qsort(tmp, m, sizeof(*tmp), cmp_i64);
-			b = (uint64_t)(tmp[m * 9 / 10 >= m ? m - 1 : m * 9 / 10] - tmp[m / 10]) / 2;
+			b = width(tmp[m / 10], tmp[m * 9 / 10 >= m ? m - 1 : m * 9 / 10]) / 2;
 			if (b > out->bound)
 				out->bound = b;
 			ret = pts_add(&pt[c], v[i + m / 2].g, tmp[m / 2]);
@@ -754,10 +832,16 @@ void tsync_summary_line(const struct tsync_solution *s, const char *proto,
 	uint64_t ns = c ? tsync_clock_ticks_to_ns(c, tsync_bound_host(s)) :
 		      tsync_bound_host(s);
 
-	char wide[40] = "";
+	char wide[96] = "";
+	int k = 0;
 
 	if (s->rounds_wide)
-		snprintf(wide, sizeof(wide), ", %u too wide", s->rounds_wide);
+		k = snprintf(wide, sizeof(wide), ", %u too wide", s->rounds_wide);
+	if (s->samples_refused)
+		k += snprintf(wide + k, sizeof(wide) - k, ", %u refused", s->samples_refused);
+	if (s->marks_dropped && k < (int)sizeof(wide))
+		snprintf(wide + k, sizeof(wide) - k, ", %" PRIu64 " marks dropped",
+			 s->marks_dropped);
 	snprintf(buf, len, "tsync %s: %u rounds used (%u unmatched, %u warm-up%s), %u epoch%s, "
 		 "bound %" PRIu64 " %s%s", proto, s->rounds_used, s->rounds_unmatched,
 		 s->rounds_discarded, wide, s->nepochs, s->nepochs == 1 ? "" : "s", ns,
@@ -831,6 +915,29 @@ static uint32_t keep_rising(struct sample *v, uint32_t n)
 	return len;
 }
 
+/*
+ * The longest run of @v (sorted, distinct times) spanning at most
+ * TSYNC_SAMPLE_SPAN_MAX ticks, moved to the front; returns its length. The
+ * reader divides by the gap between neighbours as a signed 64-bit number:
+ * a gap of 2^63 or more turns negative.
+ */
+static uint32_t keep_span(struct sample *v, uint32_t n)
+{
+	uint32_t best = 0, len = 0;
+
+	for (uint32_t i = 0, j = 0; j < n; j++) {
+		while (v[j].t - v[i].t > TSYNC_SAMPLE_SPAN_MAX)
+			i++;
+		if (j - i + 1 > len) {
+			len = j - i + 1;
+			best = i;
+		}
+	}
+	if (best)
+		memmove(v, v + best, len * sizeof(*v));
+	return len;
+}
+
 int tsync_solution_from_samples(uint32_t ncpu, const uint32_t *n, const uint64_t *const *ts,
 				const int64_t *const *off, struct tsync_solution *out)
 {
@@ -842,38 +949,56 @@ int tsync_solution_from_samples(uint32_t ncpu, const uint32_t *n, const uint64_t
 	if (!ncpu || !n || !ts || !off || !out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	for (uint32_t c = 0; c < ncpu && any < 0; c++)
-		if (n[c])
-			any = (int32_t)c;
-	if (any < 0)
-		return -ENODATA;
 	pt = calloc(ncpu, sizeof(*pt));
 	if (!pt)
 		return -ENOMEM;
+	/* each CPU's own samples, less those refused or out of order */
 	for (uint32_t c = 0; c < ncpu && !ret; c++) {
-		uint32_t src = n[c] ? c : (uint32_t)any;
-		struct sample *v = malloc(n[src] * sizeof(*v));
-		uint32_t nv = 0, kept;
+		struct sample *v;
+		uint32_t nv = 0, k = 0, kept;
 
+		if (!n[c])
+			continue;
+		v = malloc(n[c] * sizeof(*v));
 		if (!v) {
 			ret = -ENOMEM;
 			break;
 		}
-		for (uint32_t i = 0; i < n[src]; i++)
-			v[i] = (struct sample){ .t = ts[src][i], .o = off[src][i], .i = i };
-		qsort(v, n[src], sizeof(*v), cmp_sample);
+		for (uint32_t i = 0; i < n[c]; i++) {
+			/* an offset beyond 2^62 is no clock (and -INT64_MIN none at all) */
+			if (off[c][i] < -TSYNC_OFFSET_MAX || off[c][i] > TSYNC_OFFSET_MAX) {
+				out->samples_refused++;
+				continue;
+			}
+			v[nv++] = (struct sample){ .t = ts[c][i], .o = off[c][i], .i = i };
+		}
+		qsort(v, nv, sizeof(*v), cmp_sample);
 		/* readers keep one sample per ts: the first taken */
-		for (uint32_t i = 0; i < n[src]; i++)
-			if (!nv || v[i].t != v[nv - 1].t)
-				v[nv++] = v[i];
-		kept = keep_rising(v, nv);
+		for (uint32_t i = 0; i < nv; i++)
+			if (!k || v[i].t != v[k - 1].t)
+				v[k++] = v[i];
+		nv = k;
+		k = keep_span(v, nv);
+		out->samples_refused += nv - k;
+		nv = k;
+		kept = nv ? keep_rising(v, nv) : 0;
 		if (kept == UINT32_MAX)
 			ret = -ENOMEM;
-		else if (src == c)
+		else
 			out->samples_dropped += nv - kept;
 		for (uint32_t i = 0; i < kept && !ret; i++)
 			ret = pts_add(&pt[c], v[i].t, v[i].o);
 		free(v);
+		if (!ret && pt[c].n && any < 0)
+			any = (int32_t)c;
+	}
+	if (!ret && any < 0)
+		ret = -ENODATA;
+	/* CPUs without samples take the first CPU's that has some */
+	for (uint32_t c = 0; c < ncpu && !ret; c++) {
+		if (!pt[c].n)
+			for (uint32_t i = 0; i < pt[any].n && !ret; i++)
+				ret = pts_add(&pt[c], pt[any].t[i], pt[any].o[i]);
 		while (!ret && pt[c].n < 2)
 			ret = pad(&pt[c]);
 		if (pt[c].n > count)

@@ -221,6 +221,15 @@ struct tsync_epoch {
 	bool		drift;
 };
 
+/*
+ * What a guest's time-sync values may be (they are the guest's word): an
+ * offset (host - guest) within +-2^62, and samples within 2^63 - 2 ticks of
+ * each other, so that a stock reader's 64-bit interpolation of them cannot
+ * overflow its differences. Others are refused and counted.
+ */
+#define TSYNC_OFFSET_MAX	((int64_t)1 << 62)
+#define TSYNC_SAMPLE_SPAN_MAX	(((uint64_t)1 << 63) - 2)
+
 /**
  * struct tsync_solution - the result for one guest
  * @epochs:	@nepochs, by vCPU then time
@@ -236,6 +245,12 @@ struct tsync_epoch {
  * @pv_confirmed: @pv and 0 lies in every vCPU's intersection
  * @samples_dropped: tsync_solution_from_samples(): samples left out, over
  *		all vCPUs, because their host time did not rise
+ * @samples_refused: samples (ptp) or rounds (xen) refused as no clock: an
+ *		offset beyond TSYNC_OFFSET_MAX, a ptp sample whose host time is
+ *		outside the host's own send/receive window, or ptp samples
+ *		further than TSYNC_SAMPLE_SPAN_MAX from the rest
+ * @marks_dropped: xen: marks left out past TSYNC_MARKS_MAX (a guest
+ *		trapping or writing markers in a loop)
  * @ncpu, @count: TIME_SHIFT shape: @ncpu entries of @count samples
  * @ts, @offset: per CPU c, samples at [c * count .. (c + 1) * count)
  * @flags:	TIME_SHIFT flags (always INTERPOLATE: steps are two samples
@@ -250,6 +265,8 @@ struct tsync_solution {
 	uint64_t		bound;
 	bool			pv_confirmed;
 	uint32_t		samples_dropped;
+	uint32_t		samples_refused;
+	uint64_t		marks_dropped;
 	uint32_t		ncpu, count;
 	uint64_t		*ts;
 	int64_t			*offset;

@@ -4,6 +4,7 @@
  * synthetic record streams, brackets and epochs, TIME_SHIFT samples as a
  * stock reader applies them (checked again through libtracecmd), ptp.
  */
+#include <endian.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 
 #include "tdat.h"
 #include "tmsg.h"
+#include "tcx-util.h"
 #include "tsync-internal.h"
 
 typedef unsigned __int128 u128;
@@ -1092,17 +1094,18 @@ static void test_agent_ptp(void **state)
 	assert_int_equal(pthread_create(&th, NULL, agent_main, &a), 0);
 	{
 		int64_t tsa[2], offa[2];
+		bool oka[2];
 		struct timespec t0, t1;
 
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		assert_int_equal(tsync_ptp_host(host, 2, clk_host, NULL, tsa, offa), 0);
+		assert_int_equal(tsync_ptp_host(host, 2, clk_host, NULL, tsa, offa, oka), 0);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		printf("# ptp: 2 CPUs x 339 probes in %.2f ms over a socket pair\n",
 		       (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 		/* one TSC on both sides (a constant_tsc machine): the offset is
 		 * within a round trip of 0 */
 		for (int c = 0; c < 2; c++)
-			assert_true(llabs(offa[c]) < 2000000 && tsa[c] > 0);
+			assert_true(llabs(offa[c]) < 2000000 && tsa[c] > 0 && oka[c]);
 		off = offa[0];
 		ts = tsa[0];
 		(void)off;
@@ -1140,8 +1143,8 @@ static void test_host_ptp(void **state)
 	assert_int_equal(tsync_host_finish(h, &sol, line, sizeof(line), NULL), 0);
 	pthread_join(th, NULL);
 	assert_int_equal(a.ret, 0);
-	assert_string_equal(line, "tsync ptp: 3 samples per vCPU, 0 dropped as out of order "
-			    "(trace-cmd's protocol: no error bound)");
+	assert_string_equal(line, "tsync ptp: 3 samples per vCPU, 0 dropped as out of order, "
+			    "0 refused (trace-cmd's protocol: no error bound)");
 	assert_true(sol.ncpu == 2 && sol.count == 3);
 	/* one TSC both sides: within a round trip of 0, at the samples' times */
 	{
@@ -1178,6 +1181,131 @@ static void test_host_ptp(void **state)
 	close(sv[0]);
 }
 
+/* ---- refusals of guest values ---- */
+
+static void test_refuse_sample_max(void **state)
+{
+	/* a lone sample at UINT64_MAX: padded before it, not wrapped (no hang) */
+	const uint64_t t0[] = { UINT64_MAX };
+	const int64_t o0[] = { 5 };
+	const uint64_t *ts[] = { t0 };
+	const int64_t *off[] = { o0 };
+	uint32_t n[] = { 1 };
+	struct tsync_solution s;
+
+	(void)state;
+	assert_int_equal(tsync_solution_from_samples(1, n, ts, off, &s), 0);
+	assert_int_equal(s.count, 2);
+	assert_true(s.ts[0] == UINT64_MAX - 1 && s.ts[1] == UINT64_MAX);
+	assert_int_equal(s.samples_refused, 0);
+	tsync_solution_free(&s);
+}
+
+static void test_refuse_offset_min(void **state)
+{
+	/* INT64_MIN (and anything past 2^62) is refused and counted; a gap of
+	 * 2^63 leaves the far sample out too */
+	const uint64_t t0[] = { 1000, 2000, 3000, 3000 + (1ull << 63) };
+	const int64_t o0[] = { INT64_MIN, 7, TSYNC_OFFSET_MAX + 1, 9 };
+	const uint64_t *ts[] = { t0 };
+	const int64_t *off[] = { o0 };
+	uint32_t n[] = { 4 };
+	struct tsync_solution s;
+	char line[300];
+
+	(void)state;
+	assert_int_equal(tsync_solution_from_samples(1, n, ts, off, &s), 0);
+	assert_int_equal(s.samples_refused, 3);
+	assert_true(tsync_apply(&s, 0, 2000) == 2007);
+	tsync_summary_line(&s, "xen", NULL, line, sizeof(line));
+	assert_non_null(strstr(line, ", 3 refused"));
+	tsync_solution_free(&s);
+	/* every sample refused: nothing to measure */
+	n[0] = 1;
+	assert_int_equal(tsync_solution_from_samples(1, n, ts, off, &s), -ENODATA);
+	/* the host's window */
+	assert_true(tsync_ptp_sample_ok(100, 50, 140, 160));
+	assert_false(tsync_ptp_sample_ok(100, 50, 151, 160));
+	assert_false(tsync_ptp_sample_ok(100, INT64_MIN, 0, UINT64_MAX));
+	assert_false(tsync_ptp_sample_ok(-1, 1, 0, 10));	/* 2^64: no wrap to 0 */
+}
+
+/* A ptp peer that never sends END: PROBE after PROBE. */
+struct flood {
+	struct tmsg_transport	*t;
+	uint32_t		sent;
+};
+
+static void *flood_main(void *arg)
+{
+	struct flood *f = arg;
+	struct tmsg *m = malloc(sizeof(*m));
+	uint8_t buf[8] = { 0, 0, 0, 1, 0, 0, 0, 3 };
+
+	if (tmsg_make_time_sync(m, TSYNC_PTP_NAME, TSYNC_PTP_START, buf, 8) ||
+	    tmsg_send(f->t, m) || tmsg_recv(f->t, m, 5000))
+		goto out;
+	for (;;) {
+		uint32_t be = htobe32(f->sent % TSYNC_PTP_LOOP + 1);
+
+		if (tmsg_make_time_sync(m, TSYNC_PTP_NAME, TSYNC_PTP_PROBE, &be, 4) ||
+		    tmsg_send(f->t, m))
+			break;
+		f->sent++;
+		if (tmsg_recv(f->t, m, 5000))
+			break;
+	}
+out:
+	free(m);
+	return NULL;
+}
+
+static void test_refuse_probe_flood(void **state)
+{
+	struct flood f = { 0 };
+	struct tmsg_transport *host;
+	struct timespec t0, t1;
+	int64_t off, ts;
+	pthread_t th;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	f.t = tmsg_fd_transport(sv[0], "guest");
+	host = tmsg_fd_transport(sv[1], "host");
+	assert_int_equal(pthread_create(&th, NULL, flood_main, &f), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(tsync_ptp_client(host, clk_host, NULL, &off, &ts), -EPROTO);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_non_null(strstr(tcx_error(), "PROBEs in one round"));
+	tmsg_close(host);
+	pthread_join(th, NULL);
+	tmsg_close(f.t);
+	/* stopped at the cap, not by a timeout */
+	assert_int_equal(f.sent, TSYNC_PTP_LOOP + 1);
+	assert_true(t1.tv_sec - t0.tv_sec < 4);
+}
+
+static void test_refuse_marker_flood(void **state)
+{
+	/* a guest trapping the marker cpuid in a loop: exit, CPUID, entry */
+	struct tsync_match *m = tsync_match_new(3);
+	const struct tsync_hmark *hm;
+	const uint32_t extra = 1000;
+
+	(void)state;
+	assert_non_null(m);
+	for (uint32_t i = 0; i < TSYNC_MARKS_MAX + extra; i++) {
+		feed(m, rec(10ull * i, true, TSYNC_TRC_VMEXIT64, 3, 0, 3, 0x72, 0, 0));
+		feed(m, rec(10ull * i, false, TSYNC_TRC_CPUID, 3, 0, 6, TSYNC_CPUID_LEAF, i + 1,
+			    0, 0, 0, 0));
+		feed(m, rec(10ull * i + 2, true, TSYNC_TRC_VMENTRY, 3, 0, 0));
+	}
+	assert_int_equal(tsync_match_marks(m, &hm), TSYNC_MARKS_MAX);
+	assert_int_equal(tsync_match_dropped(m), extra);
+	tsync_match_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1203,6 +1331,10 @@ int main(void)
 		cmocka_unit_test(test_agent_xen),
 		cmocka_unit_test(test_agent_ptp),
 		cmocka_unit_test(test_host_ptp),
+		cmocka_unit_test(test_refuse_sample_max),
+		cmocka_unit_test(test_refuse_offset_min),
+		cmocka_unit_test(test_refuse_probe_flood),
+		cmocka_unit_test(test_refuse_marker_flood),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
