@@ -106,6 +106,32 @@ int rec_guest_meta_sink(void *arg, const void *buf, size_t len);
 int rec_guest_make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 			const struct meta_buf *mb);
 
+/**
+ * struct rec_guest_meta_info - what rec_guest_meta_check() learnt
+ * @cpus, @page_size, @long_size, @clock: the metadata's (clock "" if none
+ *		or not a known name)
+ * @dropped:	options not written (with a writer)
+ * @header_page_differs: the metadata's header page was not dom0's text
+ */
+struct rec_guest_meta_info {
+	int cpus;
+	uint32_t page_size;
+	int long_size;
+	char clock[32];
+	uint32_t dropped;
+	bool header_page_differs;
+};
+
+/**
+ * rec_guest_meta_check - walk metadata @buf once to check it and, with
+ * @w, once more into @w, as rec_guest_make_file() does (for tests and
+ * the fuzzer); the guest's TSC2NSEC mult and shift are kept
+ *
+ * Returns 0, or a negative errno with the message in tcx_error().
+ */
+int rec_guest_meta_check(const void *buf, size_t len, struct tdat_writer *w,
+			 struct rec_guest_meta_info *info);
+
 /* ---- rec-guest-stream.c ---- */
 
 /** rec_guest_note - what happened, for the summary (the first note stays) */

@@ -87,11 +87,52 @@ struct meta_opts {
 	char clock[32];
 	uint32_t page_size;
 	int cpus;
-	uint64_t traceid;
 	int long_size;
 	uint16_t print_id;		/* ftrace/print: the markers' event */
 	bool has_print;
+	uint32_t dropped;		/* options not written (second walk) */
+	bool header_page_differs;	/* the guest's text is not dom0's */
 };
+
+/* Clocks trace-cmd and the kernel know (trace_clock's names). */
+static const char *const known_clocks[] = {
+	"local", "global", "counter", "uptime", "perf", "mono", "mono_raw",
+	"boot", "tai", "x86-tsc",
+};
+
+static bool known_clock(const char *c)
+{
+	for (size_t i = 0; i < sizeof(known_clocks) / sizeof(known_clocks[0]); i++)
+		if (!strcmp(c, known_clocks[i]))
+			return true;
+	return false;
+}
+
+#define TEXT_MAX	1024		/* UNAME, VERSION */
+#define CPUSTAT_MAX	4096		/* one CPU's stats */
+#define PROCMAPS_MAX	(1u << 20)
+
+/*
+ * Text an option may carry into dom0's file: at most @max bytes, printable
+ * or whitespace, no NUL but a last one (required when @nul).
+ */
+static bool opt_text(const uint8_t *d, uint32_t sz, uint32_t max, bool nul)
+{
+	uint32_t n = sz;
+
+	if (!sz || sz > max)
+		return false;
+	if (!d[sz - 1])
+		n--;
+	else if (nul)
+		return false;
+	if (!n)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (!((d[i] >= 0x20 && d[i] < 0x7f) || d[i] == '\n' || d[i] == '\t'))
+			return false;
+	return true;
+}
 
 /* The id of ftrace's print event (trace_marker writes), from its format. */
 static void print_format(const char *fmt, struct meta_opts *mo)
@@ -118,6 +159,7 @@ struct walk {
 	struct tdat_writer	*w;	/* NULL: only collect @mo */
 	struct meta_opts	*mo;
 	bool			keep_tsc2nsec;
+	int			cpustats;	/* CPUSTAT options written */
 	int			ret;	/* the writer's first error */
 };
 
@@ -136,8 +178,12 @@ static int walk_head(struct walk *k)
 	el = rd_num(r, 2, "the endianness and long size");
 	if (!r->bad && (el & 0xff))
 		return tcx_fail(-EPROTO, "the agent's metadata is big endian: not supported");
-	if (!r->bad)
+	if (!r->bad) {
 		k->mo->long_size = (int)(el >> 8);
+		if (k->mo->long_size != 4 && k->mo->long_size != 8)
+			return tcx_fail(-EPROTO, "the agent's metadata says longs are "
+					"%d bytes: not 4 or 8", k->mo->long_size);
+	}
 	k->mo->page_size = (uint32_t)rd_num(r, 4, "the page size");
 	return 0;
 }
@@ -160,6 +206,40 @@ static int add_cmdlines(struct tdat_writer *w, const char *s, size_t n)
 	return 0;	/* a bad line is skipped, not fatal */
 }
 
+/*
+ * The header page is dom0's own for the long size and page size the
+ * metadata's head gave (checked against TRACE_RESP): the guest's text is
+ * only compared, never written.
+ */
+static void walk_header_page(struct walk *k)
+{
+	struct rd *r = &k->r;
+	uint64_t n = rd_num(r, 8, "header_page");
+	size_t mlen = 0;
+	char *mine;
+
+	if (r->bad || r->len - r->pos < n) {
+		r->bad = "header_page";
+		return;
+	}
+	if (!k->w) {
+		r->pos += n;
+		return;
+	}
+	mine = tdat_header_page_text(k->mo->page_size, k->mo->long_size, &mlen);
+	if (!mine) {
+		k->ret = tcx_fail(errno == ENOMEM ? -ENOMEM : -EPROTO,
+				  "no header page for %u-byte pages", k->mo->page_size);
+	} else {
+		if (n != mlen || memcmp(r->b + r->pos, mine, mlen))
+			k->mo->header_page_differs = true;
+		if (!k->ret)
+			k->ret = tdat_set_header_page(k->w, mine, mlen);
+	}
+	free(mine);
+	r->pos += n;
+}
+
 /* The header page, ftrace's formats, every system's event formats. */
 static void walk_formats(struct walk *k)
 {
@@ -168,7 +248,7 @@ static void walk_formats(struct walk *k)
 	char *s, *sys;
 
 	rd_expect(r, "header_page", 12, "header_page");
-	walk_blob(k, 8, "header_page", tdat_set_header_page);
+	walk_header_page(k);
 	rd_expect(r, "header_event", 13, "header_event");
 	walk_blob(k, 8, "header_event", NULL);	/* readers ignore it too */
 	for (n = rd_num(r, 4, "ftrace formats"); n && !r->bad && !k->ret; n--) {
@@ -204,45 +284,65 @@ static void walk_formats(struct walk *k)
 	}
 }
 
-/* One option of the metadata's list. */
+/*
+ * One option of the metadata's list. dom0 writes only an allow-list,
+ * each checked: UNAME, VERSION, CPUSTAT, PROCMAPS as bounded text, the
+ * clock by name (tdat writes TRACECLOCK). TSC2NSEC's mult and shift only
+ * when dom0 has none of its own, never its offset. Everything else (DATE,
+ * OFFSET, TRACEID, TIME_SHIFT, GUEST, HOOK, BUFFER, CPUCOUNT, unknown
+ * ids) is dropped and counted: dom0 writes its own TRACEID and CPU count,
+ * time sync its TIME_SHIFT.
+ */
 static void walk_option(struct walk *k, uint16_t id, const uint8_t *d, uint32_t sz)
 {
 	struct tdat_writer *w = k->w;
+	bool keep = false;
 
 	switch (id) {
-	case TDAT_OPT_TRACECLOCK:
-		clock_name(d, sz, k->mo->clock, sizeof(k->mo->clock));
+	case TDAT_OPT_TRACECLOCK: {
+		char c[sizeof(k->mo->clock)] = "";
+
+		clock_name(d, sz, c, sizeof(c));
+		keep = c[0] && known_clock(c);
+		if (keep && !w)
+			memcpy(k->mo->clock, c, sizeof(c));
 		break;
-	case TDAT_OPT_TRACEID:
-		if (sz >= 8)
-			memcpy(&k->mo->traceid, d, 8);
-		break;
-	case TDAT_OPT_CPUCOUNT:
-	case TDAT_OPT_BUFFER:	/* instances: the agent sends none */
-		break;
+	}
 	case TDAT_OPT_UNAME:
 	case TDAT_OPT_VERSION:
-		if (w && sz && !d[sz - 1])
+		keep = opt_text(d, sz, TEXT_MAX, true);
+		if (w && keep)
 			k->ret = id == TDAT_OPT_UNAME ? tdat_set_uname(w, (const char *)d)
 						      : tdat_set_version(w, (const char *)d);
 		break;
+	case TDAT_OPT_CPUSTAT:
+		keep = k->cpustats < k->mo->cpus && opt_text(d, sz, CPUSTAT_MAX, false);
+		if (keep && w) {
+			k->cpustats++;
+			k->ret = tdat_add_option(w, id, d, sz);
+		}
+		break;
+	case TDAT_OPT_PROCMAPS:
+		keep = opt_text(d, sz, PROCMAPS_MAX, false);
+		if (keep && w)
+			k->ret = tdat_add_option(w, id, d, sz);
+		break;
 	case TDAT_OPT_TSC2NSEC:
-		if (w && sz >= 16 && k->keep_tsc2nsec) {
+		if (sz >= 8 && k->keep_tsc2nsec) {
 			uint32_t mult, shift;
-			uint64_t off;
 
 			memcpy(&mult, d, 4);
 			memcpy(&shift, d + 4, 4);
-			memcpy(&off, d + 8, 8);
-			k->ret = tdat_set_tsc2nsec(w, mult, shift, off);
+			keep = mult && shift <= 32;
+			if (keep && w)
+				k->ret = tdat_set_tsc2nsec(w, mult, shift, 0);
 		}
 		break;
 	default:
-		/* v7 section ids cannot be in v6 metadata; the rest as is */
-		if (w && (id < 15 || id > 22))
-			k->ret = tdat_add_option(w, id, d, sz);
 		break;
 	}
+	if (!keep && w)
+		k->mo->dropped++;
 }
 
 /* kallsyms, printk, cmdlines, the CPU count, the options. */
@@ -295,6 +395,24 @@ static int meta_walk(const uint8_t *b, size_t len, struct tdat_writer *w,
 	return 0;
 }
 
+int rec_guest_meta_check(const void *buf, size_t len, struct tdat_writer *w,
+			 struct rec_guest_meta_info *info)
+{
+	struct meta_opts mo = { .clock = "" };
+	int ret = meta_walk(buf, len, NULL, &mo, true);
+
+	if (!ret && w)
+		ret = meta_walk(buf, len, w, &mo, true);
+	if (info) {
+		*info = (struct rec_guest_meta_info){ .cpus = mo.cpus,
+			.page_size = mo.page_size, .long_size = mo.long_size,
+			.dropped = mo.dropped,
+			.header_page_differs = mo.header_page_differs };
+		memcpy(info->clock, mo.clock, sizeof(info->clock));
+	}
+	return ret;
+}
+
 int rec_guest_meta_sink(void *arg, const void *buf, size_t len)
 {
 	struct meta_buf *m = arg;
@@ -330,13 +448,14 @@ int rec_guest_make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 		return tcx_fail(-EPROTO, "guest %s: the metadata says %d CPUs of "
 			    "%u-byte pages, TRACE_RESP %d of %u", g->sp.name, mo.cpus,
 			    mo.page_size, g->cpus, g->page_size);
-	if (!mo.traceid)
-		mo.traceid = g->traceid;	/* a metadata without TRACEID */
-	if (mo.traceid != g->traceid && o->log)
-		fprintf(o->log, "trace-cmd-xen record: guest %s: TRACEID %#" PRIx64
-			" in the metadata, %#" PRIx64 " in TRACE_RESP: keeping the "
-			"metadata's\n", g->sp.name, mo.traceid, g->traceid);
-	g->traceid = mo.traceid;
+	/*
+	 * The file's TRACEID is TRACE_RESP's, the id the host's GUEST option
+	 * and TIME_SHIFT name; the metadata's own is never used.
+	 */
+	if (!g->traceid || g->traceid == g->host_traceid)
+		return tcx_fail(-EPROTO, "guest %s: the agent's trace id %#" PRIx64
+				" is %s: refusing the guest", g->sp.name, g->traceid,
+				g->traceid ? "the host's own" : "zero");
 	g->print_id = mo.print_id;
 	g->has_print = mo.has_print;
 	g->long_size = mo.long_size == 4 ? 4 : 8;
@@ -349,6 +468,8 @@ int rec_guest_make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 	if (!g->w)
 		return tcx_fail(errno ? -errno : -EIO, "%s", tcx_error());
 	ret = meta_walk(mb->b, mb->len, g->w, &mo, !o->mult);
+	g->sum.options_dropped = mo.dropped;
+	g->sum.header_page_differs = mo.header_page_differs;
 	if (!ret)
 		ret = tdat_set_traceid(g->w, g->traceid);
 	if (!ret && o->mult)

@@ -743,6 +743,10 @@ void rec_guest_summary_print(const struct rec_guest_summary *s, FILE *f)
 	if (s->bad_pages)
 		fprintf(f, ", %" PRIu64 " bad pages skipped", s->bad_pages);
 	fputc('\n', f);
+	if (s->options_dropped || s->header_page_differs)
+		fprintf(f, "  metadata: %u option%s dropped%s\n", s->options_dropped,
+			s->options_dropped == 1 ? "" : "s",
+			s->header_page_differs ? ", its header page replaced by dom0's" : "");
 	if (s->error)
 		fprintf(f, "  error: %s\n", s->note);
 	else if (s->died)
@@ -765,9 +769,11 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 	fprintf(f, ", \"cpus\": %d, \"traceid\": %" PRIu64 ", \"events\": %" PRIu64
 		", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64
 		", \"bad_pages\": %" PRIu64 ", \"cut_bytes\": %" PRIu64 ", \"seconds\": %.3f"
+		", \"options_dropped\": %u, \"header_page_differs\": %s"
 		", \"died\": %s, \"error\": %d, \"note\": ",
 		s->cpus, s->traceid, s->events, s->pages, s->bytes, s->missed, s->bad_pages,
-		s->cut_bytes, s->seconds, s->died ? "true" : "false", s->error);
+		s->cut_bytes, s->seconds, s->options_dropped,
+		s->header_page_differs ? "true" : "false", s->died ? "true" : "false", s->error);
 	tcx_json_str(f, s->note);
 	fputs(", \"tsync\": {\"protocol\": ", f);
 	if (s->tsync_proto[0])

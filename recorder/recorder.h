@@ -375,6 +375,10 @@ struct rec_guest_opts {
  * @tsync_rounds: xen: marker rounds used by the solve; ptp: samples per vCPU
  * @tsync_bound_ns: xen: the largest error of any offset used, ns; -1 when
  *		there is none (ptp, an assumed offset, no sync)
+ * @options_dropped: options of the agent's metadata not written into the
+ *		file (not on dom0's allow-list, or failing its checks)
+ * @header_page_differs: the agent's header page text was not dom0's own
+ *		for its long size and page size (dom0's was written)
  * @tsync_note:	the tsync summary line (tsync_summary_line()), or why the
  *		file has no TIME_SHIFT; the file itself is never affected
  */
@@ -395,6 +399,8 @@ struct rec_guest_summary {
 	uint32_t	tsync_samples, tsync_rounds;
 	int64_t		tsync_bound_ns;
 	char		tsync_note[256];
+	uint32_t	options_dropped;
+	bool		header_page_differs;
 };
 
 /**

@@ -103,22 +103,31 @@ void tdat_optlist_free(struct tdat_optlist *l)
 	l->n = 0;
 }
 
-/* This machine's header_page layout for a 64-bit kernel, sized to the page. */
-static char *synth_header_page(uint32_t page_size, size_t *len)
+/* The kernel's header_page layout for @long_size-byte longs, sized to the page. */
+static char *synth_header_page(uint32_t page_size, int long_size, size_t *len)
 {
 	char *s = NULL;
 	int n;
 
 	n = asprintf(&s,
 		     "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
-		     "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+		     "\tfield: local_t commit;\toffset:8;\tsize:%d;\tsigned:1;\n"
 		     "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
-		     "\tfield: char data;\toffset:16;\tsize:%u;\tsigned:0;\n",
-		     page_size - 16);
+		     "\tfield: char data;\toffset:%d;\tsize:%u;\tsigned:0;\n",
+		     long_size, 8 + long_size, page_size - 8 - long_size);
 	if (n < 0)
 		return NULL;
 	*len = n;
 	return s;
+}
+
+char *tdat_header_page_text(uint32_t page_size, int long_size, size_t *len)
+{
+	if ((long_size != 4 && long_size != 8) || page_size < 4096) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return synth_header_page(page_size, long_size, len);
 }
 
 static const char header_event[] =
@@ -196,7 +205,7 @@ struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params
 	w->batch_pages = p.page_size < TDAT_BATCH_BYTES ? TDAT_BATCH_BYTES / p.page_size : 1;
 	w->path = strdup(path);
 	w->clock = p.clock ? strdup(p.clock) : NULL;
-	w->header_page = synth_header_page(w->page_size, &w->header_page_len);
+	w->header_page = synth_header_page(w->page_size, 8, &w->header_page_len);
 	if (!w->path || (p.clock && !w->clock) || !w->header_page) {
 		tdat_close(w);
 		goto nomem;

@@ -144,6 +144,15 @@ struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params
 int tdat_set_header_page(struct tdat_writer *w, const char *text, size_t len);
 
 /**
+ * tdat_header_page_text - the kernel's events/header_page text for a ring
+ * buffer of @page_size-byte pages and @long_size-byte longs (4 or 8), the
+ * one tdat writes by default for 8, malloc'ed, its length in @len
+ *
+ * Returns the text, or NULL with errno set (EINVAL, ENOMEM).
+ */
+char *tdat_header_page_text(uint32_t page_size, int long_size, size_t *len);
+
+/**
  * tdat_add_event_format - add the format text of one event of @system
  * @text:	the whole format file text ("name:", "ID:", "format:", fields,
  *		"print fmt:"); the ID in it is the payload's common_type
