@@ -296,9 +296,13 @@ static void walk_formats(struct walk *k)
 static void walk_option(struct walk *k, uint16_t id, const uint8_t *d, uint32_t sz)
 {
 	struct tdat_writer *w = k->w;
-	bool keep = false;
+	bool keep = false, own = false;
 
 	switch (id) {
+	case TDAT_OPT_TRACEID:
+	case TDAT_OPT_CPUCOUNT:
+		own = true;	/* dom0 writes its own: replaced, not dropped */
+		break;
 	case TDAT_OPT_TRACECLOCK: {
 		char c[sizeof(k->mo->clock)] = "";
 
@@ -328,6 +332,7 @@ static void walk_option(struct walk *k, uint16_t id, const uint8_t *d, uint32_t 
 			k->ret = tdat_add_option(w, id, d, sz);
 		break;
 	case TDAT_OPT_TSC2NSEC:
+		own = !k->keep_tsc2nsec;
 		if (sz >= 8 && k->keep_tsc2nsec) {
 			uint32_t mult, shift;
 
@@ -341,7 +346,7 @@ static void walk_option(struct walk *k, uint16_t id, const uint8_t *d, uint32_t 
 	default:
 		break;
 	}
-	if (!keep && w)
+	if (!keep && !own && w)
 		k->mo->dropped++;
 }
 
