@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <xenctrl.h>
@@ -177,6 +178,16 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out)
 	/* trace-cmd names a network guest by its address */
 	safe_name(out->name, sizeof(out->name), host, hlen);
 	return 0;
+}
+
+bool rec_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!strcmp(a, b))
+		return true;
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
 }
 
 char *rec_guest_file_path(const char *output, const char *name)
@@ -463,6 +474,10 @@ static int connect_agent(struct rec_guest *g, const struct rec_guest_opts *o, in
 	else
 		snprintf(g->path, sizeof(g->path), "%s", path);
 	free(path);
+	for (int i = 0; !ret && i < o->ntaken; i++)
+		if (rec_same_file(g->path, o->taken[i]))
+			ret = tcx_fail(-EEXIST, "guest %s: its file %s is %s, which this run "
+				       "writes already", g->sp.name, g->path, o->taken[i]);
 	return ret;
 }
 

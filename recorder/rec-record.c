@@ -77,6 +77,8 @@ struct session {
 	struct rec_stream		*s;
 	struct xs_handle		*xs;
 	char				*dom0_path;
+	const char			**taken;	/* the files this run writes */
+	int				ntaken;
 	int				rawfd;
 	uint64_t			raw_bytes;
 	int				ncpus;
@@ -641,6 +643,14 @@ static int open_guests(struct session *ss)
 	ss->gsum = calloc((size_t)o->nr_guests, sizeof(*ss->gsum));
 	if (!ss->g || !ss->gsum)
 		return tcx_fail(-ENOMEM, "out of memory");
+	ss->taken = calloc((size_t)o->nr_guests + 3, sizeof(*ss->taken));
+	if (!ss->taken)
+		return tcx_fail(-ENOMEM, "out of memory");
+	ss->taken[ss->ntaken++] = o->output;
+	if (ss->dom0_path)
+		ss->taken[ss->ntaken++] = ss->dom0_path;
+	if (o->raw)
+		ss->taken[ss->ntaken++] = o->raw;
 	for (int i = 0; i < o->nr_guests; i++) {
 		struct rec_guest_opts go = {
 			.spec = o->guests[i], .output = o->output,
@@ -650,26 +660,17 @@ static int open_guests(struct session *ss)
 			.tsync = o->tsync, .tsync_interval = o->tsync_interval,
 			.cpu_khz = rec_hvbuf_cpu_khz(ss->hv),
 			.secret = o->secret, .secret_len = o->secret_len, .log = o->log,
+			.taken = ss->taken, .ntaken = ss->ntaken,
 		};
 		struct rec_guest *g;
-		char msg[TCX_ERROR_MAX];
 		int dom;
 
+		/* refused before its file is made if that file is one of ours */
 		ret = rec_guest_open(&g, &go);
 		if (ret)
-			return ret;
-		for (int j = 0; j < ss->ng; j++) {
-			if (strcmp(rec_guest_output(ss->g[j]), rec_guest_output(g)))
-				continue;
-			/* the same agent twice: it stays the first one's */
-			ret = tcx_fail(-EEXIST, "-A %s: %s is already guest %s's file",
-				       o->guests[i], rec_guest_output(g), rec_guest_name(ss->g[j]));
-			/* closing may fail too: the message is ours */
-			snprintf(msg, sizeof(msg), "%s", tcx_error());
-			rec_guest_close(g, NULL);
-			return tcx_fail(ret, "%s", msg);
-		}
+			return tcx_fail(ret, "-A %s: %s", o->guests[i], tcx_error());
 		ss->g[ss->ng++] = g;
+		ss->taken[ss->ntaken++] = rec_guest_output(g);
 		dom = rec_guest_domid(g);
 		if (dom < 0)
 			continue;
@@ -1066,11 +1067,34 @@ static void finish(struct session *ss)
 }
 
 /* Refuse an unwritable output before touching the hypervisor; dom0's path, --raw. */
+/* -o, dom0's file and --raw name three different files, or nothing starts. */
+static int distinct_outputs(const struct rec_record_opts *o, const char *dom0)
+{
+	const char *name[3] = { "-o", "dom0's file", "--raw" };
+	const char *path[3] = { o->output, dom0, o->raw };
+
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (path[i] && path[j] && rec_same_file(path[i], path[j]))
+				return tcx_fail(-EINVAL, "%s and %s are the same file (%s): "
+						"each output needs its own", name[i], name[j],
+						path[j]);
+	return 0;
+}
+
 static int open_outputs(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	int fd, ret;
 
+	if (!o->no_dom0) {
+		ss->dom0_path = rec_dom0_path(o->output);
+		if (!ss->dom0_path)
+			return tcx_fail(-ENOMEM, "out of memory");
+	}
+	ret = distinct_outputs(o, ss->dom0_path);
+	if (ret)
+		return ret;
 	ss->created = access(o->output, F_OK) < 0;
 	fd = open(o->output, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
@@ -1078,11 +1102,6 @@ static int open_outputs(struct session *ss)
 		return tcx_fail(ret, "%s: %s", o->output, strerror(-ret));
 	}
 	close(fd);
-	if (!o->no_dom0) {
-		ss->dom0_path = rec_dom0_path(o->output);
-		if (!ss->dom0_path)
-			return tcx_fail(-ENOMEM, "out of memory");
-	}
 	if (o->raw) {
 		ss->rawfd = open(o->raw, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (ss->rawfd < 0) {
@@ -1358,6 +1377,7 @@ static void free_session(struct session *ss)
 	free(ss->gsum);
 	free(ss->runs);
 	free(ss->dom0_path);
+	free(ss->taken);
 	free(ss);
 }
 

@@ -717,6 +717,12 @@ int rec_dom0_close(struct rec_dom0 *d);
 /* ---- guests: what the session does with them (rec-guest.c) ---- */
 
 /**
+ * rec_same_file - whether paths @a and @b name one file: the same text, or
+ * two existing names of one inode
+ */
+bool rec_same_file(const char *a, const char *b);
+
+/**
  * rec_guest_add_host_entry - the GUEST option of this guest in the host's
  * trace.dat @host: its name, its TRACEID, vCPU i -> rec_vcpu_pid(domid, i)
  * for a Xen guest (the pseudo tasks of the hypervisor file), -1 for a

@@ -335,6 +335,9 @@ char *rec_guest_file_path(const char *output, const char *name);
  *		stock trace-cmd agent may need some; ours refuses anything off
  *		its allow-list)
  * @log:	warnings (NULL: none)
+ * @taken, @ntaken: the files this run writes already (the host's, dom0's,
+ *		--raw, other guests'): a guest whose file would be one of them
+ *		is refused before anything is written
  */
 struct rec_guest_opts {
 	const char		*spec;
@@ -356,6 +359,8 @@ struct rec_guest_opts {
 	const char *const	*extra_args;
 	int			nr_extra_args;
 	FILE			*log;
+	const char *const	*taken;
+	int			ntaken;
 };
 
 /**

@@ -482,6 +482,8 @@ static void test_errors(void **state)
 			  "0.5", NULL };
 	char *full[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "--no-dom0", "-o", out,
 			 "--raw", "/dev/full", "--duration", "2", NULL };
+	char *same[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-o", out, "--raw", out,
+			 "--duration", "0.5", NULL };
 	char *xt[] = { XENTRACE, "-T", "5", tlib_path(sim.tmp, "xt.bin"), NULL };
 	struct tracecmd_input *h;
 	pid_t xpid;
@@ -493,6 +495,12 @@ static void test_errors(void **state)
 	assert_true(tlib_file_has(err, "no event matches \"nosuch:nosuch_ev\""));
 	assert_int_equal(access(out, F_OK), -1);	/* nothing left behind */
 	assert_int_equal(access(tlib_path(sim.tmp, "t-dom0.dat"), F_OK), -1);
+	/* two outputs in one file: refused before anything is written */
+	assert_int_equal(tlib_write_file(out, "an earlier run's file\n"), 0);
+	assert_int_equal(tlib_sim_run(&sim, same, "/dev/null", err), 1);
+	assert_true(tlib_file_has(err, "-o and --raw are the same file"));
+	assert_true(tlib_file_has(out, "an earlier run's file"));
+	unlink(out);
 	assert_int_equal(tlib_sim_run(&sim, badout, "/dev/null", err), 1);
 	assert_true(tlib_file_has(err, "/nonexistent/dir/t.dat: No such file"));
 	assert_int_equal(tlib_wait(tlib_sim_spawn(&sim, plain, 1, "/dev/null", err)), 1);
