@@ -284,14 +284,16 @@ static int unexpected_msg(struct tmsg_transport *t, const struct tmsg *m,
 	return tmsg_send_cmd(t, TMSG_NOT_SUPP);
 }
 
-int tmsg_wait_until(struct tmsg_transport *t, uint32_t cmd, struct tmsg *m,
+/* Messages until @cmd: all by @deadline_ns, or (0) each within io_timeout_ms. */
+static int wait_cmd(struct tmsg_transport *t, uint32_t cmd, struct tmsg *m,
 		    uint64_t deadline_ns)
 {
 	int unexpected = 0;
 
 	for (;;) {
 		bool stalled;
-		int ret = recv_msg(t, m, deadline_ns, deadline_ns, &stalled);
+		int ret = deadline_ns ? recv_msg(t, m, deadline_ns, deadline_ns, &stalled)
+				      : tmsg_recv(t, m, -1);
 
 		if (ret)
 			return ret;
@@ -303,25 +305,16 @@ int tmsg_wait_until(struct tmsg_transport *t, uint32_t cmd, struct tmsg *m,
 	}
 }
 
+int tmsg_wait_until(struct tmsg_transport *t, uint32_t cmd, struct tmsg *m,
+		    uint64_t deadline_ns)
+{
+	return wait_cmd(t, cmd, m, deadline_ns);
+}
+
 int tmsg_wait_for(struct tmsg_transport *t, uint32_t cmd, struct tmsg *m,
 		  int timeout_ms)
 {
-	int unexpected = 0;
-
-	if (timeout_ms >= 0)
-		return tmsg_wait_until(t, cmd, m, tmsg_deadline(timeout_ms));
-	/* For ever: each message still within t->io_timeout_ms. */
-	for (;;) {
-		int ret = tmsg_recv(t, m, -1);
-
-		if (ret)
-			return ret;
-		if (m->cmd == cmd)
-			return 0;
-		ret = unexpected_msg(t, m, &unexpected, tmsg_cmd_name(cmd));
-		if (ret)
-			return ret;
-	}
+	return wait_cmd(t, cmd, m, timeout_ms >= 0 ? tmsg_deadline(timeout_ms) : 0);
 }
 
 int tmsg_send_data(struct tmsg_transport *t, const void *buf, size_t len)
