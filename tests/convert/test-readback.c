@@ -19,6 +19,7 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "recorder-internal.h"
+#include "tlib.h"
 #include "tcx-util.h"
 #include "xtgen.h"
 
@@ -540,12 +541,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
-	if (getenv("TCX_KEEP"))
-		return 0;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd);
+	return getenv("TCX_KEEP") ? 0 : tlib_rmtree(tmpdir);
 }
 
 int main(void)
