@@ -119,8 +119,7 @@ static const char header_event[] =
 static const char clocks[] =
 	"local global counter uptime perf mono mono_raw boot tai x86-tsc";
 
-/* Returns 0, or -ENOMEM, -EIO (short write) or the -errno of open/write. */
-static int put_file(const char *dir, const char *name, const char *text)
+int xsim_put_file(const char *dir, const char *name, const char *text)
 {
 	size_t len = strlen(text);
 	char *p;
@@ -235,7 +234,7 @@ static int make_tree(struct xsim_guest *g)
 	    (ret = mkdirs(g->dir, "per_cpu")))
 		return ret;
 	for (size_t i = 0; i < sizeof(tree_files) / sizeof(tree_files[0]); i++)
-		if ((ret = put_file(g->dir, tree_files[i].name,
+		if ((ret = xsim_put_file(g->dir, tree_files[i].name,
 				    tree_files[i].text)))
 			return ret;
 	text[0] = '\0';
@@ -254,32 +253,32 @@ static int make_tree(struct xsim_guest *g)
 			 events[i].fields, events[i].fmt);
 		snprintf(name, sizeof(name), "events/%s/%s/format",
 			 events[i].sys, events[i].name);
-		if ((ret = put_file(g->dir, name, fmt)))
+		if ((ret = xsim_put_file(g->dir, name, fmt)))
 			return ret;
 		snprintf(name, sizeof(name), "events/%s/%s/enable",
 			 events[i].sys, events[i].name);
 		/* ftrace's own events are always on, as in the kernel */
-		if ((ret = put_file(g->dir, name,
+		if ((ret = xsim_put_file(g->dir, name,
 				    strcmp(events[i].sys, "ftrace") ? "0\n" : "1\n")))
 			return ret;
 		snprintf(name, sizeof(name), "events/%s/%s/filter",
 			 events[i].sys, events[i].name);
-		if ((ret = put_file(g->dir, name, "none\n")))
+		if ((ret = xsim_put_file(g->dir, name, "none\n")))
 			return ret;
 		snprintf(name, sizeof(name), "events/%s/enable", events[i].sys);
-		if ((ret = put_file(g->dir, name, "0\n")))
+		if ((ret = xsim_put_file(g->dir, name, "0\n")))
 			return ret;
 		snprintf(text + strlen(text), sizeof(text) - strlen(text),
 			 "%s:%s\n", events[i].sys, events[i].name);
 	}
-	if ((ret = put_file(g->dir, "available_events", text)))
+	if ((ret = xsim_put_file(g->dir, "available_events", text)))
 		return ret;
 	for (unsigned int c = 0; c < g->nvcpus; c++) {
 		snprintf(name, sizeof(name), "per_cpu/cpu%u", c);
 		if ((ret = mkdirs(g->dir, name)))
 			return ret;
 		snprintf(name, sizeof(name), "per_cpu/cpu%u/buffer_size_kb", c);
-		if ((ret = put_file(g->dir, name, "1408\n")))
+		if ((ret = xsim_put_file(g->dir, name, "1408\n")))
 			return ret;
 		snprintf(name, sizeof(name), "per_cpu/cpu%u/trace_pipe_raw", c);
 		ret = open_fifo(g->dir, name);
@@ -670,7 +669,7 @@ static void refresh(struct xsim_guest *g)
 			p += l + (p[l] == ' ');
 		}
 		w[-1] = '\n';
-		put_file(g->dir, "trace_clock", out);
+		xsim_put_file(g->dir, "trace_clock", out);
 	}
 }
 

@@ -44,29 +44,6 @@ static char *path_in(const char *dir, const char *name)
 	return p;
 }
 
-/* Returns 0, or -ENOMEM, -EIO (short write) or the -errno of open/write. */
-static int write_file(const char *dir, const char *name, const char *text)
-{
-	char *p = path_in(dir, name);
-	size_t len = strlen(text);
-	ssize_t n;
-	int fd;
-
-	if (!p)
-		return -ENOMEM;
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	free(p);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, len);
-	if (n < 0)
-		n = -errno;
-	close(fd);
-	if (n < 0)
-		return (int)n;
-	return (size_t)n == len ? 0 : -EIO;
-}
-
 /* The control socket @dir/ctl, listening. Returns its fd, or -errno. */
 static int listen_on(const char *dir)
 {
@@ -275,8 +252,8 @@ struct xsim_host *xsim_host_start(const struct xsim_conf *c, const char *dir)
 		goto fail;
 	truth_header(h);
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-	if ((err = write_file(dir, "pid", pid)) ||
-	    (err = write_file(dir, "ready", "1\n"))) {
+	if ((err = xsim_put_file(dir, "pid", pid)) ||
+	    (err = xsim_put_file(dir, "ready", "1\n"))) {
 		xsim_sched_stop(h);
 		goto fail;
 	}

@@ -158,4 +158,11 @@ void xsim_guest_input(struct xsim_guest *g, int fd);
 void xsim_guest_tick(struct xsim_guest *g, bool final);
 void xsim_guest_stats(struct xsim_guest *g);
 
+/**
+ * xsim_put_file - @dir/@name holding @text, created or truncated
+ *
+ * Returns 0, or -ENOMEM, -EIO (short write) or the -errno of open/write.
+ */
+int xsim_put_file(const char *dir, const char *name, const char *text);
+
 #endif /* XSIM_INTERNAL_H */
