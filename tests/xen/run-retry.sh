@@ -4,13 +4,16 @@
 #
 #   tests/xen/run-retry.sh --tap --builddir DIR NAME
 #
-# Two failures under QEMU TCG are not the project's (docs/real-xen.md):
+# Three failures under QEMU TCG are not the project's (docs/real-xen.md):
 # - a dom0 boot stall: dom0's /init never said "@@ DOM0 UP" within the boot
 #   deadline (run-scenario.sh stops QEMU there and leaves boot-stalled in
 #   the run's directory);
 # - a guest triple fault: PVH guests sometimes triple-fault in Xen's
 #   emulation (seen with both tsc_mode native and default, at boot,
-#   mid-session and after it); Xen logs "Triple fault" on its serial console.
+#   mid-session and after it); Xen logs "Triple fault" on its serial console;
+# - a kernel whose timers stop: a guest or dom0 kernel logs an RCU stall with
+#   "kthread timer wakeup didn't happen" (its timer interrupts stopped coming:
+#   TCG's timer emulation, seen on an idle host).
 # A run that failed for one of them runs once more from scratch and that
 # run's result stands; the first run's files are kept in NAME-first-try/ and
 # its TAP lines printed as comments, after one line
@@ -43,6 +46,8 @@ if [ $rc != 0 ] && [ "$run/boot-stalled" -nt "$first.start" ]; then
 	reason=$(head -n1 "$run/boot-stalled")	# "dom0 boot stalled: ..."
 elif [ $rc != 0 ] && grep -q "Triple fault" "$log" 2>/dev/null; then
 	reason="guest triple fault (Xen logged it; the run failed)"
+elif [ $rc != 0 ] && grep -q "kthread timer wakeup didn't happen" "$log" 2>/dev/null; then
+	reason="a kernel's timers stopped (RCU stall, timer wakeup did not happen; the run failed)"
 fi
 if [ -z "$reason" ]; then
 	cat "$first"
@@ -56,6 +61,7 @@ cp -a "$run" "$kept" 2>/dev/null
 echo "# retried: $name: $reason"
 case $reason in
 "guest triple fault"*) grep -m3 "Triple fault" "$log" | sed 's/^/#   /' ;;
+"a kernel's timers"*) grep -m3 "rcu:" "$log" | sed 's/^/#   /' ;;
 esac
 echo "# the first run's results: $kept; its TAP lines:"
 sed 's/^/#   /' "$first"
