@@ -19,6 +19,7 @@
 #ifndef TMSG_H
 #define TMSG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -363,13 +364,30 @@ struct tmsg_transport_ops {
  *		yielding the CPU between looks; time sync's probes set it,
  *		as a stamp taken after a wake-up is late by the scheduler's
  *		latency, unevenly each way
+ * @cutoff_ns:	tmsg_set_cutoff()'s deadline (0: none)
  */
 struct tmsg_transport {
 	const struct tmsg_transport_ops *ops;
 	char name[64];
 	int io_timeout_ms;
 	int spin_us;
+	_Atomic uint64_t cutoff_ns;
 };
+
+/* How soon a wait in progress sees a cutoff another thread set. */
+#define TMSG_SLICE_MS	100
+
+/**
+ * tmsg_set_cutoff - an absolute deadline (CLOCK_MONOTONIC ns) for every
+ * read and write on @t from now on, whatever deadline the caller gives
+ * (0: none); any thread may set it, and a wait in progress sees it within
+ * TMSG_SLICE_MS. A session's owner uses it to end a peer's session at its
+ * own deadline, whichever thread is talking to the peer.
+ */
+void tmsg_set_cutoff(struct tmsg_transport *t, uint64_t cutoff_ns);
+
+/** tmsg_cut_off - whether @t's cutoff has passed */
+bool tmsg_cut_off(struct tmsg_transport *t);
 
 /**
  * tmsg_fd_transport - wrap a connected socket or pipe; it becomes
