@@ -21,14 +21,12 @@ struct tmsg_transport;
 struct tmsg_trace_resp;
 struct tdat_writer;
 
-#define META_MAX	(512u << 20)	/* kallsyms of a big kernel is ~10 MiB */
 #define READ_CHUNK	(256u << 10)	/* per stream and read call */
 #define ROUND_MAX	(1u << 20)	/* per stream per round: fairness */
 #define POLL_MS		100
 #define FLUSH_NS	1000000000ull	/* pages to disk at least every second */
 #define PUBLISH_NS	100000000ull	/* counters for status lines */
 #define ANSWER_MS	30000		/* TRACE_RESP: the agent sets tracing up */
-#define META_MS		120000		/* the whole metadata (a TCG guest's vchan is slow) */
 #define CONNECT_MS	5000
 #define CLOSE_MS	10000		/* CLOSE to the last page and CLOSE_RESP */
 #define MAX_PROTOS	2		/* xen, ptp */
@@ -52,6 +50,12 @@ struct rec_guest {
 	struct tdat_writer *w;
 	FILE *log;
 	int close_ms;
+	uint64_t open_by;		/* rec_guest_open()'s deadline */
+	_Atomic uint64_t cutoff;	/* rec_guest_set_deadline()'s (0: none) */
+	uint64_t max_bytes;		/* page bytes into the file (0: no limit) */
+	size_t max_meta;
+	uint64_t written;		/* page bytes into the file: the drain thread's */
+	bool over;			/* @max_bytes reached: the streams are closed */
 
 	pthread_t th;
 	bool started;

@@ -249,6 +249,8 @@ void rec_guest_tsync_start(struct rec_guest *g, const struct tmsg_trace_resp *r,
 		      tcx_error());
 		return;
 	}
+	/* the first ptp sample is part of the open: its deadline too */
+	tmsg_set_cutoff(g->tst, g->open_by);
 	if (strcmp(proto, TSYNC_PTP_NAME))
 		return;		/* xen: once the metadata is in (print id) */
 	ret = tsync_host_new(&g->tsh, &(struct tsync_host_opts){

@@ -446,6 +446,10 @@ static struct rec_guest *guest_new(const struct rec_guest_opts *o)
 	pthread_condattr_destroy(&ca);
 	g->log = o->log;
 	g->close_ms = o->close_timeout_ms > 0 ? o->close_timeout_ms : CLOSE_MS;
+	g->open_by = tcx_now_ns() + (uint64_t)(o->open_timeout_ms > 0 ? o->open_timeout_ms :
+					       REC_GUEST_OPEN_MS) * 1000000ull;
+	g->max_meta = o->max_meta ? o->max_meta : REC_GUEST_MAX_META;
+	g->max_bytes = o->max_bytes;
 	g->interval = o->tsync_interval > 0 ? o->tsync_interval : 0;
 	g->mult = o->mult;
 	g->shift = o->shift;
@@ -481,12 +485,55 @@ static int connect_agent(struct rec_guest *g, const struct rec_guest_opts *o, in
 	return ret;
 }
 
+/* A Xen domain's vCPU count (its highest vCPU id + 1), or 0 if Xen does not say. */
+static unsigned int domain_vcpus(unsigned int domid)
+{
+	xc_interface *xch = xc_interface_open(NULL, NULL, 0);
+	xc_domaininfo_t di;
+	unsigned int n = 0;
+
+	if (!xch)
+		return 0;
+	if (xc_domain_getinfolist(xch, domid, 1, &di) == 1 && di.domain == domid)
+		n = di.max_vcpu_id + 1;
+	xc_interface_close(xch);
+	return n;
+}
+
+/*
+ * Streams, buffers and grant mappings are per CPU: a guest gets as many as
+ * it has, which Xen knows for its domain; a network agent, a fixed cap.
+ */
+static int check_cpus(struct rec_guest *g, uint32_t cpus, const struct rec_guest_opts *o)
+{
+	unsigned int max = o->max_cpus ? o->max_cpus : REC_GUEST_MAX_CPUS;
+
+	if (g->sp.kind == REC_GUEST_XEN) {
+		unsigned int n = domain_vcpus(g->sp.domid);
+
+		if (n && cpus > n)
+			return tcx_fail(-EPROTO, "guest %s: the agent claims %u CPUs, its "
+					"domain %u has %u vCPUs: refusing the guest", g->sp.name,
+					cpus, g->sp.domid, n);
+		if (n)
+			return 0;
+	}
+	if (cpus > max)
+		return tcx_fail(-EPROTO, "guest %s: the agent claims %u CPUs, more than "
+				"--guest-max-cpus %u: refusing the guest", g->sp.name, cpus, max);
+	return 0;
+}
+
 /* TRACE_RESP's shape, then one stream and one read buffer per CPU. */
-static int open_data(struct rec_guest *g, const struct tmsg_trace_resp *resp, int timeout)
+static int open_data(struct rec_guest *g, const struct rec_guest_opts *o,
+		     const struct tmsg_trace_resp *resp, int timeout)
 {
 	struct tmsg_transport **ts;
 	int ret;
 
+	ret = check_cpus(g, resp->cpus, o);
+	if (ret)
+		return ret;
 	g->cpus = (int)resp->cpus;
 	g->page_size = resp->page_size;
 	g->traceid = resp->trace_id;
@@ -524,8 +571,12 @@ static int receive_metadata(struct rec_guest *g, const struct rec_guest_opts *o)
 	ssize_t got;
 	int ret;
 
-	got = tmsg_recv_data(g->ctl, rec_guest_meta_sink, &mb, META_MS, META_MAX);
-	if (got < 0)
+	/* the open's deadline caps it (the transport's cutoff) */
+	got = tmsg_recv_data(g->ctl, rec_guest_meta_sink, &mb, -1, g->max_meta);
+	if (got == -EFBIG)
+		ret = tcx_fail(-EFBIG, "guest %s: its metadata is over %zu bytes "
+			       "(--guest-max-meta): refusing the guest", g->sp.name, g->max_meta);
+	else if (got < 0)
 		ret = tcx_fail((int)got, "guest %s: receiving its metadata: %s",
 			       g->sp.name, tcx_error());
 	else
@@ -590,14 +641,20 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o)
 	g = guest_new(o);
 	if (!g)
 		return tcx_fail(-ENOMEM, "out of memory");
+	if (o->open_timeout_ms > 0 && timeout > o->open_timeout_ms)
+		timeout = o->open_timeout_ms;
 	ret = connect_agent(g, o, timeout);
+	/* every wait of the open ends by its deadline, whatever the guest sends */
+	tmsg_set_cutoff(g->ctl, g->open_by);
 	if (!ret)
 		ret = request(g, o, &resp);
 	if (!ret)
-		ret = open_data(g, &resp, timeout);
+		ret = open_data(g, o, &resp, timeout);
 	if (!ret)
 		ret = receive_metadata(g, o);
 	if (!ret) {
+		tmsg_set_cutoff(g->ctl, 0);
+		tmsg_set_cutoff(g->tst, 0);
 		rec_guest_tsync_xen_setup(g);
 		ret = start_threads(g);
 	}
@@ -607,7 +664,15 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o)
 		return 0;
 	}
 	/* the cleanup may fail too: the message is the first failure's */
-	snprintf(msg, sizeof(msg), "%s", tcx_error());
+	if (ret == -ETIMEDOUT || tcx_now_ns() >= g->open_by)
+		snprintf(msg, sizeof(msg), "guest %s: abandoned: not open within %.1f s "
+			 "(--guest-open-timeout): %s", g->sp.name[0] ? g->sp.name : o->spec,
+			 (o->open_timeout_ms > 0 ? o->open_timeout_ms : REC_GUEST_OPEN_MS) / 1e3,
+			 tcx_error());
+	else
+		snprintf(msg, sizeof(msg), "%s", tcx_error());
+	if (tcx_now_ns() >= g->open_by)
+		ret = -ETIMEDOUT;
 	if (g->w) {
 		tdat_close(g->w);
 		g->w = NULL;
@@ -689,6 +754,20 @@ bool rec_guest_stopped(struct rec_guest *g)
 	return !g->started || atomic_load(&g->done);
 }
 
+void rec_guest_set_deadline(struct rec_guest *g, uint64_t ns)
+{
+	uint64_t one = 1, cur = atomic_load(&g->cutoff);
+
+	if (cur && ns && cur <= ns)
+		return;
+	atomic_store(&g->cutoff, ns);
+	tmsg_set_cutoff(g->ctl, ns);
+	tmsg_set_cutoff(g->tst, ns);
+	/* the drain thread looks at the deadline on its next turn */
+	if (g->wakefd >= 0 && write(g->wakefd, &one, sizeof(one)) < 0)
+		return;	/* the counter is full: a wakeup is pending anyway */
+}
+
 int rec_guest_stop(struct rec_guest *g)
 {
 	if (!g->started)
@@ -762,6 +841,8 @@ void rec_guest_summary_print(const struct rec_guest_summary *s, FILE *f)
 		fprintf(f, "  metadata: %u option%s dropped%s\n", s->options_dropped,
 			s->options_dropped == 1 ? "" : "s",
 			s->header_page_differs ? ", its header page replaced by dom0's" : "");
+	if (s->limit[0])
+		fprintf(f, "  its stream ended at the --guest-%s limit\n", s->limit);
 	if (s->error)
 		fprintf(f, "  error: %s\n", s->note);
 	else if (s->died)
@@ -785,10 +866,12 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 		", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64
 		", \"bad_pages\": %" PRIu64 ", \"cut_bytes\": %" PRIu64 ", \"seconds\": %.3f"
 		", \"options_dropped\": %u, \"header_page_differs\": %s"
-		", \"died\": %s, \"error\": %d, \"note\": ",
+		", \"died\": %s, \"abandoned\": \"%s\", \"limit\": \"%s\", \"error\": %d"
+		", \"note\": ",
 		s->cpus, s->traceid, s->events, s->pages, s->bytes, s->missed, s->bad_pages,
 		s->cut_bytes, s->seconds, s->options_dropped,
-		s->header_page_differs ? "true" : "false", s->died ? "true" : "false", s->error);
+		s->header_page_differs ? "true" : "false", s->died ? "true" : "false",
+		s->abandoned, s->limit, s->error);
 	tcx_json_str(f, s->note);
 	fputs(", \"tsync\": {\"protocol\": ", f);
 	if (s->tsync_proto[0])

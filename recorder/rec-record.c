@@ -98,6 +98,9 @@ struct session {
 	struct rec_guest_summary	*gsum;
 	int				ng;
 	bool				gclosed;
+	struct rec_guest_summary	gfail;	/* the guest whose open failed */
+	bool				has_gfail;
+	bool				stop_cut;	/* a signal cut the guests' stop short */
 	/* what was started, for the cleanup */
 	bool				created;	/* the output did not exist */
 	bool				d0_tried;
@@ -113,14 +116,17 @@ struct session {
 
 static int sigpipe[2] = { -1, -1 };
 static volatile sig_atomic_t stop_sig;
+static volatile sig_atomic_t nr_sigs;	/* a second one cuts the guests' stop short */
 
 static void on_signal(int sig)
 {
 	int e = errno;
 	char c = (char)sig;
 
-	if (sig != SIGCHLD)
+	if (sig != SIGCHLD) {
 		stop_sig = sig;
+		nr_sigs++;
+	}
 	if (write(sigpipe[1], &c, 1) < 0) {
 		/* the pipe is full: a wakeup is pending anyway */
 	}
@@ -627,6 +633,26 @@ static int check_guests_once(const struct session *ss)
 	return ret;
 }
 
+/* The guest that failed to open, in the summary JSON. */
+static void open_failed(struct session *ss, const char *spec, int err)
+{
+	struct rec_guest_summary *s = &ss->gfail;
+	struct rec_guest_spec sp;
+
+	memset(s, 0, sizeof(*s));
+	if (!rec_guest_parse_spec(spec, &sp)) {
+		s->kind = sp.kind;
+		s->domid = sp.domid;
+	}
+	snprintf(s->name, sizeof(s->name), "%s", spec);
+	snprintf(s->note, sizeof(s->note), "%s", tcx_error());
+	if (err == -ETIMEDOUT)
+		snprintf(s->abandoned, sizeof(s->abandoned), "open");
+	s->error = err;
+	s->tsync_bound_ns = -1;
+	ss->has_gfail = true;
+}
+
 /*
  * Each -A in turn, once the hypervisor traces: the agents start tracing as
  * they send their metadata. A guest that cannot be opened ends the
@@ -661,14 +687,18 @@ static int open_guests(struct session *ss)
 			.cpu_khz = rec_hvbuf_cpu_khz(ss->hv),
 			.secret = o->secret, .secret_len = o->secret_len, .log = o->log,
 			.taken = ss->taken, .ntaken = ss->ntaken,
+			.open_timeout_ms = o->guest_open_ms, .max_cpus = o->guest_max_cpus,
+			.max_meta = o->guest_max_meta, .max_bytes = o->guest_max_bytes,
 		};
 		struct rec_guest *g;
 		int dom;
 
 		/* refused before its file is made if that file is one of ours */
 		ret = rec_guest_open(&g, &go);
-		if (ret)
+		if (ret) {
+			open_failed(ss, o->guests[i], ret);
 			return tcx_fail(ret, "-A %s: %s", o->guests[i], tcx_error());
+		}
 		ss->g[ss->ng++] = g;
 		ss->taken[ss->ntaken++] = rec_guest_output(g);
 		dom = rec_guest_domid(g);
@@ -692,19 +722,52 @@ static int open_guests(struct session *ss)
  * through the tap: the guests' last time sync samples wait for their
  * markers, and a slow decoder must not starve them.
  */
+/* Every guest's waits end now: the second Ctrl-C. */
+static void cut_guests(struct session *ss)
+{
+	uint64_t now = tcx_now_ns();
+
+	for (int i = 0; i < ss->ng; i++)
+		rec_guest_set_deadline(ss->g[i], now);
+	if (!ss->stop_cut)
+		note(ss, "signal %d again: the guests' stop is cut short", (int)stop_sig);
+	ss->stop_cut = true;
+}
+
+/*
+ * One deadline for all the guests together, whatever they do: at it, the
+ * guests still stopping are abandoned (their files end at their last
+ * whole page). A signal during the stop cuts it short.
+ */
 static void stop_guests(struct session *ss, bool consume)
 {
-	for (int i = 0; i < ss->ng; i++)
+	int ms = ss->o->guest_stop_ms > 0 ? ss->o->guest_stop_ms : REC_GUEST_STOP_MS;
+	uint64_t by = tcx_now_ns() + (uint64_t)ms * 1000000ull;
+	sig_atomic_t sigs = nr_sigs;
+
+	for (int i = 0; i < ss->ng; i++) {
 		rec_guest_request_stop(ss->g[i]);
-	while (consume && !ss->err) {
-		struct pollfd p = { .fd = rec_hvdrain_fd(ss->dr), .events = POLLIN };
+		rec_guest_set_deadline(ss->g[i], by);
+	}
+	while (consume && !ss->err && tcx_now_ns() < by) {
+		struct pollfd p[2] = {
+			{ .fd = rec_hvdrain_fd(ss->dr), .events = POLLIN },
+			{ .fd = sigpipe[0], .events = POLLIN },
+		};
 		bool all = true;
+		char buf[64];
 
 		for (int i = 0; all && i < ss->ng; i++)
 			all = rec_guest_stopped(ss->g[i]);
 		if (all)
 			break;
-		poll(&p, 1, rec_hvdrain_backlog(ss->dr) ? 0 : 20);
+		if (nr_sigs != sigs) {
+			cut_guests(ss);
+			sigs = nr_sigs;
+		}
+		poll(p, 2, rec_hvdrain_backlog(ss->dr) ? 0 : 20);
+		while (read(sigpipe[0], buf, sizeof(buf)) > 0)
+			;
 		drain(ss);
 	}
 	for (int i = 0; i < ss->ng; i++) {
@@ -831,29 +894,49 @@ static void summary(const struct session *ss, FILE *f)
 	fputc('\n', f);
 }
 
+/* Every limit and deadline a guest is held to, as in effect. */
+static void limits_json(const struct rec_record_opts *o, FILE *f)
+{
+	fprintf(f, "  \"limits\": {\"guest_open_timeout_s\": %.3f, \"guest_stop_timeout_s\": %.3f"
+		", \"guest_max_cpus\": %u, \"guest_max_meta\": %zu, \"guest_max_bytes\": %"
+		PRIu64 "},\n",
+		(o->guest_open_ms > 0 ? o->guest_open_ms : REC_GUEST_OPEN_MS) / 1e3,
+		(o->guest_stop_ms > 0 ? o->guest_stop_ms : REC_GUEST_STOP_MS) / 1e3,
+		o->guest_max_cpus ? o->guest_max_cpus : REC_GUEST_MAX_CPUS,
+		o->guest_max_meta ? o->guest_max_meta : (size_t)REC_GUEST_MAX_META,
+		o->guest_max_bytes);
+}
+
+/*
+ * Written on failure too: what ran is in it (a start that failed has no
+ * hypervisor section, and "started" is false), and "error" says why.
+ */
 static void summary_json(const struct session *ss, FILE *f)
 {
-	struct rec_stream_stats st;
-	struct rec_sink_stats ks;
+	struct rec_stream_stats st = { 0 };
+	struct rec_sink_stats ks = { 0 };
 	const struct tdat_stats *ds = &ss->d0st;
 
-	rec_stream_get_stats(ss->s, &st);
-	rec_sink_get_stats(ss->sink, &ks);
-	fprintf(f, "{\n  \"duration_s\": %.6f,\n", span_s(ss));
+	if (ss->s)
+		rec_stream_get_stats(ss->s, &st);
+	if (ss->sink)
+		rec_sink_get_stats(ss->sink, &ks);
+	fprintf(f, "{\n  \"started\": %s,\n  \"duration_s\": %.6f,\n",
+		ss->started ? "true" : "false", ss->started ? span_s(ss) : 0.0);
 	fprintf(f, "  \"hz\": %" PRIu64 ",\n  \"cpu_khz\": %u,\n  \"tsc2nsec_mult\": %u,\n"
-		"  \"tsc2nsec_shift\": %u,\n", ss->hz, rec_hvbuf_cpu_khz(ss->hv), ss->mult,
-		ss->shift);
+		"  \"tsc2nsec_shift\": %u,\n", ss->hz, ss->hv ? rec_hvbuf_cpu_khz(ss->hv) : 0,
+		ss->mult, ss->shift);
 	fprintf(f, "  \"tsc_start\": %" PRIu64 ",\n  \"tsc_end\": %" PRIu64 ",\n", ss->c0.tsc,
 		ss->c1.tsc);
 	fprintf(f, "  \"pcpus\": %d,\n  \"tbuf_pages\": %u,\n", ss->ncpus,
-		rec_hvbuf_pages(ss->hv));
+		ss->hv ? rec_hvbuf_pages(ss->hv) : 0);
 	fprintf(f, "  \"hypervisor\": {\"file\": ");
 	tcx_json_str(f, ss->o->output);
 	fprintf(f, ", \"size\": %" PRIu64 ", \"records\": %" PRIu64 ", \"events\": %" PRIu64
 		", \"sched_switch\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_records\": %"
 		PRIu64 ", \"late\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"classes\": {",
-		file_size(ss->o->output), st.records, ks.events, ks.switches, st.lost,
-		st.lost_records, st.late, rec_hvbuf_bytes(ss->hv));
+		ss->started ? file_size(ss->o->output) : 0, st.records, ks.events, ks.switches,
+		st.lost, st.lost_records, st.late, ss->hv ? rec_hvbuf_bytes(ss->hv) : 0);
 	for (int i = 0; i < REC_NR_CLASSES; i++)
 		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", rec_class_name(i), ks.classes[i]);
 	fprintf(f, "}},\n");
@@ -869,12 +952,18 @@ static void summary_json(const struct session *ss, FILE *f)
 		tcx_json_str(f, ss->o->raw);
 		fprintf(f, ", \"size\": %" PRIu64 "},\n", ss->raw_bytes);
 	}
+	limits_json(ss->o, f);
 	fprintf(f, "  \"guests\": [");
 	for (int i = 0; ss->gclosed && i < ss->ng; i++) {
 		fputs(i ? ",\n    " : "\n    ", f);
 		rec_guest_summary_json(&ss->gsum[i], f);
 	}
-	fprintf(f, "%s],\n", ss->ng ? "\n  " : "");
+	if (ss->has_gfail) {
+		fputs(ss->gclosed && ss->ng ? ",\n    " : "\n    ", f);
+		rec_guest_summary_json(&ss->gfail, f);
+	}
+	fprintf(f, "%s],\n", ss->ng || ss->has_gfail ? "\n  " : "");
+	fprintf(f, "  \"guests_stop_cut\": %s,\n", ss->stop_cut ? "true" : "false");
 	fprintf(f, "  \"domains\": [");
 	for (int i = 0; i < ss->ndoms; i++) {
 		fprintf(f, "%s{\"dom\": %u, \"name\": ", i ? ", " : "", ss->doms[i].dom);
@@ -1330,19 +1419,19 @@ static int report(struct session *ss, int ret)
 {
 	const struct rec_record_opts *o = ss->o;
 
-	if (!ret && ss->started) {
-		if (!o->quiet && o->log)
-			summary(ss, o->log);
-		if (o->summary_json) {
-			FILE *f = strcmp(o->summary_json, "-") ? fopen(o->summary_json, "w") : stdout;
+	if (!ret && ss->started && !o->quiet && o->log)
+		summary(ss, o->log);
+	if (ret && !ss->err)	/* the start's failure, for the JSON */
+		fail(ss, ret, "%s", tcx_error());
+	if (o->summary_json) {
+		FILE *f = strcmp(o->summary_json, "-") ? fopen(o->summary_json, "w") : stdout;
 
-			if (f) {
-				summary_json(ss, f);
-				if (f != stdout)
-					fclose(f);
-			} else if (!ss->err) {
-				fail(ss, -errno, "%s: %s", o->summary_json, strerror(errno));
-			}
+		if (f) {
+			summary_json(ss, f);
+			if (f != stdout)
+				fclose(f);
+		} else if (!ss->err) {
+			fail(ss, -errno, "%s: %s", o->summary_json, strerror(errno));
 		}
 	}
 	if (!ret && ss->err) {
