@@ -97,6 +97,7 @@ struct rec_guest {
 struct meta_buf {
 	uint8_t *b;
 	size_t len, cap;
+	size_t max;	/* the most it will hold (0: no limit) */
 };
 /* ---- rec-guest-meta.c ---- */
 
@@ -105,10 +106,11 @@ int rec_guest_meta_sink(void *arg, const void *buf, size_t len);
 
 /**
  * rec_guest_make_file - check the metadata against TRACE_RESP and write it
- * into the guest's new file (@g->w), ready for its pages
+ * into the guest's new file (@g->w), ready for its pages; @mb is freed
+ * once the writer has what it needs
  */
 int rec_guest_make_file(struct rec_guest *g, const struct rec_guest_opts *o,
-			const struct meta_buf *mb);
+			struct meta_buf *mb);
 
 /**
  * struct rec_guest_meta_info - what rec_guest_meta_check() learnt

@@ -567,7 +567,7 @@ static int open_data(struct rec_guest *g, const struct rec_guest_opts *o,
 /* The metadata, received whole, into the guest's new file. */
 static int receive_metadata(struct rec_guest *g, const struct rec_guest_opts *o)
 {
-	struct meta_buf mb = { 0 };
+	struct meta_buf mb = { .max = g->max_meta };
 	ssize_t got;
 	int ret;
 
