@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * One CPU's page stream: accept the host's data connection (only from the
- * session's peer), then copy whole ring-buffer pages from the instance's
+ * session's peer, and with a session key only once it sent its token),
+ * then copy whole ring-buffer pages from the instance's
  * trace_pipe_raw to it, unframed, as trace-cmd's agent does. On stop it
  * drains what is left; every page goes out whole, so the stream is a page
  * multiple without extra padding.
@@ -30,19 +31,17 @@
 #define BATCH_PAGES	16	/* read path: pages per send on a busy CPU */
 #define SPLICE_BYTES	(256 << 10)	/* splice path: the pipe, pages per call */
 
-static int accept_peer(struct agent_stream *s)
+/* A connection from the session's peer by @deadline_ns, or -errno. */
+static int accept_peer(struct agent_stream *s, uint64_t deadline_ns)
 {
 	struct sockaddr_storage peer;
-	int waited = 0;
 
-	while (waited < ACCEPT_WAIT_MS && !*s->stop) {
+	while (tcx_now_ns() < deadline_ns && !*s->stop) {
 		char who[64];
 		int fd = tmsg_accept(s->lfd, POLL_MS, &peer, NULL);
 
-		if (fd == -ETIMEDOUT) {
-			waited += POLL_MS;
+		if (fd == -ETIMEDOUT)
 			continue;
-		}
 		if (fd < 0)
 			return fd;
 		if (!s->peer_host || tmsg_addr_matches(&peer, s->peer_host))
@@ -50,6 +49,7 @@ static int accept_peer(struct agent_stream *s)
 		tmsg_addr_string(&peer, who, sizeof(who));
 		fprintf(s->log, "agent: cpu%d: refused data connection from %s\n",
 			s->cpu, who);
+		s->refused++;
 		close(fd);
 	}
 	return -ETIMEDOUT;
@@ -95,6 +95,7 @@ static int wait_vchan_client(struct agent_stream *s)
  */
 static struct tmsg_transport *connect_host(struct agent_stream *s, int *sock)
 {
+	uint64_t deadline = tcx_now_ns() + ACCEPT_WAIT_MS * 1000000ull;
 	char name[32];
 	int fd;
 
@@ -108,14 +109,35 @@ static struct tmsg_transport *connect_host(struct agent_stream *s, int *sock)
 		s->vchan = NULL;	/* the stream owns it now */
 		return t;
 	}
-	fd = accept_peer(s);
-	if (fd < 0) {
-		s->err = fd;
-		return NULL;
+	/*
+	 * With a session key, a connection counts only once its first bytes
+	 * are this CPU's token (each within token_ms, so a silent one cannot
+	 * hold the port long); any other is closed, and the next one taken.
+	 */
+	for (;;) {
+		struct tmsg_transport *t;
+
+		fd = accept_peer(s, deadline);
+		if (fd < 0) {
+			s->err = fd;
+			return NULL;
+		}
+		snprintf(name, sizeof(name), "cpu%d data", s->cpu);
+		t = tmsg_fd_transport(fd, name);
+		if (!t || !s->auth) {
+			*sock = t ? fd : -1;
+			return t;
+		}
+		if (!tmsg_auth_check_token(t, s->auth, (uint32_t)s->cpu,
+					   s->token_ms)) {
+			*sock = fd;
+			return t;
+		}
+		fprintf(s->log, "agent: cpu%d: refused data connection: %s\n",
+			s->cpu, tcx_error());
+		s->refused++;
+		tmsg_close(t);
 	}
-	snprintf(name, sizeof(name), "cpu%d data", s->cpu);
-	*sock = fd;
-	return tmsg_fd_transport(fd, name);
 }
 
 /* Send the batched pages; 0 or the error (logged). */
