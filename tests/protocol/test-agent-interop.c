@@ -526,7 +526,10 @@ static void test_secret_and_garbage(void **state)
 	assert_int_equal(tlib_count_lines(a.log, "invalid message"), 2);
 	assert_int_equal(tlib_count_lines(a.log, "requires a secret"), 2);
 	assert_int_equal(tlib_count_lines(a.log, "the host refused our proof: the agent's proof is wrong"), 1);
-	assert_int_equal(tlib_count_lines(a.log, ": tracing "), 1);
+	/* only the right secret got as far as its options (the host then
+	 * left at once, so whether it started tracing is a race) */
+	assert_int_equal(tlib_count_lines(a.log, "peer asks for: "), 1);
+	assert_true(tlib_count_lines(a.log, ": tracing ") <= 1);
 }
 
 static int setup(void **state)
