@@ -173,8 +173,7 @@ static int read_secret(struct args *a, const char *arg)
 	int ret = cli_read_secret(arg, secret, &a->o.secret_len);
 
 	if (ret) {
-		cli_err("record", "--secret-file %s: %s", arg, ret == -EINVAL ?
-			"must hold 1 to " CLI_SECRET_MAX_STR " bytes" : strerror(-ret));
+		cli_err("record", "--secret-file: %s", tcx_error());
 		return ARG_USAGE;
 	}
 	a->o.secret = secret;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "recorder-internal.h"
+#include "tmsg.h"
 #include "tsync.h"
 
 struct tmsg_transport;
@@ -43,6 +44,7 @@ struct rec_guest {
 	struct rec_guest_spec sp;
 	char path[512];
 	struct tmsg_transport *ctl;
+	struct tmsg_auth auth;		/* TCP/vsock with a secret: the session's keys */
 	struct stream *st;
 	int cpus;
 	uint32_t page_size;

@@ -198,8 +198,11 @@ static struct tmsg_transport *tsync_connect(struct rec_guest *g, uint32_t port, 
 	if (fd < 0)
 		return NULL;
 	t = tmsg_fd_transport(fd, name);
-	if (!t)
-		close(fd);
+	/* an authenticated session: the stream opens with its token */
+	if (t && g->auth.done && tmsg_auth_send_token(t, &g->auth, TMSG_AUTH_TSYNC)) {
+		tmsg_close(t);
+		t = NULL;
+	}
 	return t;
 }
 

@@ -334,9 +334,9 @@ static int open_streams(struct rec_guest *g, const struct tmsg_trace_resp *r,
 {
 	if (g->sp.kind == REC_GUEST_XEN)
 		return tmsg_host_open_streams(NULL, g->sp.domid, r, t);
-	if (g->sp.kind == REC_GUEST_TCP)
-		return tmsg_host_open_streams(g->sp.host, 0, r, t);
-	for (uint32_t c = 0; c < r->cpus; c++) {
+	if (g->sp.kind == REC_GUEST_TCP && tmsg_host_open_streams(g->sp.host, 0, r, t))
+		return -EIO;
+	for (uint32_t c = 0; g->sp.kind == REC_GUEST_VSOCK && c < r->cpus; c++) {
 		char name[64];
 		int fd = tmsg_vsock_connect(g->sp.cid, r->ports[c]);
 
@@ -344,6 +344,16 @@ static int open_streams(struct rec_guest *g, const struct tmsg_trace_resp *r,
 		t[c] = fd < 0 ? NULL : tmsg_fd_transport(fd, name);
 		if (!t[c]) {
 			while (c--) {
+				tmsg_close(t[c]);
+				t[c] = NULL;
+			}
+			return -EIO;
+		}
+	}
+	/* an authenticated session: each stream opens with its CPU's token */
+	for (uint32_t c = 0; g->auth.done && c < r->cpus; c++) {
+		if (tmsg_auth_send_token(t[c], &g->auth, c)) {
+			for (c = 0; c < r->cpus; c++) {
 				tmsg_close(t[c]);
 				t[c] = NULL;
 			}
@@ -364,6 +374,7 @@ static void guest_free(struct rec_guest *g)
 		free(g->st[c].buf);
 	}
 	free(g->st);
+	tmsg_auth_wipe(&g->auth);
 	tmsg_close(g->ctl);
 	tsync_host_free(g->tsh);
 	tmsg_close(g->tst);
@@ -377,7 +388,8 @@ static void guest_free(struct rec_guest *g)
 	free(g);
 }
 
-/* TRACE_REQ: the allow-listed options, our trace id, the protocols, the secret. */
+/* TRACE_REQ: the allow-listed options, our trace id, the protocols; the
+ * challenge-response with a secret (which never goes out itself). */
 static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 		   struct tmsg_trace_resp *resp)
 {
@@ -415,11 +427,11 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 			req.trace_id = (uint64_t)getpid() << 32 | (uint64_t)time(NULL);
 	g->host_traceid = req.trace_id;
 	/* over vchan the rings are granted to dom0 alone: no secret needed */
-	if (g->sp.kind != REC_GUEST_XEN && o->secret_len) {
-		req.secret = o->secret;
-		req.secret_len = (uint32_t)o->secret_len;
-	}
-	ret = tmsg_host_request(g->ctl, &req, resp, ANSWER_MS, why, sizeof(why));
+	g->auth.secret = o->secret;
+	g->auth.secret_len = o->secret_len;
+	ret = tmsg_host_request_auth(g->ctl, &req, g->sp.kind != REC_GUEST_XEN &&
+				     o->secret_len ? &g->auth : NULL, resp,
+				     ANSWER_MS, why, sizeof(why));
 	free(argv);
 	if (ret == -EPERM)
 		return tcx_fail(ret, "guest %s: the agent refused the session%s%s",
