@@ -43,6 +43,8 @@ struct stream {
 struct rec_guest {
 	struct rec_guest_spec sp;
 	char path[512];
+	char wpath[540];		/* the name written: @path, or its stage name */
+	bool staged;			/* @wpath is not @path yet */
 	struct tmsg_transport *ctl;
 	struct tmsg_auth auth;		/* TCP/vsock with a secret: the session's keys */
 	struct stream *st;

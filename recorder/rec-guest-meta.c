@@ -482,7 +482,7 @@ int rec_guest_make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 	tp.cpus = g->cpus;
 	tp.max_cpus = g->cpus;
 	tp.clock = mo.clock[0] ? mo.clock : NULL;
-	g->w = tdat_open(g->path, &tp);
+	g->w = tdat_open(g->wpath, &tp);
 	if (!g->w)
 		return tcx_fail(errno ? -errno : -EIO, "%s", tcx_error());
 	ret = meta_walk(mb->b, mb->len, g->w, &mo, !o->mult);

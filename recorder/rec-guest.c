@@ -190,6 +190,16 @@ bool rec_same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
+char *rec_stage_path(const char *path)
+{
+	size_t len = strlen(path) + 32;
+	char *p = malloc(len);
+
+	if (p)
+		snprintf(p, len, "%s.%d.tmp", path, (int)getpid());
+	return p;
+}
+
 char *rec_guest_file_path(const char *output, const char *name)
 {
 	const char *slash = strrchr(output, '/');
@@ -490,6 +500,11 @@ static int connect_agent(struct rec_guest *g, const struct rec_guest_opts *o, in
 	else
 		snprintf(g->path, sizeof(g->path), "%s", path);
 	free(path);
+	g->staged = o->stage;
+	if (g->staged)
+		snprintf(g->wpath, sizeof(g->wpath), "%s.%d.tmp", g->path, (int)getpid());
+	else
+		snprintf(g->wpath, sizeof(g->wpath), "%s", g->path);
 	for (int i = 0; !ret && i < o->ntaken; i++)
 		if (rec_same_file(g->path, o->taken[i]))
 			ret = tcx_fail(-EEXIST, "guest %s: its file %s is %s, which this run "
@@ -688,7 +703,7 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o)
 	if (g->w) {
 		tdat_close(g->w);
 		g->w = NULL;
-		unlink(g->path);	/* nothing recorded: no empty file left */
+		unlink(g->wpath);	/* nothing recorded: no empty file left */
 	}
 	guest_free(g);
 	return tcx_fail(ret, "%s", msg);
@@ -814,6 +829,18 @@ int rec_guest_set_tsc2nsec(struct rec_guest *g, uint32_t mult, uint32_t shift)
 	return tdat_set_tsc2nsec(g->w, mult, shift, 0);
 }
 
+int rec_guest_commit(struct rec_guest *g)
+{
+	if (!g->staged)
+		return 0;
+	if (rename(g->wpath, g->path))
+		return tcx_fail(-errno, "%s: cannot rename it to %s: %s", g->wpath, g->path,
+				strerror(errno));
+	snprintf(g->wpath, sizeof(g->wpath), "%s", g->path);
+	g->staged = false;
+	return 0;
+}
+
 int rec_guest_close(struct rec_guest *g, struct rec_guest_summary *sum)
 {
 	int ret;
@@ -823,6 +850,14 @@ int rec_guest_close(struct rec_guest *g, struct rec_guest_summary *sum)
 	rec_guest_stop(g);
 	ret = tdat_close(g->w);
 	g->w = NULL;
+	if (g->staged) {
+		/* the run never started: no file of ours, an older one untouched */
+		unlink(g->wpath);
+		if (sum)
+			*sum = g->sum;
+		guest_free(g);
+		return 0;
+	}
 	if (ret && !g->sum.error) {
 		g->sum.error = ret;
 		snprintf(g->sum.note, sizeof(g->sum.note), "%.160s: closing failed: %s",

@@ -77,6 +77,8 @@ struct session {
 	struct rec_stream		*s;
 	struct xs_handle		*xs;
 	char				*dom0_path;
+	/* the names written until the run has started (rec_stage_path()) */
+	char				*out_tmp, *dom0_tmp, *raw_tmp;
 	const char			**taken;	/* the files this run writes */
 	int				ntaken;
 	int				rawfd;
@@ -102,7 +104,6 @@ struct session {
 	bool				has_gfail;
 	bool				stop_cut;	/* a signal cut the guests' stop short */
 	/* what was started, for the cleanup */
-	bool				created;	/* the output did not exist */
 	bool				d0_tried;
 	bool				started;
 	int				gofd;		/* the held command's pipe */
@@ -689,6 +690,7 @@ static int open_guests(struct session *ss)
 			.taken = ss->taken, .ntaken = ss->ntaken,
 			.open_timeout_ms = o->guest_open_ms, .max_cpus = o->guest_max_cpus,
 			.max_meta = o->guest_max_meta, .max_bytes = o->guest_max_bytes,
+			.stage = true,
 		};
 		struct rec_guest *g;
 		int dom;
@@ -782,20 +784,15 @@ static void stop_guests(struct session *ss, bool consume)
 static void close_guests(struct session *ss, bool keep)
 {
 	for (int i = 0; i < ss->ng; i++) {
-		const char *path = rec_guest_output(ss->g[i]);
-		char *copy = keep ? NULL : strdup(path);
 		int ret;
 
 		if (keep)
 			rec_guest_set_tsc2nsec(ss->g[i], ss->mult, ss->shift);
+		/* not started: still staged, the guest's file goes with it */
 		ret = rec_guest_close(ss->g[i], &ss->gsum[i]);
 		ss->g[i] = NULL;
 		if (keep && ret < 0)
 			fail(ss, ret, "%s: %s", ss->gsum[i].path, strerror(-ret));
-		/* nothing was recorded: no metadata-only file left behind */
-		if (copy)
-			unlink(copy);
-		free(copy);
 	}
 	ss->gclosed = true;
 }
@@ -1066,7 +1063,7 @@ static int setup_files(struct session *ss)
 		if (!ss->runs)
 			return tcx_fail(-ENOMEM, "out of memory");
 	}
-	ss->w = tdat_open(ss->o->output, &tp);
+	ss->w = tdat_open(ss->out_tmp, &tp);
 	if (!ss->w)
 		return tcx_fail(errno ? -errno : -EIO, "%s: %s", ss->o->output, tcx_error());
 	so.ncpus = ss->ncpus;
@@ -1184,15 +1181,20 @@ static int open_outputs(struct session *ss)
 	ret = distinct_outputs(o, ss->dom0_path);
 	if (ret)
 		return ret;
-	ss->created = access(o->output, F_OK) < 0;
-	fd = open(o->output, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	/* an older file of each name stays whole until the run has started */
+	ss->out_tmp = rec_stage_path(o->output);
+	ss->dom0_tmp = ss->dom0_path ? rec_stage_path(ss->dom0_path) : NULL;
+	ss->raw_tmp = o->raw ? rec_stage_path(o->raw) : NULL;
+	if (!ss->out_tmp || (ss->dom0_path && !ss->dom0_tmp) || (o->raw && !ss->raw_tmp))
+		return tcx_fail(-ENOMEM, "out of memory");
+	fd = open(ss->out_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = -errno;
 		return tcx_fail(ret, "%s: %s", o->output, strerror(-ret));
 	}
 	close(fd);
 	if (o->raw) {
-		ss->rawfd = open(o->raw, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		ss->rawfd = open(ss->raw_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (ss->rawfd < 0) {
 			ret = -errno;
 			return tcx_fail(ret, "%s: %s", o->raw, strerror(-ret));
@@ -1240,7 +1242,7 @@ static int start_dom0(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	struct rec_dom0_opts d0 = {
-		.path = ss->dom0_path, .events = o->events, .nr_events = o->nr_events,
+		.path = ss->dom0_tmp, .events = o->events, .nr_events = o->nr_events,
 		.buffer_kb = o->buffer_kb, .traceid = rec_guest_traceid(0),
 		.mult = ss->mult, .shift = ss->shift,
 		.pids = &ss->child, .npids = ss->child > 0,
@@ -1324,6 +1326,21 @@ static void refresh(struct session *ss, bool tty, uint64_t *next)
 	*next = now + REFRESH_NS;
 }
 
+/* The run has started: every file takes its name, replacing an older one. */
+static void commit_outputs(struct session *ss)
+{
+	const char *tmp[3] = { ss->out_tmp, ss->d0 ? ss->dom0_tmp : NULL, ss->raw_tmp };
+	const char *path[3] = { ss->o->output, ss->dom0_path, ss->o->raw };
+
+	for (int i = 0; i < 3; i++)
+		if (tmp[i] && rename(tmp[i], path[i]))
+			fail(ss, -errno, "%s: cannot rename it to %s: %s", tmp[i], path[i],
+			     strerror(errno));
+	for (int i = 0; i < ss->ng; i++)
+		if (rec_guest_commit(ss->g[i]))
+			fail(ss, -EIO, "%s", tcx_error());
+}
+
 /* Record until a signal, the duration, the command's end or an error. */
 static void run(struct session *ss)
 {
@@ -1336,6 +1353,7 @@ static void run(struct session *ss)
 	next_refresh = start_ns + REFRESH_NS;
 	ss->last_status_ns = start_ns;
 	ss->started = true;
+	commit_outputs(ss);
 	if (o->duration > 0)
 		end_ns = start_ns + (uint64_t)(o->duration * 1e9);
 	release_child(ss);
@@ -1443,13 +1461,13 @@ static int report(struct session *ss, int ret)
 			tcx_fail(ret, "%s", ss->errmsg);
 	}
 	if (ret && !ss->started) {
-		/* nothing was recorded: leave no empty files behind */
-		if (ss->created)
-			unlink(o->output);
+		/* nothing was recorded: our files go, older ones were never touched */
+		if (ss->out_tmp)
+			unlink(ss->out_tmp);
 		if (ss->d0_tried)
-			unlink(ss->dom0_path);
-		if (ss->rawfd >= 0)
-			unlink(o->raw);
+			unlink(ss->dom0_tmp);
+		if (ss->raw_tmp)
+			unlink(ss->raw_tmp);
 	}
 	return ret;
 }
@@ -1466,6 +1484,9 @@ static void free_session(struct session *ss)
 	free(ss->gsum);
 	free(ss->runs);
 	free(ss->dom0_path);
+	free(ss->out_tmp);
+	free(ss->dom0_tmp);
+	free(ss->raw_tmp);
 	free(ss->taken);
 	free(ss);
 }

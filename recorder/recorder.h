@@ -362,6 +362,9 @@ char *rec_guest_file_path(const char *output, const char *name);
  * @taken, @ntaken: the files this run writes already (the host's, dom0's,
  *		--raw, other guests'): a guest whose file would be one of them
  *		is refused before anything is written
+ * @stage:	write the file under rec_stage_path()'s name until
+ *		rec_guest_commit() (record --xen: a start that fails leaves an
+ *		older file of the name whole); closed uncommitted, it is removed
  */
 struct rec_guest_opts {
 	const char		*spec;
@@ -389,6 +392,7 @@ struct rec_guest_opts {
 	FILE			*log;
 	const char *const	*taken;
 	int			ntaken;
+	bool			stage;
 };
 
 /**

@@ -304,6 +304,94 @@ static void test_max_cpus(void **state)
 	assert_outdir_holds_nothing();
 }
 
+static const char *const old_names[] = {
+	"trace.dat", "trace-dom0.dat", "raw.bin", "trace-guest1.dat",
+};
+
+/* Files of an earlier run, each holding its own name. */
+static void put_old_files(void)
+{
+	for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++)
+		assert_int_equal(tlib_write_file(tlib_path(outdir, old_names[i]), old_names[i]), 0);
+}
+
+/* The earlier run's files, untouched, and nothing else. */
+static void assert_old_files(void)
+{
+	DIR *d = opendir(outdir);
+	struct dirent *e;
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++) {
+		char *text = tlib_slurp(tlib_path(outdir, old_names[i]), NULL);
+
+		if (!text || strcmp(text, old_names[i]))
+			fail_msg("%s was changed or removed by a start that failed", old_names[i]);
+		free(text);
+	}
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	assert_int_equal(n, (int)(sizeof(old_names) / sizeof(old_names[0])));
+}
+
+/*
+ * A start that fails (dom0's event unknown, after guest1's file was made;
+ * a guest that misses its open deadline) leaves the files of an earlier
+ * run whole; a run that starts replaces them.
+ */
+static void test_failed_start_keeps_files(void **state)
+{
+	char *err = tlib_path(outdir, "../err"), *js = tlib_path(outdir, "../sum.json");
+	char *out = tlib_path(outdir, "trace.dat"), *raw = tlib_path(outdir, "raw.bin");
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	char spec[48], guests[460], *text;
+	int fd;
+
+	start_agent(1);
+	put_old_files();
+	assert_int_equal(wait_bounded(tlib_sim_spawn(&sim, (char *[]){ (char *)tlib_tcx(),
+		"record", "--xen", "-q", "--duration", "1", "-o", out, "--raw", raw, "-A", "guest1",
+		"-e", "sched:no_such_event", "--summary-json", js, NULL }, -1, "/dev/null", err),
+		60), 1);
+	assert_true(tlib_file_has(err, "no_such_event"));
+	assert_old_files();
+	text = tlib_slurp(js, NULL);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"started\": false"));
+	assert_non_null(strstr(text, "no_such_event"));
+	free(text);
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u", ntohs(a.sin_port));
+	assert_int_equal(wait_bounded(tlib_sim_spawn(&sim, (char *[]){ (char *)tlib_tcx(),
+		"record", "--xen", "-q", "--duration", "1", "-o", out, "--raw", raw, "-A", "guest1",
+		"-A", spec, "--guest-open-timeout", "1", NULL }, -1, "/dev/null", err), 60), 1);
+	close(fd);
+	assert_true(tlib_file_has(err, "--guest-open-timeout"));
+	assert_old_files();
+
+	assert_int_equal(wait_bounded(tlib_sim_spawn(&sim, (char *[]){ (char *)tlib_tcx(),
+		"record", "--xen", "-q", "--duration", "1", "-o", out, "--raw", raw, "-A", "guest1",
+		NULL }, -1, "/dev/null", err), 60), 0);
+	for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++) {
+		struct stat st;
+
+		assert_int_equal(stat(tlib_path(outdir, old_names[i]), &st), 0);
+		if (st.st_size <= (off_t)strlen(old_names[i]))
+			fail_msg("%s was not replaced by the run", old_names[i]);
+	}
+	snprintf(guests, sizeof(guests), "-i %s/trace-guest1.dat", outdir);
+	stock_reads(guests);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -312,6 +400,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_cpus, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_start_keeps_files, setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
