@@ -840,4 +840,30 @@ int tmsg_xs_self_domid(unsigned int *domid);
  */
 int tmsg_xs_lookup(unsigned int domid, struct tmsg_xs_agent *out);
 
+/* The highest domain id (DOMID_FIRST_RESERVED - 1). */
+#define TMSG_XS_DOMID_MAX	0x7fefu
+/* The highest port an agent advertises. */
+#define TMSG_XS_PORT_MAX	0x7fffffffu
+
+/**
+ * tmsg_xs_parse_text - a xenstore value as text: the @n bytes at @v (no
+ * terminator needed) into @buf, NUL-terminated
+ *
+ * Values come from guests and are shown, compared and used in file names:
+ * no NUL inside, no control byte, no truncation.
+ *
+ * Returns 0, -EMSGSIZE if @n bytes and a NUL do not fit @len, or -EINVAL
+ * for a NUL or control byte (@buf is then the empty string).
+ */
+int tmsg_xs_parse_text(const char *v, unsigned int n, char *buf, size_t len);
+
+/**
+ * tmsg_xs_parse_id - a xenstore value as a number (a domain id, a port):
+ * the @n bytes at @v, plain decimal digits only, at most @max
+ *
+ * Returns 0 with @id set, or -EINVAL (not a number, a NUL inside, empty)
+ * or -ERANGE (above @max).
+ */
+int tmsg_xs_parse_id(const char *v, unsigned int n, unsigned int max, unsigned int *id);
+
 #endif /* TMSG_H */

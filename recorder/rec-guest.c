@@ -217,43 +217,43 @@ char *rec_guest_file_path(const char *output, const char *name)
 /* ---- finding the agent ---- */
 
 /* The value of xenstore node @path, NUL-terminated, or NULL. */
-static char *xs_get(struct xs_handle *xs, const char *path)
+/* Domain @id's name: -ENOENT without one, the parse error for a hostile one. */
+static int xs_name(struct xs_handle *xs, unsigned int id, char *buf, size_t len)
 {
+	char path[64];
 	unsigned int n = 0;
-	char *v = xs_read(xs, XBT_NULL, path, &n);
-	char *s;
+	char *v;
+	int ret;
 
+	snprintf(path, sizeof(path), "/local/domain/%u/name", id);
+	v = xs_read(xs, XBT_NULL, path, &n);
 	if (!v)
-		return NULL;
-	s = malloc(n + 1);
-	if (s) {
-		memcpy(s, v, n);
-		s[n] = 0;
-	}
+		return -ENOENT;
+	ret = tmsg_xs_parse_text(v, n, buf, len);
 	free(v);
-	return s;
+	return ret;
 }
 
 static int xen_resolve(struct rec_guest_spec *sp)
 {
 	struct xs_handle *xs = xs_open(0);
-	char path[64], *v;
+	char name[sizeof(sp->xen_name)];
 	int ret = 0;
 
 	if (!xs)
 		return tcx_fail(-EIO, "-A %s: cannot open xenstore (%s): "
 			    "is this dom0 of a Xen host?", sp->name, strerror(errno));
 	if (sp->by_domid) {
-		snprintf(path, sizeof(path), "/local/domain/%u/name", sp->domid);
-		v = xs_get(xs, path);
-		if (!v) {
+		ret = xs_name(xs, sp->domid, name, sizeof(name));
+		if (ret == -ENOENT) {
 			ret = tcx_fail(-ENOENT, "-A %u: no domain %u is running "
 				   "(xenstore has no /local/domain/%u)", sp->domid,
 				   sp->domid, sp->domid);
 		} else {
-			if (*v)
-				safe_name(sp->name, sizeof(sp->name), v, strlen(v));
-			free(v);
+			/* a name not fit to show keeps the number as the file's name */
+			if (!ret && name[0])
+				safe_name(sp->name, sizeof(sp->name), name, strlen(name));
+			ret = 0;
 		}
 	} else {
 		unsigned int n = 0;
@@ -263,15 +263,13 @@ static int xen_resolve(struct rec_guest_spec *sp)
 		for (unsigned int i = 0; dir && i < n && !found; i++) {
 			unsigned int id;
 
-			if (parse_u32(dir[i], strlen(dir[i]), 0x7fef, &id))
+			if (tmsg_xs_parse_id(dir[i], (unsigned int)strlen(dir[i]),
+					     TMSG_XS_DOMID_MAX, &id))
 				continue;
-			snprintf(path, sizeof(path), "/local/domain/%u/name", id);
-			v = xs_get(xs, path);
-			if (v && !strcmp(v, sp->xen_name)) {
+			if (!xs_name(xs, id, name, sizeof(name)) && !strcmp(name, sp->xen_name)) {
 				sp->domid = id;
 				found = true;
 			}
-			free(v);
 		}
 		free(dir);
 		if (!found)

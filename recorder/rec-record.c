@@ -34,6 +34,7 @@
 #include "tcx-util.h"
 #include "tsync.h"
 #include "tdat.h"
+#include "tmsg.h"
 
 #define MAX_DOMS	1024
 #define REFRESH_NS	1000000000ull	/* domain list and status line */
@@ -305,12 +306,13 @@ static void dom_name(struct session *ss, struct dom *d)
 		snprintf(path, sizeof(path), "/local/domain/%u/name", d->dom);
 		v = xs_read(ss->xs, XBT_NULL, path, &len);
 	}
-	if (v && len)
-		snprintf(d->name, sizeof(d->name), "%.*s", (int)len, v);
-	else if (d->dom == 0)
-		snprintf(d->name, sizeof(d->name), "Domain-0");
-	else
-		snprintf(d->name, sizeof(d->name), "d%u", d->dom);
+	/* the toolstack's, yet shown and compared: checked all the same */
+	if (!v || !len || tmsg_xs_parse_text(v, len, d->name, sizeof(d->name))) {
+		if (d->dom == 0)
+			snprintf(d->name, sizeof(d->name), "Domain-0");
+		else
+			snprintf(d->name, sizeof(d->name), "d%u", d->dom);
+	}
 	free(v);
 }
 
