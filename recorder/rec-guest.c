@@ -190,6 +190,15 @@ bool rec_same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
+bool rec_stage_wanted(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return errno == ENOENT;
+	return S_ISREG(st.st_mode);
+}
+
 char *rec_stage_path(const char *path)
 {
 	size_t len = strlen(path) + 32;
@@ -498,7 +507,7 @@ static int connect_agent(struct rec_guest *g, const struct rec_guest_opts *o, in
 	else
 		snprintf(g->path, sizeof(g->path), "%s", path);
 	free(path);
-	g->staged = o->stage;
+	g->staged = o->stage && rec_stage_wanted(g->path);
 	if (g->staged)
 		snprintf(g->wpath, sizeof(g->wpath), "%s.%d.tmp", g->path, (int)getpid());
 	else

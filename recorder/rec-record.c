@@ -1065,7 +1065,7 @@ static int setup_files(struct session *ss)
 		if (!ss->runs)
 			return tcx_fail(-ENOMEM, "out of memory");
 	}
-	ss->w = tdat_open(ss->out_tmp, &tp);
+	ss->w = tdat_open(ss->out_tmp ? ss->out_tmp : ss->o->output, &tp);
 	if (!ss->w)
 		return tcx_fail(errno ? -errno : -EIO, "%s: %s", ss->o->output, tcx_error());
 	so.ncpus = ss->ncpus;
@@ -1170,6 +1170,16 @@ static int distinct_outputs(const struct rec_record_opts *o, const char *dom0)
 	return 0;
 }
 
+/* @path's stage name into @tmp, or NULL: no @path, or one not to stage. */
+static int stage(const char *path, char **tmp)
+{
+	*tmp = NULL;
+	if (!path || !rec_stage_wanted(path))
+		return 0;
+	*tmp = rec_stage_path(path);
+	return *tmp ? 0 : -ENOMEM;
+}
+
 static int open_outputs(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
@@ -1184,19 +1194,22 @@ static int open_outputs(struct session *ss)
 	if (ret)
 		return ret;
 	/* an older file of each name stays whole until the run has started */
-	ss->out_tmp = rec_stage_path(o->output);
-	ss->dom0_tmp = ss->dom0_path ? rec_stage_path(ss->dom0_path) : NULL;
-	ss->raw_tmp = o->raw ? rec_stage_path(o->raw) : NULL;
-	if (!ss->out_tmp || (ss->dom0_path && !ss->dom0_tmp) || (o->raw && !ss->raw_tmp))
-		return tcx_fail(-ENOMEM, "out of memory");
-	fd = open(ss->out_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ret = stage(o->output, &ss->out_tmp);
+	if (!ret)
+		ret = stage(ss->dom0_path, &ss->dom0_tmp);
+	if (!ret)
+		ret = stage(o->raw, &ss->raw_tmp);
+	if (ret)
+		return tcx_fail(ret, "out of memory");
+	fd = open(ss->out_tmp ? ss->out_tmp : o->output, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = -errno;
 		return tcx_fail(ret, "%s: %s", o->output, strerror(-ret));
 	}
 	close(fd);
 	if (o->raw) {
-		ss->rawfd = open(ss->raw_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		ss->rawfd = ss->raw_tmp ? open(ss->raw_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+				    : open(o->raw, O_WRONLY | O_CLOEXEC);
 		if (ss->rawfd < 0) {
 			ret = -errno;
 			return tcx_fail(ret, "%s: %s", o->raw, strerror(-ret));
@@ -1244,7 +1257,7 @@ static int start_dom0(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	struct rec_dom0_opts d0 = {
-		.path = ss->dom0_tmp, .events = o->events, .nr_events = o->nr_events,
+		.path = ss->dom0_tmp ? ss->dom0_tmp : ss->dom0_path, .events = o->events, .nr_events = o->nr_events,
 		.buffer_kb = o->buffer_kb, .traceid = rec_guest_traceid(0),
 		.mult = ss->mult, .shift = ss->shift,
 		.pids = &ss->child, .npids = ss->child > 0,
@@ -1466,7 +1479,7 @@ static int report(struct session *ss, int ret)
 		/* nothing was recorded: our files go, older ones were never touched */
 		if (ss->out_tmp)
 			unlink(ss->out_tmp);
-		if (ss->d0_tried)
+		if (ss->d0_tried && ss->dom0_tmp)
 			unlink(ss->dom0_tmp);
 		if (ss->raw_tmp)
 			unlink(ss->raw_tmp);

@@ -730,6 +730,12 @@ bool rec_same_file(const char *a, const char *b);
 char *rec_stage_path(const char *path);
 
 /**
+ * rec_stage_wanted - whether @path is staged: a regular file or none yet;
+ * a device, a FIFO or a symlink (--raw /dev/stdout) is written as it is
+ */
+bool rec_stage_wanted(const char *path);
+
+/**
  * rec_guest_commit - a staged guest file (rec_guest_opts.stage) takes its
  * real name, replacing an older file of that name; 0 or -errno
  */

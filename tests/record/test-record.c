@@ -522,6 +522,13 @@ static void test_errors(void **state)
 	h = tracecmd_open(out, 0);
 	assert_non_null(h);
 	tracecmd_close(h);
+	/* a device is written as it is, never staged and renamed over */
+	{
+		struct stat st;
+
+		assert_int_equal(stat("/dev/full", &st), 0);
+		assert_true(S_ISCHR(st.st_mode));
+	}
 }
 
 /* The option parsers, without a host. */
