@@ -3,8 +3,9 @@
  * record -A: one guest's time sync. The protocols go out in TRACE_REQ; the
  * one the agent picks gets its own stream and a thread that samples (at
  * the start, every interval, at the end) while the guest's thread keeps
- * the pages flowing. The solve and the TIME_SHIFT come after the guest
- * file is finished, so a failed sync never costs recorded data.
+ * the pages flowing. After each sample the solve so far goes into the
+ * live file (a kill keeps it); the full solve and its TIME_SHIFT come
+ * after the guest file is finished, so a failed sync never costs data.
  */
 #include <cpuid.h>
 #include <errno.h>
@@ -225,6 +226,32 @@ static void tsync_sample(struct rec_guest *g, const char *when)
 }
 
 /*
+ * What time sync knows so far becomes the file's TIME_SHIFT now, so that a
+ * recorder killed outright leaves the guest's file on the host's clock up
+ * to this sample. On this thread: the solve never holds up the record
+ * loop. Nothing to solve yet (xen before its records) is no failure.
+ */
+static void tsync_publish(struct rec_guest *g)
+{
+	struct tsync_solution sol;
+	int ret;
+
+	if (!g->tsh || !g->w || g->tbroken)
+		return;
+	memset(&sol, 0, sizeof(sol));
+	ret = tsync_host_solve(g->tsh, &sol);
+	if (!ret)
+		ret = tsync_publish_time_shift(g->w, g->host_traceid, &sol);
+	tsync_solution_free(&sol);
+	if (ret && ret != -ENODATA && ret != -EOPNOTSUPP) {
+		pthread_mutex_lock(&g->lock);
+		rec_guest_tnote(g, "the TIME_SHIFT so far could not be written (%s)",
+				strerror(-ret));
+		pthread_mutex_unlock(&g->lock);
+	}
+}
+
+/*
  * After TRACE_RESP: the stream of the protocol the agent chose, and for
  * ptp its first sample (a stock agent sends its metadata only after it).
  * Never fails the session: a problem is noted and the guest goes unsynced.
@@ -304,6 +331,7 @@ void *rec_guest_tsync_main(void *arg)
 
 	if (!strcmp(g->sum.tsync_proto, TSYNC_XEN_NAME))
 		tsync_sample(g, "first");
+	tsync_publish(g);	/* ptp: the first sample, taken before the file */
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	pthread_mutex_lock(&g->tlock);
 	while (!g->treq_stop) {
@@ -324,6 +352,7 @@ void *rec_guest_tsync_main(void *arg)
 			break;
 		pthread_mutex_unlock(&g->tlock);
 		tsync_sample(g, "interval");
+		tsync_publish(g);
 		pthread_mutex_lock(&g->tlock);
 	}
 	pthread_mutex_unlock(&g->tlock);
@@ -331,6 +360,7 @@ void *rec_guest_tsync_main(void *arg)
 		rec_guest_tnote(g, "the guest went away: no last sample");
 	else
 		tsync_sample(g, "last");
+	tsync_publish(g);
 	tsync_host_stop(g->tsh);
 	/* now the session may end */
 	{

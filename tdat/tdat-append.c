@@ -26,8 +26,15 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 	return (size_t)n == len ? 0 : -EBADMSG;
 }
 
-/* Walk the header and the options chain to the last DONE. */
-static int find_last_done(int fd, uint64_t *done_off)
+/*
+ * Walk the header and the options chain to the last DONE. With @drop_ts,
+ * unlink on the way every section that holds nothing but a TIME_SHIFT
+ * (a live file's, tdat_publish_time_shift()): the caller appends the
+ * one that replaces it, and a stock reader keeps the last TIME_SHIFT
+ * it meets and leaks the others. One 8-byte write each: the chain is
+ * whole at every moment.
+ */
+static int walk_chain(int fd, uint64_t *done_off, bool drop_ts)
 {
 	uint8_t head[64];
 	uint64_t off, size, next, pos;
@@ -50,8 +57,10 @@ static int find_last_done(int fd, uint64_t *done_off)
 	if (p + 8 > sizeof(head))
 		return tcx_fail(-EBADMSG, "bad compression field");
 	memcpy(&off, head + p, 8);
-	for (;;) {
+	for (uint64_t prev_link = 0;;) {
 		uint8_t sh[16];
+		uint32_t nopt = 0;
+		bool ts_only = true;
 
 		if (++hops > 10000 || pread_all(fd, sh, 16, off))
 			return tcx_fail(-EBADMSG, "options section at %llu unreadable", (unsigned long long)off);
@@ -71,6 +80,8 @@ static int find_last_done(int fd, uint64_t *done_off)
 			memcpy(&osize, sh + 2, 4);
 			if (!id)
 				break;
+			nopt++;
+			ts_only &= id == TDAT_OPT_TIME_SHIFT;
 			pos += 6 + (uint64_t)osize;
 		}
 		if (osize < 8 || pread_all(fd, &next, 8, pos + 6))
@@ -80,8 +91,20 @@ static int find_last_done(int fd, uint64_t *done_off)
 			*done_off = pos + 6;
 			return 0;
 		}
+		if (drop_ts && prev_link && nopt == 1 && ts_only) {
+			ret = tdat_pwrite_all(fd, &next, 8, prev_link);
+			if (ret)
+				return tcx_fail(ret, "unlinking an old TIME_SHIFT: %s", strerror(-ret));
+		} else {
+			prev_link = pos + 6;
+		}
 		off = next;
 	}
+}
+
+static int find_last_done(int fd, uint64_t *done_off)
+{
+	return walk_chain(fd, done_off, false);
 }
 
 struct tdat_appender *tdat_append_open(const char *path)
@@ -148,6 +171,15 @@ int tdat_append_close(struct tdat_appender *a)
 		ret = tdat_append_options_section(a->fd, a->done_off, &a->opts, NULL);
 		if (ret)
 			tcx_fail(ret, "appending options: %s", strerror(-ret));
+		for (int i = 0; !ret && i < a->opts.n; i++) {
+			uint64_t last;
+
+			/* the new one is in: the ones it replaces go */
+			if (a->opts.v[i].id == TDAT_OPT_TIME_SHIFT) {
+				ret = walk_chain(a->fd, &last, true);
+				break;
+			}
+		}
 	}
 	if (close(a->fd) && !ret) {
 		ret = -errno;

@@ -194,7 +194,12 @@ static int meta_v7(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf pa
 		ret |= tdat_buf_u32(m, NO_DESC) | tdat_buf_u64(m, 0);
 	}
 	tdat_buf_free(&o);
-	w->data_start = align_up(m->len, w->page_size);
+	/* the live options slots: inside the flyrecord section, never read unlinked */
+	w->live_size = TDAT_LIVE_BASE + TDAT_LIVE_PER_CPU * (uint32_t)w->max_cpus;
+	if (w->live_size > TDAT_LIVE_MAX)
+		w->live_size = TDAT_LIVE_MAX;
+	w->live_off = align_up(m->len, 8);
+	w->data_start = align_up(w->live_off + 2ull * w->live_size, w->page_size);
 	return ret ? -ENOMEM : 0;
 }
 
@@ -339,7 +344,7 @@ static int build_table(struct tdat_writer *w, struct tdat_buf *b, uint32_t *ncpu
 	if (w->nactive && w->active[w->nactive - 1] + 1 > (int)*ncpus)
 		*ncpus = w->active[w->nactive - 1] + 1;
 	if (w->version == 7) {
-		uint64_t zero = 0, fixed = w->table_off - w->buf_opt_off - 6;
+		uint64_t fixed = w->table_off - w->buf_opt_off - 6;
 
 		ret |= tdat_buf_u16(b, TDAT_OPT_BUFFER);
 		ret |= tdat_buf_u32(b, fixed + 4 + 20 * w->nactive);
@@ -355,7 +360,8 @@ static int build_table(struct tdat_writer *w, struct tdat_buf *b, uint32_t *ncpu
 		ret |= tdat_buf_u16(b, TDAT_OPT_DONE);
 		ret |= tdat_buf_u32(b, 8 + 20 * (w->max_cpus - w->nactive));
 		w->done_off = w->buf_opt_off + b->len;
-		ret |= tdat_buf_u64(b, zero);
+		/* the live options stay linked (the caller holds live_lock) */
+		ret |= tdat_buf_u64(b, w->live_link);
 		/*
 		 * The rest of DONE's room is never read; entries only grow,
 		 * so what this write does not reach is still the zeros of
@@ -383,7 +389,9 @@ int tdat_file_patch_cpus(struct tdat_writer *w)
 	uint32_t ncpus;
 	int ret;
 
+	pthread_mutex_lock(&w->live_lock);
 	if (build_table(w, &b, &ncpus)) {
+		pthread_mutex_unlock(&w->live_lock);
 		tdat_buf_free(&b);
 		return tdat_err(w, -ENOMEM, "no memory for the CPU table");
 	}
@@ -394,6 +402,7 @@ int tdat_file_patch_cpus(struct tdat_writer *w)
 	 * line and falls back to "local", with a warning).
 	 */
 	ret = patch(w, b.data, b.len, w->version == 7 ? w->buf_opt_off : w->table_off);
+	pthread_mutex_unlock(&w->live_lock);
 	tdat_buf_free(&b);
 	if (!ret)
 		ret = patch(w, &ncpus, 4, w->cpus_field_off);
@@ -498,9 +507,18 @@ static int copy_range(struct tdat_writer *w, uint64_t src, uint64_t dst, uint64_
  */
 static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
 {
-	uint64_t add = c->region_cap, end = c->region_off + c->region_cap;
+	uint64_t add = align_up(c->region_cap / TDAT_GROW_DIV, w->page_size);
+	uint64_t end = c->region_off + c->region_cap;
 	uint64_t old_off = c->region_off;
 	int ret, i;
+
+	/*
+	 * In place, by an eighth of the room (at least region_size): the
+	 * file's size stays within that of its data, and the growths are
+	 * logarithmic in it. A move copies, so it doubles.
+	 */
+	if (add < w->region_size)
+		add = w->region_size;
 
 	if (end == w->file_end) {
 		c->region_cap += add;
@@ -525,6 +543,7 @@ static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
 	ret = hide_from(w, 0, false);
 	if (ret)
 		return ret;
+	add = c->region_cap;
 	ret = extend_to(w, w->file_end + 2 * add);
 	if (ret)
 		return ret;
@@ -713,18 +732,78 @@ static int late_cmdlines(struct tdat_writer *w)
 	return 0;
 }
 
+/* ---- live options ---- */
+
+int tdat_publish_time_shift(struct tdat_writer *w, uint64_t peer_id, uint32_t flags,
+			    uint32_t ncpu, const struct tdat_time_shift_cpu *cpus)
+{
+	struct tdat_buf b = {0}, t = {0};
+	uint64_t size, slot, zero = 0;
+	int ret;
+
+	if (!w)
+		return tcx_fail(-EINVAL, "no writer");
+	if (w->version != 7)
+		return tcx_fail(-EOPNOTSUPP, "%s: a version 6 file takes no option after its data",
+				w->path);
+	ret = tdat_time_shift_build(&t, peer_id, flags, ncpu, cpus);
+	if (ret) {
+		tdat_buf_free(&t);
+		return ret;
+	}
+	ret = tdat_buf_u16(&b, SEC_OPTIONS) | tdat_buf_u16(&b, 0) | tdat_buf_u32(&b, NO_DESC);
+	ret |= tdat_buf_u64(&b, 0);
+	ret |= put_opt(&b, TDAT_OPT_TIME_SHIFT, t.data, t.len);
+	ret |= tdat_buf_u16(&b, TDAT_OPT_DONE) | tdat_buf_u32(&b, 8) | tdat_buf_u64(&b, zero);
+	tdat_buf_free(&t);
+	if (ret) {
+		tdat_buf_free(&b);
+		return tcx_fail(-ENOMEM, "no memory for the TIME_SHIFT");
+	}
+	size = b.len - 16;
+	memcpy(b.data + 8, &size, 8);
+	pthread_mutex_lock(&w->live_lock);
+	if (!w->started || w->live_done || !w->live_size) {
+		ret = tcx_fail(-EINVAL, "%s: publishing outside the data", w->path);
+	} else if (b.len > w->live_size) {
+		ret = tcx_fail(-ENOSPC, "%s: a TIME_SHIFT of %zu bytes, the slot takes %u",
+			       w->path, b.len, w->live_size);
+	} else {
+		/* the unlinked slot first, then the 8-byte link that switches */
+		slot = w->live_link == w->live_off ? w->live_off + w->live_size : w->live_off;
+		ret = tdat_pwrite_all(w->fd, b.data, b.len, slot);
+		if (!ret)
+			ret = tdat_pwrite_all(w->fd, &slot, 8, w->done_off);
+		if (!ret) {
+			w->live_link = slot;
+			w->live_next = slot + b.len - 8;
+		} else {
+			tcx_fail(ret, "%s: writing the TIME_SHIFT: %s", w->path, strerror(-ret));
+		}
+	}
+	pthread_mutex_unlock(&w->live_lock);
+	tdat_buf_free(&b);
+	return ret;
+}
+
 int tdat_file_finish(struct tdat_writer *w)
 {
 	int ret = 0, r;
 
 	if (w->failed)
 		return tdat_sticky(w);
+	pthread_mutex_lock(&w->live_lock);
+	w->live_done = true;
+	pthread_mutex_unlock(&w->live_lock);
 	ret = tdat_flush(w);
 	if (!ret)
 		ret = compact(w);
 	if (!ret && w->version == 7 && w->late_cmdlines.len)
 		ret = late_cmdlines(w);
 	if (!ret && w->version == 7 && w->late_opts.n) {
+		/* after the live section, which stays linked: its DONE ends the chain */
+		if (w->live_link)
+			w->done_off = w->live_next;
 		r = tdat_append_options_section(w->fd, w->done_off, &w->late_opts, &w->done_off);
 		if (r)
 			ret = io_fail(w, r, "appending the late options");

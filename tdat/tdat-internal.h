@@ -6,6 +6,7 @@
 #define TDAT_INTERNAL_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <string.h>
@@ -20,7 +21,11 @@
 #define TDAT_DELTA_MAX		((1ull << TDAT_DELTA_BITS) - 1)
 #define TDAT_EXTEND_LIMIT	(1ull << 59)	/* 27 + 32 bits of TIME_EXTEND */
 #define TDAT_SMALL_MAX		112		/* largest payload with type_len 1..28 */
-#define TDAT_DEF_REGION		(256ull << 20)
+#define TDAT_DEF_REGION		(4ull << 20)	/* first room, and the least growth step */
+#define TDAT_GROW_DIV		8		/* grow by 1/8 of the room: st_size stays near the data */
+#define TDAT_LIVE_BASE		(4u << 10)	/* live options slot: base ... */
+#define TDAT_LIVE_PER_CPU	(4u << 10)	/* ... plus 128 samples per CPU */
+#define TDAT_LIVE_MAX		(128u << 10)
 #define TDAT_BATCH_BYTES	(128u << 10)	/* per pwrite: 32 pages of 4 KiB */
 
 /* A growable byte buffer for metadata. */
@@ -157,6 +162,18 @@ struct tdat_writer {
 	int		nactive;	/* CPUs with a region */
 	int		*active;	/* their numbers, sorted */
 	bool		compacting;
+
+	/*
+	 * v7 live options (tdat_publish_time_shift(), from any thread): two
+	 * slots before data_start, one linked from the first DONE at a time.
+	 * live_lock orders that link against build_table()'s rewrite of DONE.
+	 */
+	pthread_mutex_t	live_lock;
+	uint64_t	live_off;	/* slot 0; slot 1 follows */
+	uint32_t	live_size;	/* bytes per slot, 0: none */
+	uint64_t	live_link;	/* offset linked now, 0: none */
+	uint64_t	live_next;	/* its DONE's link */
+	bool		live_done;	/* finished: no more publishing */
 };
 
 /*

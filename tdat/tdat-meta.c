@@ -193,6 +193,7 @@ struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		goto nomem;
+	pthread_mutex_init(&w->live_lock, NULL);
 	w->fd = -1;
 	w->version = p.version;
 	w->page_size = p.page_size;
@@ -748,5 +749,6 @@ void tdat_free(struct tdat_writer *w)
 	free(w->path);
 	if (w->fd >= 0)
 		close(w->fd);
+	pthread_mutex_destroy(&w->live_lock);
 	free(w);
 }

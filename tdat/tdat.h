@@ -229,6 +229,19 @@ int tdat_add_guest(struct tdat_writer *w, const char *name, uint64_t traceid,
 int tdat_set_time_shift(struct tdat_writer *w, uint64_t peer_id, uint32_t flags,
 			uint32_t ncpu, const struct tdat_time_shift_cpu *cpus);
 
+/**
+ * tdat_publish_time_shift - make this the file's TIME_SHIFT now, during
+ * the data (version 7): a kill from here on leaves a file that carries it.
+ * Each call replaces the previous one; the file holds one at a time, in
+ * one of two slots before the data (the link switches in one 8-byte
+ * write). May run on another thread than the one writing pages, until
+ * tdat_close() starts. Arguments as tdat_set_time_shift(). Returns 0,
+ * -ENOSPC when it does not fit a slot (fewer samples may),
+ * -EOPNOTSUPP for version 6, -EINVAL outside the data; tcx_error() says why.
+ */
+int tdat_publish_time_shift(struct tdat_writer *w, uint64_t peer_id, uint32_t flags,
+			    uint32_t ncpu, const struct tdat_time_shift_cpu *cpus);
+
 /** tdat_add_cpustat - CPUSTAT text of @cpu (per_cpu/cpuN/stats format) */
 int tdat_add_cpustat(struct tdat_writer *w, int cpu, const char *text);
 
@@ -410,7 +423,11 @@ int tdat_append_option(struct tdat_appender *a, uint16_t id, const void *data, u
 int tdat_append_time_shift(struct tdat_appender *a, uint64_t peer_id, uint32_t flags,
 			   uint32_t ncpu, const struct tdat_time_shift_cpu *cpus);
 
-/** tdat_append_close - write the queued options, chain them, free @a */
+/**
+ * tdat_append_close - write the queued options, chain them, free @a; a
+ * TIME_SHIFT among them then replaces every section of the chain that
+ * held only a TIME_SHIFT (a live file's), so readers meet exactly one
+ */
 int tdat_append_close(struct tdat_appender *a);
 
 /* ---- from a live tracefs instance (tdat-tracefs.c, libtracefs) ---- */

@@ -201,69 +201,107 @@ int tsync_host_stop(struct tsync_host *h)
 	return ret;
 }
 
-int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
-		      char *summary, size_t len, const struct tsync_clock *c)
+/* A copy of @n elements of @size, NULL for none (the caller checks @n). */
+static void *dup_array(const void *p, size_t n, size_t size, int *ret)
+{
+	void *q;
+
+	if (!n)
+		return NULL;
+	q = malloc(n * size);
+	if (!q)
+		*ret = -ENOMEM;
+	else
+		memcpy(q, p, n * size);
+	return q;
+}
+
+/*
+ * xen: the rounds so far, copied under the lock (the record loop and the
+ * guest's thread feed them), solved outside it: a solve never holds up
+ * a feed.
+ */
+static int solve_xen(struct tsync_host *h, struct tsync_solution *sol, char *summary,
+		     size_t len)
+{
+	struct tsync_solve_opts so = { .scale = h->o.scale, .nvcpu = h->o.nvcpu, .pv = h->o.pv };
+	const struct tsync_gmark *g0;
+	const struct tsync_hmark *hm0;
+	const struct tsync_vpair *vp0;
+	struct tsync_gmark *g = NULL;
+	struct tsync_hmark *hm = NULL;
+	struct tsync_vpair *vp = NULL;
+	size_t ng, nh, nv = 0;
+	uint64_t dropped;
+	int ret = 0;
+
+	pthread_mutex_lock(&h->lock);
+	ng = tsync_gcollect_marks(h->g, &g0, &so.g_start, &so.g_end);
+	nh = tsync_match_marks(h->m, &hm0);
+	if (h->o.vtsc) {
+		nv = tsync_match_vpairs(h->m, &vp0);
+		vp = dup_array(vp0, nv, sizeof(*vp), &ret);
+	} else {
+		g = dup_array(g0, ng, sizeof(*g), &ret);
+		hm = dup_array(hm0, nh, sizeof(*hm), &ret);
+	}
+	dropped = tsync_match_dropped(h->m) + tsync_gcollect_dropped(h->g);
+	pthread_mutex_unlock(&h->lock);
+	if (so.g_start > so.g_end)
+		so.g_start = so.g_end = 1;	/* no guest event at all */
+	if (!ret)
+		ret = h->o.vtsc ? tsync_solve_vtsc(&so, vp, nv, sol) :
+				  tsync_solve(&so, g, ng, hm, nh, sol);
+	free(g);
+	free(hm);
+	free(vp);
+	if (!ret)
+		sol->marks_dropped = dropped;
+	if (ret == -ENODATA && h->o.pv) {
+		/* a PV guest reads the host TSC: assumed, not confirmed */
+		uint32_t nvc = h->o.nvcpu, *n = calloc(nvc, sizeof(*n));
+		const uint64_t **tp = calloc(nvc, sizeof(*tp));
+		const int64_t **op = calloc(nvc, sizeof(*op));
+		const uint64_t t0 = so.g_start ? so.g_start : 1;
+		const int64_t o0 = 0;
+
+		ret = n && tp && op ? 0 : -ENOMEM;
+		for (uint32_t i = 0; !ret && i < nvc; i++) {
+			n[i] = 1;
+			tp[i] = &t0;
+			op[i] = &o0;
+		}
+		if (!ret)
+			ret = tsync_solution_from_samples(nvc, n, tp, op, sol);
+		free(n);
+		free(tp);
+		free(op);
+		if (!ret && summary)
+			snprintf(summary, len, "tsync xen: PV guest, no round reached the "
+				 "hypervisor trace: offset 0 assumed, not confirmed");
+		return ret ? ret : 1;	/* 1: the summary is written */
+	}
+	return ret;
+}
+
+static int solve(struct tsync_host *h, struct tsync_solution *sol, char *summary, size_t len,
+		 const struct tsync_clock *c)
 {
 	int ret;
 
-	if (!h || !sol)
-		return -EINVAL;
-	tsync_host_stop(h);
-	pthread_mutex_lock(&h->lock);
 	if (h->m) {
-		struct tsync_solve_opts so = { .scale = h->o.scale, .nvcpu = h->o.nvcpu,
-					       .pv = h->o.pv };
-		const struct tsync_gmark *g;
-		const struct tsync_hmark *hm;
-		size_t ng = tsync_gcollect_marks(h->g, &g, &so.g_start, &so.g_end);
-		size_t nh = tsync_match_marks(h->m, &hm);
-
-		if (so.g_start > so.g_end)
-			so.g_start = so.g_end = 1;	/* no guest event at all */
-		if (h->o.vtsc) {
-			const struct tsync_vpair *vp;
-			size_t nv = tsync_match_vpairs(h->m, &vp);
-
-			ret = tsync_solve_vtsc(&so, vp, nv, sol);
-		} else {
-			ret = tsync_solve(&so, g, ng, hm, nh, sol);
-		}
-		if (!ret)
-			sol->marks_dropped = tsync_match_dropped(h->m) +
-					     tsync_gcollect_dropped(h->g);
-		if (ret == -ENODATA && h->o.pv) {
-			/* a PV guest reads the host TSC: assumed, not confirmed */
-			uint32_t nv = h->o.nvcpu, *n = calloc(nv, sizeof(*n));
-			const uint64_t **tp = calloc(nv, sizeof(*tp));
-			const int64_t **op = calloc(nv, sizeof(*op));
-			const uint64_t t0 = so.g_start ? so.g_start : 1;
-			const int64_t o0 = 0;
-
-			ret = n && tp && op ? 0 : -ENOMEM;
-			for (uint32_t i = 0; !ret && i < nv; i++) {
-				n[i] = 1;
-				tp[i] = &t0;
-				op[i] = &o0;
-			}
-			if (!ret)
-				ret = tsync_solution_from_samples(nv, n, tp, op, sol);
-			free(n);
-			free(tp);
-			free(op);
-			if (!ret && summary)
-				snprintf(summary, len, "tsync xen: PV guest, no round reached the "
-					 "hypervisor trace: offset 0 assumed, not confirmed");
-			pthread_mutex_unlock(&h->lock);
-			return ret;
-		}
+		ret = solve_xen(h, sol, summary, len);
+		if (ret == 1)
+			return 0;
 	} else {
+		pthread_mutex_lock(&h->lock);
 		ret = tsync_solution_from_samples(h->o.nvcpu, h->pn,
 						  (const uint64_t *const *)h->pts,
 						  (const int64_t *const *)h->poff, sol);
 		if (!ret)
 			sol->samples_refused += h->prefused;
+		pthread_mutex_unlock(&h->lock);
 	}
-	pthread_mutex_unlock(&h->lock);
 	if (!ret && summary) {
 		if (h->m)
 			tsync_summary_line(sol, h->o.proto, c, summary, len);
@@ -274,4 +312,20 @@ int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 				 sol->samples_refused);
 	}
 	return ret;
+}
+
+int tsync_host_solve(struct tsync_host *h, struct tsync_solution *sol)
+{
+	if (!h || !sol)
+		return -EINVAL;
+	return solve(h, sol, NULL, 0, NULL);
+}
+
+int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
+		      char *summary, size_t len, const struct tsync_clock *c)
+{
+	if (!h || !sol)
+		return -EINVAL;
+	tsync_host_stop(h);
+	return solve(h, sol, summary, len, c);
 }

@@ -1072,3 +1072,55 @@ int tsync_write_time_shift(const char *path, uint64_t peer_id, const struct tsyn
 	free(c);
 	return ret;
 }
+
+/*
+ * Into a live file: all the samples if they fit its slot, else every
+ * k-th one (the first and the last kept), k doubling until they do.
+ */
+int tsync_publish_time_shift(struct tdat_writer *w, uint64_t peer_id,
+			     const struct tsync_solution *s)
+{
+	struct tdat_time_shift_cpu *c;
+	uint64_t *ts = NULL;
+	int64_t *off = NULL;
+	uint32_t step = 1, n = 0;
+	int ret = -ENOSPC;
+
+	if (!w || !s || !s->ncpu || !s->count)
+		return -EINVAL;
+	c = calloc(s->ncpu, sizeof(*c));
+	ts = calloc((size_t)s->ncpu * s->count, sizeof(*ts));
+	off = calloc((size_t)s->ncpu * s->count, sizeof(*off));
+	if (!c || !ts || !off)
+		ret = -ENOMEM;
+	while (ret == -ENOSPC && step < 2 * s->count) {
+		n = 0;
+		for (uint32_t k = 0; k < s->count; k += step)
+			n++;
+		if ((s->count - 1) % step)
+			n++;		/* the last one too */
+		for (uint32_t i = 0; i < s->ncpu; i++) {
+			const uint64_t *t;
+			const int64_t *o;
+			uint32_t j = 0;
+
+			tsync_solution_cpu(s, i, &t, &o);
+			for (uint32_t k = 0; k < s->count; k += step, j++) {
+				ts[(size_t)i * n + j] = t[k];
+				off[(size_t)i * n + j] = o[k];
+			}
+			if (j < n) {
+				ts[(size_t)i * n + j] = t[s->count - 1];
+				off[(size_t)i * n + j] = o[s->count - 1];
+			}
+			c[i] = (struct tdat_time_shift_cpu){ .count = n, .ts = ts + (size_t)i * n,
+							     .offset = off + (size_t)i * n };
+		}
+		ret = tdat_publish_time_shift(w, peer_id, s->flags, s->ncpu, c);
+		step *= 2;
+	}
+	free(c);
+	free(ts);
+	free(off);
+	return ret;
+}

@@ -280,6 +280,17 @@ struct tsync_solution {
  */
 int tsync_write_time_shift(const char *path, uint64_t peer_id, const struct tsync_solution *s);
 
+struct tdat_writer;
+
+/**
+ * tsync_publish_time_shift - @s as the TIME_SHIFT of the guest file that
+ * @w is still writing (tdat_publish_time_shift()): all its samples when
+ * they fit the file's slot, else an even subset with the first and the
+ * last. Returns 0 or a negative errno.
+ */
+int tsync_publish_time_shift(struct tdat_writer *w, uint64_t peer_id,
+			     const struct tsync_solution *s);
+
 /** tsync_solution_free - free what @s holds */
 void tsync_solution_free(struct tsync_solution *s);
 
@@ -454,6 +465,14 @@ int tsync_host_stop(struct tsync_host *h);
  */
 int tsync_host_finish(struct tsync_host *h, struct tsync_solution *sol,
 		      char *summary, size_t len, const struct tsync_clock *c);
+
+/**
+ * tsync_host_solve - the solve so far, while the protocol runs: ptp the
+ * samples taken, xen the rounds found in the records fed until now (a
+ * copy: the feeds go on meanwhile). Call it on the thread that samples.
+ * Returns 0, -ENODATA when nothing could be measured yet, or -errno.
+ */
+int tsync_host_solve(struct tsync_host *h, struct tsync_solution *sol);
 
 /** tsync_host_free - free @h (safe on NULL); the stream stays open */
 void tsync_host_free(struct tsync_host *h);

@@ -139,9 +139,9 @@ for V in 6 7; do
 	ok $st "v$V: report reads the 5000 flushed events of the killed writer"
 	checker seq "$c" 5000 2 0
 
-	# 32 CPUs at the default 256 MiB strides: data offsets past 4 GiB in
-	# an 8 GiB sparse file while writing; compact once closed
-	bash -c '"$@"; exit $?' _ "$gen" crash "$c" $V 6400 10 32 0 2>/dev/null
+	# 32 CPUs at 256 MiB strides: data offsets past 4 GiB in an 8 GiB
+	# sparse file while writing; compact once closed
+	bash -c '"$@"; exit $?' _ "$gen" crash "$c" $V 6400 10 32 $((256 << 20)) 2>/dev/null
 	st=$?
 	[ $st = 137 ] && [ "$(stat -c %s "$c")" -gt $((4 << 30)) ]
 	ok $? "v$V: 32 CPUs killed while their regions span $(($(stat -c %s "$c") >> 20)) MiB"

@@ -6,8 +6,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <traceevent/kbuffer.h>
@@ -1029,6 +1032,145 @@ static void io_errors(int v)
 }
 VERSIONED(io_errors)
 
+/* ---- killed outright: size near the data, readable, one TIME_SHIFT ---- */
+
+/* Whether @dir's filesystem grows regions in place (else they move). */
+static bool inserts_ranges(const char *dir)
+{
+	char *path = path_in(dir, "probe.dat");
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = !ftruncate(fd, 1 << 20) && !fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, 1 << 16);
+	close(fd);
+	unlink(path);
+	return ok;
+}
+
+static void shift_of(struct tdat_time_shift_cpu *c, uint64_t *ts, int64_t *off, int ncpu)
+{
+	for (int i = 0; i < ncpu; i++)
+		c[i] = (struct tdat_time_shift_cpu){ .count = 2, .ts = ts, .offset = off };
+}
+
+/* The one TIME_SHIFT's first offset, -1 when not exactly one. */
+static int64_t only_shift(const struct tf *f)
+{
+	const struct tf_opt *o = tf_opt(f, TDAT_OPT_TIME_SHIFT, 0);
+	int64_t off;
+
+	if (!o || tf_opt(f, TDAT_OPT_TIME_SHIFT, 1) || o->size < 12 + 4 + 4 + 2 * 8 + 8)
+		return -1;
+	/* peer, flags, ncpu, then CPU 0: count, 2 times, 2 offsets */
+	memcpy(&off, o->data + 16 + 4 + 16, 8);
+	return off;
+}
+
+static void killed_writer(void **s)
+{
+	char *path = path_in(tmpdir, "killed.dat");
+	const int ncpu = 3, per = 700000;	/* ~14 MiB of pages per CPU: two growths */
+	uint64_t ts[2] = { 1000, 2000 }, data = 0, bound;
+	int64_t off1[2] = { 11, 11 }, off2[2] = { 22, 22 };
+	struct tdat_time_shift_cpu c[3];
+	char cmd[600];
+	struct stat st;
+	struct tf f;
+	int status, n;
+	pid_t pid;
+
+	(void)s;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct tdat_writer *w = mk(7, path, 0, ncpu);
+
+		if (tdat_start_data(w))
+			_exit(2);
+		shift_of(c, ts, off1, ncpu);
+		if (tdat_publish_time_shift(w, 0x77, 0, ncpu, c))
+			_exit(3);
+		for (int i = 0; i < per; i++)
+			for (int k = 0; k < ncpu; k++) {
+				uint8_t p[16];
+
+				payload(p, 16, (uint64_t)i);
+				if (tdat_write_event(w, k, 100 + (uint64_t)i * 4 + k, p, 16))
+					_exit(4);
+			}
+		shift_of(c, ts, off2, ncpu);
+		if (tdat_flush(w) || tdat_publish_time_shift(w, 0x77, 0, ncpu, c))
+			_exit(5);
+		kill(getpid(), SIGKILL);
+		_exit(6);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+	load(path, &f);
+	for (int k = 0; k < ncpu; k++) {
+		assert_int_equal(tf_events(&f, k, evs, MAXEV), per);
+		/* past the first room: the regions grew while the others wrote */
+		assert_true(tf_cpu(&f, k)->size > (12u << 20));
+		data += tf_cpu(&f, k)->size;
+	}
+	assert_int_equal(only_shift(&f), 22);
+	assert_int_equal(stat(path, &st), 0);
+	/* each CPU's room: its data, at most an eighth more or 4 MiB, a page */
+	bound = 256 << 10;
+	for (int k = 0; k < ncpu; k++) {
+		uint64_t d = tf_cpu(&f, k)->size, step = d / 7 > (4 << 20) ? d / 7 : 4 << 20;
+
+		bound += d + step + 4096;
+	}
+	print_message("# killed: %llu bytes of pages, st_size %llu, bound %llu\n",
+		      (unsigned long long)data, (unsigned long long)st.st_size,
+		      (unsigned long long)bound);
+	tf_free(&f);
+	if (inserts_ranges(tmpdir))
+		assert_true((uint64_t)st.st_size <= bound);
+
+	/* the stock reader: all the events, and the live TIME_SHIFT */
+	if (system("command -v trace-cmd >/dev/null 2>&1"))
+		skip();
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s 2>/dev/null | grep -c 'val='", path);
+	{
+		FILE *p = popen(cmd, "r");
+
+		assert_non_null(p);
+		assert_int_equal(fscanf(p, "%d", &n), 1);
+		assert_int_equal(pclose(p), 0);
+		assert_int_equal(n, ncpu * per);
+	}
+	snprintf(cmd, sizeof(cmd), "trace-cmd dump --options -i %s 2>/dev/null | "
+		 "grep -c 'Option TimeShift'", path);
+	{
+		FILE *p = popen(cmd, "r");
+
+		assert_non_null(p);
+		assert_int_equal(fscanf(p, "%d", &n), 1);
+		pclose(p);
+		assert_int_equal(n, 1);
+	}
+
+	/* the close's full solve replaces the live one: still one TIME_SHIFT */
+	{
+		struct tdat_appender *a = tdat_append_open(path);
+		int64_t off3[2] = { 33, 33 };
+
+		assert_non_null(a);
+		shift_of(c, ts, off3, ncpu);
+		assert_int_equal(tdat_append_time_shift(a, 0x77, 0, ncpu, c), 0);
+		assert_int_equal(tdat_append_close(a), 0);
+	}
+	load(path, &f);
+	assert_int_equal(only_shift(&f), 33);
+	tf_free(&f);
+	unlink(path);
+}
+
 static void stats_and_reserve(void **s)
 {
 	char *path = path_in(tmpdir, "stats.dat");
@@ -1114,6 +1256,7 @@ int main(void)
 		cmocka_unit_test(io_errors_v6),
 		cmocka_unit_test(io_errors_v7),
 		cmocka_unit_test(stats_and_reserve),
+		cmocka_unit_test(killed_writer),
 	};
 
 	return cmocka_run_group_tests_name("tdat", tests, setup, teardown);
