@@ -73,6 +73,8 @@ struct agent_stream {
 	struct tmsg_transport *vchan;	/* Xen: our vchan server, or NULL */
 	unsigned int port;
 	const char *peer_host;		/* only this host may connect */
+	const struct tmsg_auth *auth;	/* if set: and open with its token */
+	int token_ms;			/* for the whole token */
 	const char *raw_path;		/* trace_pipe_raw of the instance */
 	uint32_t page_size;
 	atomic_int *stop;		/* drain and finish */
@@ -83,6 +85,7 @@ struct agent_stream {
 	int err;
 	uint64_t pages;			/* pages sent */
 	uint64_t spliced_pages;		/* of which spliced (TCP, vsock) */
+	unsigned int refused;		/* connections turned away */
 };
 
 int agent_stream_start(struct agent_stream *s);

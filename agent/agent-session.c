@@ -22,6 +22,8 @@
 
 #define REQ_WAIT_MS	30000	/* a connected peer sends TRACE_REQ at once */
 #define CLOSE_POLL_MS	200	/* how often the CLOSE wait checks for signals */
+#define AUTH_WAIT_MS	TMSG_WAIT_MS	/* the host's PROOF follows at once */
+#define TOKEN_MS	2000	/* a new stream's token: its first bytes */
 
 volatile sig_atomic_t agent_stop;
 
@@ -34,6 +36,7 @@ struct session {
 	struct tmsg *m;
 	struct agent_trace tr;
 	struct agent_stream *streams;
+	struct tmsg_auth auth;	/* TCP with a secret: the session's keys */
 	atomic_int stop;
 	uint64_t trace_id;
 	bool xen;		/* vchan streams, not TCP */
@@ -46,6 +49,7 @@ struct session {
 	volatile int tsync_stop;
 	pthread_t tsync_th;
 	bool tsync_started;
+	unsigned int tsync_refused;	/* tsync connections turned away */
 };
 
 static void refuse(struct session *s, const char *why)
@@ -53,6 +57,49 @@ static void refuse(struct session *s, const char *why)
 	fprintf(s->log, "agent: session %u refused: %s\n", s->seq, why);
 	if (!tmsg_make_not_supp(s->m, why))
 		tmsg_send(s->ctl, s->m);
+}
+
+/*
+ * The challenge-response (protocol/tmsg-auth.c) of a host that offers it;
+ * a host that does not is refused, or with --insecure served as before
+ * (stock trace-cmd: no secret, no tokens).
+ */
+static int authenticate(struct session *s, const struct tmsg_trace_req *req)
+{
+	char why[TMSG_MAX_REASON];
+	int ret;
+
+	if (req->auth_nonce) {
+		ret = tmsg_agent_auth(s->ctl, s->m, req, &s->auth, AUTH_WAIT_MS);
+		if (ret == -ECONNABORTED) {
+			/* the host said why it gives up: nothing to answer */
+			fprintf(s->log, "agent: session %u: %s\n", s->seq, tcx_error());
+		} else if (ret == -EACCES) {
+			fprintf(s->log, "agent: session %u: %s\n", s->seq, tcx_error());
+			refuse(s, "wrong secret");
+		} else if (ret) {
+			snprintf(why, sizeof(why), "authentication: %s", tcx_error());
+			refuse(s, why);
+		}
+		return ret;
+	}
+	if (req->auth_version) {
+		snprintf(why, sizeof(why), "authentication version %u is not "
+			 "supported (this agent speaks %d)", req->auth_version,
+			 TMSG_AUTH_VERSION);
+		refuse(s, why);
+		return -EACCES;
+	}
+	if (req->plain_secret) {
+		refuse(s, "the host sent its secret in clear (an older "
+		       "trace-cmd-xen record): this agent takes challenge-response only");
+		return -EACCES;
+	}
+	if (!s->cfg->insecure) {
+		refuse(s, "this agent requires a secret (trace-cmd-xen record --secret-file)");
+		return -EACCES;
+	}
+	return 0;
 }
 
 /* TRACE_REQ, the secret, the allow-list. */
@@ -86,14 +133,11 @@ static int read_request(struct session *s, struct agent_record_opts *o)
 		return ret;
 	}
 	/* Over vchan the rings are granted to the peer domain alone. */
-	if (!s->xen && s->cfg->secret_len &&
-	    !tmsg_secret_equal(req.secret, req.secret_len, s->cfg->secret,
-			       s->cfg->secret_len)) {
-		if (req.secret_len || !s->cfg->insecure) {
-			refuse(s, req.secret_len ? "wrong secret" :
-				  "this agent requires a secret (trace-cmd-xen record --secret-file)");
+	if (!s->xen && s->cfg->secret_len) {
+		ret = authenticate(s, &req);
+		if (ret) {
 			tmsg_trace_req_free(&req);
-			return -EACCES;
+			return ret;
 		}
 	}
 	ret = agent_parse_record_args((int)req.argc, req.argv, o);
@@ -188,10 +232,10 @@ static int tsync_open(struct session *s, unsigned int next)
 static struct tmsg_transport *tsync_connect(struct session *s)
 {
 	struct sockaddr_storage peer;
+	struct tmsg_transport *t;
 
 	if (s->tsync_vchan) {
-		struct tmsg_transport *t = s->tsync_vchan;
-
+		t = s->tsync_vchan;
 		while (!s->tsync_stop) {
 			int ret = tmsg_vchan_wait_client(t, CLOSE_POLL_MS);
 
@@ -212,10 +256,20 @@ static struct tmsg_transport *tsync_connect(struct session *s)
 		if (fd < 0)
 			return NULL;
 		if (s->peer_host && !tmsg_addr_matches(&peer, s->peer_host)) {
+			s->tsync_refused++;
 			close(fd);
 			continue;
 		}
-		return tmsg_fd_transport(fd, "tsync");
+		t = tmsg_fd_transport(fd, "tsync");
+		if (t && s->auth.done &&
+		    tmsg_auth_check_token(t, &s->auth, TMSG_AUTH_TSYNC, TOKEN_MS)) {
+			s->tsync_refused++;
+			fprintf(s->log, "agent: session %u: refused a time sync "
+				"connection: %s\n", s->seq, tcx_error());
+			tmsg_close(t);
+			continue;
+		}
+		return t;
 	}
 	return NULL;
 }
@@ -348,12 +402,14 @@ static int start_streams(struct session *s)
 		st->page_size = s->tr.page_size;
 		st->stop = &s->stop;
 		st->log = s->log;
+		st->auth = s->auth.done ? &s->auth : NULL;
+		st->token_ms = TOKEN_MS;
 		ret = st->raw_path ? agent_stream_start(st) : -ENOMEM;
 	}
 	return ret;
 }
 
-static uint64_t stop_streams(struct session *s)
+static uint64_t stop_streams(struct session *s, unsigned int *refused)
 {
 	uint64_t pages = 0;
 
@@ -361,6 +417,8 @@ static uint64_t stop_streams(struct session *s)
 	for (int c = 0; s->streams && c < s->tr.ncpus; c++) {
 		agent_stream_join(&s->streams[c]);
 		pages += s->streams[c].pages;
+		*refused += s->streams[c].refused;
+		s->streams[c].refused = 0;
 		free((char *)s->streams[c].raw_path);
 		s->streams[c].raw_path = NULL;
 	}
@@ -419,6 +477,7 @@ static int run_session(struct session *s)
 	char why[256];
 	uint8_t *meta = NULL;
 	size_t meta_len = 0;
+	unsigned int refused = 0;
 	uint64_t pages;
 	double t0, t1, t2;
 	int ret;
@@ -472,12 +531,16 @@ static int run_session(struct session *s)
 	}
 	tsync_end(s);
 	agent_trace_on(&s->tr, false);
-	pages = stop_streams(s);
+	pages = stop_streams(s, &refused);
+	refused += s->tsync_refused;
 	if (!ret) {
 		ret = tmsg_send_cmd(s->ctl, TMSG_CLOSE_RESP);
 		if (ret)
 			fprintf(s->log, "agent: %s\n", tcx_error());
 	}
+	if (refused)
+		fprintf(s->log, "agent: session %u: %u stream connections refused\n",
+			s->seq, refused);
 	fprintf(s->log, "agent: session %u: %llu pages sent%s\n", s->seq,
 		(unsigned long long)pages, ret ? " (session failed)" : "");
 	return ret;
@@ -492,7 +555,9 @@ static int serve_one(const struct agent_config *cfg, struct tmsg_transport *ctl,
 		.cfg = cfg, .ctl = ctl, .peer_host = peer_host, .seq = seq,
 		.log = cfg->log ? cfg->log : stderr, .xen = xen, .domid = domid,
 		.tsync_lfd = -1,
+		.auth = { .secret = cfg->secret, .secret_len = cfg->secret_len },
 	};
+	unsigned int refused = 0;
 	int ret;
 
 	s.m = malloc(sizeof(*s.m));
@@ -500,7 +565,8 @@ static int serve_one(const struct agent_config *cfg, struct tmsg_transport *ctl,
 		return -ENOMEM;
 	ret = run_session(&s);
 	tsync_end(&s);
-	stop_streams(&s);
+	stop_streams(&s, &refused);
+	tmsg_auth_wipe(&s.auth);
 	if (s.streams)
 		close_listeners(&s);
 	free(s.streams);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * One CPU's page stream: accept the host's data connection (only from the
- * session's peer), then copy whole ring-buffer pages from the instance's
+ * session's peer, and with a session key only once it sent its token),
+ * then copy whole ring-buffer pages from the instance's
  * trace_pipe_raw to it, unframed, as trace-cmd's agent does. On stop it
  * drains what is left; every page goes out whole, so the stream is a page
  * multiple without extra padding.
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent-internal.h"
+#include "tcx-hmac.h"
 #include "tcx-util.h"
 
 #define ACCEPT_WAIT_MS	30000	/* the host connects right after TRACE_RESP */
@@ -30,19 +32,17 @@
 #define BATCH_PAGES	16	/* read path: pages per send on a busy CPU */
 #define SPLICE_BYTES	(256 << 10)	/* splice path: the pipe, pages per call */
 
-static int accept_peer(struct agent_stream *s)
+/* A connection from the session's peer by @deadline_ns, or -errno. */
+static int accept_peer(struct agent_stream *s, uint64_t deadline_ns)
 {
 	struct sockaddr_storage peer;
-	int waited = 0;
 
-	while (waited < ACCEPT_WAIT_MS && !*s->stop) {
+	while (tcx_now_ns() < deadline_ns && !*s->stop) {
 		char who[64];
 		int fd = tmsg_accept(s->lfd, POLL_MS, &peer, NULL);
 
-		if (fd == -ETIMEDOUT) {
-			waited += POLL_MS;
+		if (fd == -ETIMEDOUT)
 			continue;
-		}
 		if (fd < 0)
 			return fd;
 		if (!s->peer_host || tmsg_addr_matches(&peer, s->peer_host))
@@ -50,6 +50,7 @@ static int accept_peer(struct agent_stream *s)
 		tmsg_addr_string(&peer, who, sizeof(who));
 		fprintf(s->log, "agent: cpu%d: refused data connection from %s\n",
 			s->cpu, who);
+		s->refused++;
 		close(fd);
 	}
 	return -ETIMEDOUT;
@@ -76,6 +77,107 @@ static void nap(struct agent_stream *s)
 		usleep(10 * 1000);
 }
 
+/* A connection waiting for its token. */
+struct pending {
+	int fd;
+	uint64_t deadline;
+	size_t got;
+	uint8_t tok[TMSG_AUTH_MAC];
+	char who[64];
+};
+
+static void refuse_pending(struct agent_stream *s, struct pending *p, int *np,
+			   int i, const char *why)
+{
+	fprintf(s->log, "agent: cpu%d: refused data connection from %s: %s\n",
+		s->cpu, p[i].who, why);
+	s->refused++;
+	close(p[i].fd);
+	p[i] = p[--*np];
+}
+
+/*
+ * With a session key a connection counts only once its first bytes are
+ * this CPU's token. Up to MAX_PENDING connections wait for theirs at once,
+ * each for token_ms: one that stays silent neither holds the port nor
+ * delays the host's. The others are closed, counted and logged.
+ */
+#define MAX_PENDING	8
+
+static struct tmsg_transport *accept_with_token(struct agent_stream *s,
+						uint64_t deadline, int *sock)
+{
+	struct pending p[MAX_PENDING];
+	uint8_t want[TMSG_AUTH_MAC];
+	struct tmsg_transport *t = NULL;
+	int np = 0;
+
+	tmsg_auth_token(s->auth, (uint32_t)s->cpu, want);
+	while (!t && (np || (tcx_now_ns() < deadline && !*s->stop))) {
+		struct pollfd pfd[MAX_PENDING + 1];
+		uint64_t now;
+		int n = 0;
+
+		if (np < MAX_PENDING && !*s->stop)
+			pfd[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+		for (int i = 0; i < np; i++)
+			pfd[n++] = (struct pollfd){ .fd = p[i].fd, .events = POLLIN };
+		if (poll(pfd, (nfds_t)n, POLL_MS) < 0 && errno != EINTR)
+			break;
+		/* tokens first: the array moves as connections go */
+		for (int i = np - 1; i >= 0 && !t; i--) {
+			ssize_t got = read(p[i].fd, p[i].tok + p[i].got,
+					   sizeof(p[i].tok) - p[i].got);
+
+			if (got < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (got <= 0) {
+				refuse_pending(s, p, &np, i, "closed before its token");
+				continue;
+			}
+			p[i].got += (size_t)got;
+			if (p[i].got < sizeof(p[i].tok))
+				continue;
+			if (!tcx_mem_equal(p[i].tok, want, sizeof(want))) {
+				refuse_pending(s, p, &np, i,
+					       "wrong token (not this session's)");
+				continue;
+			}
+			*sock = p[i].fd;
+			p[i] = p[--np];
+			t = tmsg_fd_transport(*sock, "data");
+			if (t)
+				snprintf(t->name, sizeof(t->name), "cpu%d data", s->cpu);
+		}
+		now = tcx_now_ns();
+		for (int i = np - 1; i >= 0; i--)
+			if (t || now >= p[i].deadline)
+				refuse_pending(s, p, &np, i, t ? "the host's came first" :
+					       "no token in time");
+		if (!t && n && pfd[0].fd == s->lfd && (pfd[0].revents & POLLIN)) {
+			struct sockaddr_storage peer;
+			int fd = tmsg_accept(s->lfd, 0, &peer, NULL);
+
+			if (fd < 0)
+				continue;
+			p[np] = (struct pending){ .fd = fd,
+				.deadline = now + (uint64_t)s->token_ms * 1000000ull };
+			tmsg_addr_string(&peer, p[np].who, sizeof(p[np].who));
+			if (s->peer_host && !tmsg_addr_matches(&peer, s->peer_host)) {
+				np++;
+				refuse_pending(s, p, &np, np - 1, "not the session's host");
+				continue;
+			}
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+			np++;
+		}
+	}
+	explicit_bzero(want, sizeof(want));
+	if (!t)
+		s->err = -ETIMEDOUT;
+	return t;
+}
+
 /* Xen: the vchan exists already; wait for dom0 to map it. */
 static int wait_vchan_client(struct agent_stream *s)
 {
@@ -95,6 +197,7 @@ static int wait_vchan_client(struct agent_stream *s)
  */
 static struct tmsg_transport *connect_host(struct agent_stream *s, int *sock)
 {
+	uint64_t deadline = tcx_now_ns() + ACCEPT_WAIT_MS * 1000000ull;
 	char name[32];
 	int fd;
 
@@ -108,7 +211,9 @@ static struct tmsg_transport *connect_host(struct agent_stream *s, int *sock)
 		s->vchan = NULL;	/* the stream owns it now */
 		return t;
 	}
-	fd = accept_peer(s);
+	if (s->auth)
+		return accept_with_token(s, deadline, sock);
+	fd = accept_peer(s, deadline);
 	if (fd < 0) {
 		s->err = fd;
 		return NULL;

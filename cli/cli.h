@@ -22,12 +22,16 @@ void cli_err(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* The agent's and the recorder's shared secret for TCP/vsock. */
+#define CLI_SECRET_MIN		16
 #define CLI_SECRET_MAX		256
-#define CLI_SECRET_MAX_STR	"256"
 
 /*
  * cli_read_secret - a secret file's bytes without trailing newlines into
- * @buf (CLI_SECRET_MAX + 1 bytes); -EINVAL unless 1..CLI_SECRET_MAX of them
+ * @buf (CLI_SECRET_MAX + 1 bytes)
+ *
+ * Returns 0; -EINVAL unless CLI_SECRET_MIN..CLI_SECRET_MAX of them, -EPERM
+ * if group or others may read the file (mode & 077), or -errno; the
+ * message, which names the file, in tcx_error().
  */
 int cli_read_secret(const char *path, unsigned char *buf, size_t *len);
 

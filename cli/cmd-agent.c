@@ -14,6 +14,7 @@
 
 #include "agent.h"
 #include "cli.h"
+#include "tcx-util.h"
 #include "tmsg.h"
 
 /* Declared here until cli.h lists it with the other subcommands. */
@@ -37,8 +38,8 @@ static void usage(FILE *f)
 		"                      like tracefs, read as it is)\n"
 		"  -N HOST             the only host allowed to connect\n"
 		"  -p PORT             control port (default %d)\n"
-		"  --secret-file FILE  require the secret in FILE from the host\n"
-		"                      (trace-cmd-xen record --secret-file)\n"
+		"  --secret-file FILE  the host must prove it knows the secret in FILE\n"
+		"                      (16+ bytes, mode 600; trace-cmd-xen record --secret-file)\n"
 		"  --insecure          also accept hosts without it (stock trace-cmd)\n"
 		"  -D                  run as a daemon (messages still go to stderr)\n"
 		"  -h, --help          this text\n",
@@ -82,9 +83,7 @@ int cmd_agent(int argc, char **argv)
 		case 's':
 			ret = cli_read_secret(optarg, secret, &cfg.secret_len);
 			if (ret) {
-				cli_err("agent", "--secret-file %s: %s", optarg,
-					ret == -EINVAL ? "must hold 1 to " CLI_SECRET_MAX_STR " bytes" :
-					strerror(-ret));
+				cli_err("agent", "--secret-file: %s", tcx_error());
 				return CLI_EXIT_USAGE;
 			}
 			cfg.secret = secret;

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "recorder.h"
 #include "tcx-util.h"
+#include "tmsg.h"
 #include "tsync.h"
 
 static void usage(FILE *f)
@@ -21,7 +22,8 @@ static void usage(FILE *f)
 		"                                  [--duration SEC] [--raw FILE] [-q]\n"
 		"                                  [-A GUEST]... [--tsync PROTOS]\n"
 		"                                  [--tsync-interval SEC] [--secret-file FILE]\n"
-		"                                  [--summary-json FILE] [-- COMMAND...]\n\n"
+		"                                  [--summary-json FILE] [--guest-* LIMIT]\n"
+		"                                  [-- COMMAND...]\n\n"
 		"Record the Xen hypervisor (trace.dat), dom0's ftrace (trace-dom0.dat) and\n"
 		"each -A guest's ftrace through its agent (trace-GUEST.dat) on one clock.\n"
 		"Stops on Ctrl-C, SIGTERM, --duration or when COMMAND exits (then exits\n"
@@ -45,11 +47,24 @@ static void usage(FILE *f)
 		"                       (default xen,ptp), or none\n"
 		"  --tsync-interval SEC also sync every SEC seconds (default: start and end)\n"
 		"  --secret-file FILE   shared secret for TCP/vsock agents (as the agent's)\n"
+		"  --guest-open-timeout SEC   each guest's whole open (default %g); a guest\n"
+		"                       that misses it fails the recording at its start\n"
+		"  --guest-stop-timeout SEC   the stop of all guests together (default %g);\n"
+		"                       a guest still stopping then is abandoned, its file\n"
+		"                       valid; a second Ctrl-C cuts the stop short\n"
+		"  --guest-max-cpus N   CPUs a TCP/vsock agent may claim (default %d; a Xen\n"
+		"                       guest may claim its domain's vCPUs)\n"
+		"  --guest-max-meta SIZE  a guest's metadata, at most (default %uM)\n"
+		"  --guest-max-bytes SIZE each guest's trace data, at most (default: no\n"
+		"                       limit); at it that guest's stream ends, not the\n"
+		"                       recording. SIZE: bytes, or with K, M, G\n"
 		"  --duration SEC       stop after SEC seconds\n"
 		"  --raw FILE           also keep the capture in xentrace format (xenalyze)\n"
 		"  --summary-json FILE  the closing summary as JSON ('-': stdout)\n"
 		"  -q, --quiet          no status line, no summary\n"
-		"  -h, --help           this text\n", REC_HV_DEFAULT_PAGES);
+		"  -h, --help           this text\n", REC_HV_DEFAULT_PAGES,
+		REC_GUEST_OPEN_MS / 1e3, REC_GUEST_STOP_MS / 1e3, REC_GUEST_MAX_CPUS,
+		REC_GUEST_MAX_META >> 20);
 }
 
 /* "none", or protocols the host runs joined by ',' */
@@ -99,13 +114,66 @@ static int seconds(const char *opt, const char *arg, double *v)
 	return ARG_OK;
 }
 
+/* Milliseconds from "SEC" for the guests' deadlines, at most a day. */
+static int deadline_ms(const char *opt, const char *arg, int *ms)
+{
+	double v;
+	int ret = seconds(opt, arg, &v);
+
+	if (ret)
+		return ret;
+	if (v > 86400) {
+		cli_err("record", "%s %s: at most 86400 seconds", opt, arg);
+		return ARG_USAGE;
+	}
+	*ms = (int)(v * 1000 + 0.5);
+	if (!*ms)
+		*ms = 1;
+	return ARG_OK;
+}
+
+/* The guests' budget: --guest-*. */
+static int guest_limit(struct args *a, int c, const char *opt, const char *arg)
+{
+	struct rec_record_opts *o = &a->o;
+	unsigned long n;
+	uint64_t v;
+
+	switch (c) {
+	case 'O':
+		return deadline_ms(opt, arg, &o->guest_open_ms);
+	case 'P':
+		return deadline_ms(opt, arg, &o->guest_stop_ms);
+	case 'U':
+		if (tcx_parse_uint(arg, TMSG_MAX_CPUS, &n) || !n) {
+			cli_err("record", "%s %s: CPUs, 1..%d", opt, arg, TMSG_MAX_CPUS);
+			return ARG_USAGE;
+		}
+		o->guest_max_cpus = (unsigned int)n;
+		return ARG_OK;
+	case 'Y':
+		if (tcx_parse_size(arg, 1ull << 32, &v) || v < 4096) {
+			cli_err("record", "%s %s: bytes (K, M, G allowed), 4K..4G", opt, arg);
+			return ARG_USAGE;
+		}
+		o->guest_max_meta = (size_t)v;
+		return ARG_OK;
+	default:
+		if (tcx_parse_size(arg, UINT64_MAX, &v) || !v) {
+			cli_err("record", "%s %s: bytes (K, M, G allowed), at least 1", opt, arg);
+			return ARG_USAGE;
+		}
+		o->guest_max_bytes = v;
+		return ARG_OK;
+	}
+}
+
 static int read_secret(struct args *a, const char *arg)
 {
 	int ret = cli_read_secret(arg, secret, &a->o.secret_len);
 
 	if (ret) {
-		cli_err("record", "--secret-file %s: %s", arg, ret == -EINVAL ?
-			"must hold 1 to " CLI_SECRET_MAX_STR " bytes" : strerror(-ret));
+		cli_err("record", "--secret-file: %s", tcx_error());
 		return ARG_USAGE;
 	}
 	a->o.secret = secret;
@@ -193,6 +261,16 @@ static int take_arg(struct args *a, int c, const char *arg)
 	case 'q':
 		o->quiet = true;
 		return ARG_OK;
+	case 'O':
+		return guest_limit(a, c, "--guest-open-timeout", arg);
+	case 'P':
+		return guest_limit(a, c, "--guest-stop-timeout", arg);
+	case 'U':
+		return guest_limit(a, c, "--guest-max-cpus", arg);
+	case 'Y':
+		return guest_limit(a, c, "--guest-max-meta", arg);
+	case 'Z':
+		return guest_limit(a, c, "--guest-max-bytes", arg);
 	default:
 		return ARG_USAGE;
 	}
@@ -216,6 +294,11 @@ int cmd_record(int argc, char **argv)
 		{ "tsync", required_argument, NULL, 'T' },
 		{ "tsync-interval", required_argument, NULL, 'I' },
 		{ "secret-file", required_argument, NULL, 'K' },
+		{ "guest-open-timeout", required_argument, NULL, 'O' },
+		{ "guest-stop-timeout", required_argument, NULL, 'P' },
+		{ "guest-max-cpus", required_argument, NULL, 'U' },
+		{ "guest-max-meta", required_argument, NULL, 'Y' },
+		{ "guest-max-bytes", required_argument, NULL, 'Z' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },

@@ -34,7 +34,7 @@ static inline void put_be64(uint8_t *p, uint64_t v)
 	put_be32(p + 4, (uint32_t)v);
 }
 
-/* Known fixed-part size of a command; cmd must be < TMSG_NR_CMDS. */
+/* Known fixed-part size of a command (0 for an unknown one). */
 uint32_t tmsg_fixed_size(uint32_t cmd);
 
 /* Append @len bytes to the payload, or -EMSGSIZE. */

@@ -19,6 +19,32 @@ void tmsg_close(struct tmsg_transport *t)
 		t->ops->close(t);
 }
 
+void tmsg_set_cutoff(struct tmsg_transport *t, uint64_t cutoff_ns)
+{
+	if (t)
+		atomic_store(&t->cutoff_ns, cutoff_ns);
+}
+
+bool tmsg_cut_off(struct tmsg_transport *t)
+{
+	uint64_t c = atomic_load(&t->cutoff_ns);
+
+	return c && tcx_now_ns() >= c;
+}
+
+/* The earlier of @deadline_ns and @t's cutoff. */
+static uint64_t capped(struct tmsg_transport *t, uint64_t deadline_ns)
+{
+	uint64_t c = atomic_load(&t->cutoff_ns);
+
+	return c && c < deadline_ns ? c : deadline_ns;
+}
+
+static int cut_off(struct tmsg_transport *t, const char *what)
+{
+	return tcx_fail(-ETIMEDOUT, "%s: %s: cut off at the session's deadline", t->name, what);
+}
+
 /*
  * Poll for input for up to t->spin_us; true once it is there. Between looks
  * the CPU is offered to whatever else is runnable on it: the peer may be
@@ -109,12 +135,17 @@ int tmsg_read_until(struct tmsg_transport *t, void *buf, size_t len,
 					 strerror((int)-n));
 		/* Checked on every turn, whatever woke the wait. */
 		now = tcx_now_ns();
-		left = ms_until(deadline_ns, now);
+		left = ms_until(capped(t, deadline_ns), now);
+		if (!left && tmsg_cut_off(t))
+			return cut_off(t, what);
 		if (!left)
 			return tcx_fail(-ETIMEDOUT,
 					 "%s: reading %s: %zu of %zu bytes came in %llu ms, past the deadline",
 					 t->name, what, done, len,
 					 (unsigned long long)((now - start) / 1000000));
+		/* in slices: another thread may set a cutoff meanwhile */
+		if (left < 0 || left > TMSG_SLICE_MS)
+			left = TMSG_SLICE_MS;
 		n = wait_io(t, POLLIN, left, "read");
 		if (n && n != -ETIMEDOUT)
 			return (int)n;
@@ -130,10 +161,13 @@ int tmsg_read_full(struct tmsg_transport *t, void *buf, size_t len,
 
 int tmsg_write_full(struct tmsg_transport *t, const void *buf, size_t len)
 {
+	uint64_t end = tmsg_deadline(t->io_timeout_ms);
 	const uint8_t *p = buf;
 	size_t done = 0;
 
 	while (done < len) {
+		int left;
+
 		ssize_t n = t->ops->write(t, p + done, len - done);
 
 		if (n > 0) {
@@ -147,9 +181,16 @@ int tmsg_write_full(struct tmsg_transport *t, const void *buf, size_t len)
 		if (n != -EAGAIN)
 			return tcx_fail((int)n, "%s: write: %s", t->name,
 					 strerror((int)-n));
-		n = wait_io(t, POLLOUT, t->io_timeout_ms,
-			    "write (the peer stopped reading)");
-		if (n)
+		left = ms_until(capped(t, end), tcx_now_ns());
+		if (!left && tmsg_cut_off(t))
+			return cut_off(t, "write");
+		if (!left)
+			return tcx_fail(-ETIMEDOUT, "%s: write (the peer stopped reading) "
+					"timed out after %d ms", t->name, t->io_timeout_ms);
+		if (left < 0 || left > TMSG_SLICE_MS)
+			left = TMSG_SLICE_MS;
+		n = wait_io(t, POLLOUT, left, "write (the peer stopped reading)");
+		if (n && n != -ETIMEDOUT)
 			return (int)n;
 	}
 	return 0;

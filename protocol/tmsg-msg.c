@@ -15,29 +15,46 @@ int64_t tmsg_now_ms(void)
 	return (int64_t)(tcx_now_ns() / 1000000);
 }
 
-static const char *const cmd_names[TMSG_NR_CMDS] = {
+/* trace-cmd's commands, then ours (AUTH) in the slot after them */
+#define SLOT_AUTH	TMSG_NR_CMDS
+#define NR_SLOTS	(TMSG_NR_CMDS + 1)
+
+static const char *const cmd_names[NR_SLOTS] = {
 	"CLOSE", "TINIT", "RINIT", "SEND_DATA", "FIN_DATA", "NOT_SUPP",
 	"TRACE_REQ", "TRACE_RESP", "CLOSE_RESP", "TIME_SYNC", "TRACE_PROXY",
-	"CONT",
+	"CONT", "AUTH",
 };
 
-static const uint8_t fixed_sizes[TMSG_NR_CMDS] = {
+static const uint8_t fixed_sizes[NR_SLOTS] = {
 	[TMSG_TINIT]		= TMSG_TINIT_SIZE,
 	[TMSG_RINIT]		= TMSG_RINIT_SIZE,
 	[TMSG_TRACE_REQ]	= TMSG_TRACE_REQ_SIZE,
 	[TMSG_TRACE_RESP]	= TMSG_TRACE_RESP_SIZE,
 	[TMSG_TIME_SYNC]	= TMSG_TIME_SYNC_SIZE,
 	[TMSG_TRACE_PROXY]	= TMSG_TRACE_PROXY_SIZE,
+	[SLOT_AUTH]		= TMSG_AUTH_SIZE,
 };
+
+/* The tables' index of @cmd, or -1 for an unknown command. */
+static int slot(uint32_t cmd)
+{
+	if (cmd < TMSG_NR_CMDS)
+		return (int)cmd;
+	return cmd == TMSG_AUTH ? SLOT_AUTH : -1;
+}
 
 const char *tmsg_cmd_name(uint32_t cmd)
 {
-	return cmd < TMSG_NR_CMDS ? cmd_names[cmd] : "UNKNOWN";
+	int i = slot(cmd);
+
+	return i < 0 ? "UNKNOWN" : cmd_names[i];
 }
 
 uint32_t tmsg_fixed_size(uint32_t cmd)
 {
-	return fixed_sizes[cmd];
+	int i = slot(cmd);
+
+	return i < 0 ? 0 : fixed_sizes[i];
 }
 
 int tmsg_check_header(const uint8_t *hdr, uint32_t *size)
@@ -50,13 +67,13 @@ int tmsg_check_header(const uint8_t *hdr, uint32_t *size)
 		return tcx_fail(-EBADMSG,
 				 "message size %u out of range %d..%d",
 				 sz, TMSG_HDR_SIZE, TMSG_MAX_LEN);
-	if (cmd >= TMSG_NR_CMDS)
+	if (slot(cmd) < 0)
 		return tcx_fail(-EBADMSG, "unknown command %u (size %u)",
 				 cmd, sz);
 	if (cmd_size > sz - TMSG_HDR_SIZE)
 		return tcx_fail(-EBADMSG,
 				 "%s: fixed part of %u bytes in a %u-byte message",
-				 cmd_names[cmd], cmd_size, sz);
+				 tmsg_cmd_name(cmd), cmd_size, sz);
 	*size = sz;
 	return 0;
 }
@@ -91,7 +108,7 @@ ssize_t tmsg_decode(struct tmsg *m, const uint8_t *buf, size_t len)
 
 	cmd = get_be32(buf + 4);
 	cmd_size = get_be32(buf + 8);
-	known = fixed_sizes[cmd];
+	known = tmsg_fixed_size(cmd);
 	keep = cmd_size < known ? cmd_size : known;
 
 	/* Longer fixed parts come from newer peers: keep what we know, skip
@@ -106,7 +123,7 @@ ssize_t tmsg_decode(struct tmsg *m, const uint8_t *buf, size_t len)
 
 	if (m->len && no_payload(cmd))
 		return tcx_fail(-EBADMSG, "%s with a %u-byte payload",
-				 cmd_names[cmd], m->len);
+				 tmsg_cmd_name(cmd), m->len);
 	return size;
 }
 
@@ -124,11 +141,11 @@ size_t tmsg_encode(const struct tmsg *m, uint8_t *buf)
 
 int tmsg_make(struct tmsg *m, uint32_t cmd)
 {
-	if (cmd >= TMSG_NR_CMDS)
+	if (slot(cmd) < 0)
 		return tcx_fail(-EINVAL, "unknown command %u", cmd);
 	m->cmd = cmd;
 	m->wire_cmd_size = 0;
-	m->fixed_len = fixed_sizes[cmd];
+	m->fixed_len = tmsg_fixed_size(cmd);
 	memset(m->fixed, 0, sizeof(m->fixed));
 	m->len = 0;
 	return 0;

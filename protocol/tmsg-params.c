@@ -309,13 +309,15 @@ int tmsg_make_trace_req(struct tmsg *m, const struct tmsg_trace_req *req)
 		ret = put_args(m, req->argc, req->argv);
 	if (!ret && req->nr_protos)
 		ret = put_protos(m, req->nr_protos, req->protos);
-	if (!ret && req->secret_len) {
-		if (req->secret_len > TMSG_MAX_SECRET)
-			return tcx_fail(-EINVAL, "secret longer than %d bytes",
-					 TMSG_MAX_SECRET);
-		ret = put_param_head(m, TMSG_PARAM_SECRET, req->secret_len);
+	if (!ret && req->auth_nonce) {
+		uint8_t v[4];
+
+		put_be32(v, TMSG_AUTH_VERSION);
+		ret = put_param_head(m, TMSG_PARAM_AUTH, 4 + TMSG_AUTH_NONCE);
 		if (!ret)
-			ret = tmsg_append(m, req->secret, req->secret_len);
+			ret = tmsg_append(m, v, sizeof(v));
+		if (!ret)
+			ret = tmsg_append(m, req->auth_nonce, TMSG_AUTH_NONCE);
 	}
 	return ret;
 }
@@ -365,9 +367,31 @@ static int parse_protos(const uint8_t *p, uint32_t len,
 	return 0;
 }
 
+/*
+ * AUTH: a version, then what that version carries. A newer version is
+ * kept without its contents, so the agent can say which one it speaks.
+ */
+static int parse_auth_param(const uint8_t *p, uint32_t len,
+			    struct tmsg_trace_req *out)
+{
+	if (len < 4)
+		return tcx_fail(-EBADMSG, "TRACE_REQ AUTH: %u bytes", len);
+	out->auth_version = get_be32(p);
+	if (!out->auth_version)
+		return tcx_fail(-EBADMSG, "TRACE_REQ AUTH: version 0");
+	if (out->auth_version != TMSG_AUTH_VERSION)
+		return 0;
+	if (len != 4 + TMSG_AUTH_NONCE)
+		return tcx_fail(-EBADMSG, "TRACE_REQ AUTH: %u bytes, not %d",
+				len, 4 + TMSG_AUTH_NONCE);
+	out->auth_nonce = p + 4;
+	return 0;
+}
+
 int tmsg_parse_trace_req(const struct tmsg *m, struct tmsg_trace_req *out)
 {
 	bool seen_args = false, seen_protos = false, seen_secret = false;
+	bool seen_auth = false;
 	const uint8_t *p = m->payload;
 	uint32_t left = m->len;
 	int ret = 0;
@@ -414,6 +438,9 @@ int tmsg_parse_trace_req(const struct tmsg *m, struct tmsg_trace_req *out)
 		case TMSG_PARAM_SECRET:
 			seen = &seen_secret;
 			break;
+		case TMSG_PARAM_AUTH:
+			seen = &seen_auth;
+			break;
 		default:	/* a newer peer's parameter: skip it */
 			break;
 		}
@@ -429,11 +456,10 @@ int tmsg_parse_trace_req(const struct tmsg *m, struct tmsg_trace_req *out)
 		} else if (id == TMSG_PARAM_TSYNC_PROTOS) {
 			ret = parse_protos(p, len, out);
 		} else if (id == TMSG_PARAM_SECRET) {
-			if (!len || len > TMSG_MAX_SECRET)
-				ret = tcx_fail(-EBADMSG,
-						"TRACE_REQ: secret of %u bytes", len);
-			out->secret = p;
-			out->secret_len = len;
+			/* its bytes are an older host's secret: not kept */
+			out->plain_secret = true;
+		} else if (id == TMSG_PARAM_AUTH) {
+			ret = parse_auth_param(p, len, out);
 		}
 		p += len;
 		left -= len;
@@ -560,15 +586,4 @@ int tmsg_parse_not_supp(const struct tmsg *m, char *reason, size_t len)
 	if (len)
 		snprintf(reason, len, "%s", (const char *)m->payload);
 	return 0;
-}
-
-bool tmsg_secret_equal(const uint8_t *got, size_t got_len,
-		       const uint8_t *want, size_t want_len)
-{
-	volatile uint8_t diff = got_len != want_len;
-
-	/* Walk the expected secret whatever was received. */
-	for (size_t i = 0; i < want_len; i++)
-		diff |= want[i] ^ (i < got_len ? got[i] : 0);
-	return !diff;
 }

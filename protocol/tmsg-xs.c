@@ -34,22 +34,56 @@ static int xs_put(struct xs_handle *xs, unsigned int domid, const char *node,
 	return 0;
 }
 
-/* Read a node into @buf (NUL-terminated, truncated to @len). */
+int tmsg_xs_parse_text(const char *v, unsigned int n, char *buf, size_t len)
+{
+	unsigned int i;
+
+	if (!len)
+		return -EINVAL;
+	buf[0] = 0;
+	if (n >= len)
+		return tcx_fail(-EMSGSIZE, "xenstore value of %u bytes, at most %zu", n, len - 1);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)v[i];
+
+		if (c < 0x20 || c == 0x7f)
+			return tcx_fail(-EINVAL, "xenstore value with byte 0x%02x at %u", c, i);
+	}
+	memcpy(buf, v, n);
+	buf[n] = 0;
+	return 0;
+}
+
+int tmsg_xs_parse_id(const char *v, unsigned int n, unsigned int max, unsigned int *id)
+{
+	unsigned long x;
+	int ret = tcx_parse_uintn(v, n, max, &x);
+
+	if (ret)
+		return tcx_fail(ret, "xenstore value \"%.*s\" is not a number up to %u",
+				(int)(n < 32 ? n : 32), v, max);
+	*id = (unsigned int)x;
+	return 0;
+}
+
+/* Read a node as text into @buf: -ENOENT if absent, or the parse error. */
 static int xs_get(struct xs_handle *xs, unsigned int domid, const char *node,
 		  char *buf, size_t len)
 {
 	char path[XS_NODE_MAX];
-	unsigned int n;
+	unsigned int n = 0;
 	char *v;
+	int ret;
 
+	buf[0] = 0;
 	if (node_path(path, domid, node))
 		return -ENAMETOOLONG;
 	v = xs_read(xs, XBT_NULL, path, &n);
 	if (!v)
 		return -ENOENT;
-	snprintf(buf, len, "%.*s", (int)n, v);
+	ret = tmsg_xs_parse_text(v, n, buf, len);
 	free(v);
-	return 0;
+	return ret;
 }
 
 static struct xs_handle *open_xs(void)
@@ -97,28 +131,12 @@ int tmsg_xs_withdraw(unsigned int domid)
 	return ret;
 }
 
-/* Plain decimal below 2^31, as domain ids are; -1 otherwise. */
-static long parse_id(const char *s)
-{
-	long v = 0;
-
-	if (!*s)
-		return -1;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > 0x7fffffff / 10)
-			return -1;
-		v = v * 10 + (*s - '0');
-	}
-	return v;
-}
-
 int tmsg_xs_self_domid(unsigned int *domid)
 {
 	struct xs_handle *xs = open_xs();
-	unsigned int n;
-	char buf[16];
+	unsigned int n = 0;
 	char *v;
-	long id;
+	int ret;
 
 	if (!xs)
 		return -EIO;
@@ -127,12 +145,10 @@ int tmsg_xs_self_domid(unsigned int *domid)
 	xs_close(xs);
 	if (!v)
 		return tcx_fail(-ENOENT, "xenstore: no \"domid\" node (not a Xen guest?)");
-	snprintf(buf, sizeof(buf), "%.*s", (int)n, v);
+	ret = tmsg_xs_parse_id(v, n, TMSG_XS_DOMID_MAX, domid);
 	free(v);
-	id = parse_id(buf);
-	if (id < 0)
-		return tcx_fail(-EINVAL, "xenstore: domid \"%s\"", buf);
-	*domid = (unsigned int)id;
+	if (ret)
+		return tcx_fail(ret, "xenstore: domid: %s", tcx_error());
 	return 0;
 }
 
@@ -140,24 +156,22 @@ int tmsg_xs_lookup(unsigned int domid, struct tmsg_xs_agent *out)
 {
 	struct xs_handle *xs = open_xs();
 	char state[16], port[16];
-	long p;
 
 	memset(out, 0, sizeof(*out));
 	if (!xs)
 		return -EIO;
-	if (xs_get(xs, domid, "state", state, sizeof(state))) {
+	if (xs_get(xs, domid, "state", state, sizeof(state)) == -ENOENT) {
 		xs_close(xs);
 		return tcx_fail(-ENOENT, "domain %u runs no trace-cmd-xen agent",
 				 domid);
 	}
+	/* Guest-written: a hostile value reads as absent (not ready, port 0). */
 	out->ready = !strcmp(state, "ready");
 	xs_get(xs, domid, "version", out->version, sizeof(out->version));
 	xs_get(xs, domid, "caps", out->caps, sizeof(out->caps));
-	if (!xs_get(xs, domid, "port", port, sizeof(port))) {
-		/* Guest-written: plain decimal only. */
-		p = parse_id(port);
-		out->port = p >= 0 ? (unsigned int)p : 0;
-	}
+	if (!xs_get(xs, domid, "port", port, sizeof(port)) &&
+	    tmsg_xs_parse_id(port, (unsigned int)strlen(port), TMSG_XS_PORT_MAX, &out->port))
+		out->port = 0;
 	xs_close(xs);
 	return 0;
 }

@@ -19,6 +19,7 @@
 #ifndef TMSG_H
 #define TMSG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,7 +36,6 @@
 #define TMSG_WAIT_MS		5000	/* trace-cmd's MSG_WAIT_MSEC */
 #define TMSG_PROTO_NAME_LEN	16	/* tsync protocol name, NUL included */
 #define TMSG_MAX_CPUS		4096
-#define TMSG_MAX_SECRET		256
 #define TMSG_MAX_REASON		512	/* our NOT_SUPP reason text, NUL included */
 
 #define TMSG_AGENT_PORT		823	/* trace-cmd agent default */
@@ -72,14 +72,34 @@ enum tmsg_cmd {
 enum tmsg_param_id {
 	TMSG_PARAM_ARGS		= 0,
 	TMSG_PARAM_TSYNC_PROTOS	= 1,
-	/* Ours: a shared secret. High and spelled "TCX\1" so that trace-cmd's
-	 * own future ids (counted up from 2) never reach it. */
+	/* Ours, high and spelled "TCX" then a number so that trace-cmd's own
+	 * future ids (counted up from 2) never reach them. SECRET carried the
+	 * secret in clear (retired: read only to refuse it with a reason);
+	 * AUTH opens the challenge-response (version u32, host nonce). */
 	TMSG_PARAM_SECRET	= 0x54435801,
+	TMSG_PARAM_AUTH		= 0x54435802,
 };
+
+/*
+ * Our command AUTH, "TCXA": the challenge-response that a TRACE_REQ with
+ * the AUTH parameter opens (docs/protocol.md). Only a host that sent that
+ * parameter is ever sent one, so stock trace-cmd never sees it. Fixed
+ * part: the step (u32); payload: the agent's nonce and proof (CHALLENGE),
+ * or the host's proof (PROOF).
+ */
+#define TMSG_AUTH		0x54435841u
+#define TMSG_AUTH_SIZE		4
+#define TMSG_AUTH_VERSION	1
+#define TMSG_AUTH_NONCE		32
+#define TMSG_AUTH_MAC		32
+#define TMSG_AUTH_CHALLENGE	1
+#define TMSG_AUTH_PROOF		2
+/* The stream number of the time-sync connection's token (CPUs: 0..N-1). */
+#define TMSG_AUTH_TSYNC		0xffffffffu
 
 /**
  * struct tmsg - one message
- * @cmd:	command id (< TMSG_NR_CMDS)
+ * @cmd:	command id (< TMSG_NR_CMDS, or TMSG_AUTH)
  * @wire_cmd_size: cmd_size as it came over the wire (0 for built messages)
  * @fixed_len:	bytes of @fixed this side knows for @cmd
  * @fixed:	the fixed struct, big-endian, as on the wire
@@ -171,7 +191,10 @@ int tmsg_make_rinit(struct tmsg *m, uint32_t cpus, const uint32_t *ports);
  * @trace_id:	the sender's session id
  * @argc, @argv: record options for the agent (ARGS parameter; none if 0)
  * @nr_protos, @protos: tsync protocols offered (none if 0)
- * @secret, @secret_len: our shared secret parameter (none if 0)
+ * @auth_version: our AUTH parameter's version (0: none came or is sent)
+ * @auth_nonce:	its host nonce, TMSG_AUTH_NONCE bytes (NULL: no AUTH; a
+ *		parsed one of an unknown version has none either)
+ * @plain_secret: parsed: the retired SECRET parameter came (never sent)
  * @proxy:	TRACE_PROXY rather than TRACE_REQ
  * @cpus, @siblings: TRACE_PROXY only
  *
@@ -184,8 +207,9 @@ struct tmsg_trace_req {
 	const char **argv;
 	uint32_t nr_protos;
 	const char **protos;
-	const uint8_t *secret;
-	uint32_t secret_len;
+	uint32_t auth_version;
+	const uint8_t *auth_nonce;
+	bool plain_secret;
 	bool proxy;
 	uint32_t cpus;
 	uint32_t siblings;
@@ -193,7 +217,7 @@ struct tmsg_trace_req {
 
 /**
  * tmsg_make_trace_req - TRACE_REQ (TRACE_PROXY if @req->proxy) with the
- * ARGS, TSYNC_PROTOS and SECRET parameters, in that order, each only if set
+ * ARGS, TSYNC_PROTOS and AUTH parameters, in that order, each only if set
  *
  * Returns 0, or -EMSGSIZE if it does not fit in one message.
  */
@@ -320,11 +344,115 @@ int tmsg_parse_time_sync(const struct tmsg *m, struct tmsg_time_sync *out);
 int tmsg_parse_not_supp(const struct tmsg *m, char *reason, size_t len);
 
 /**
- * tmsg_secret_equal - compare a received secret with the expected one in
- * time that does not depend on where they differ
+ * struct tmsg_auth_msg - AUTH contents (pointers into the message)
+ * @step:  TMSG_AUTH_CHALLENGE or TMSG_AUTH_PROOF
+ * @nonce: CHALLENGE: the agent's nonce (NULL for PROOF)
+ * @mac:   CHALLENGE: the agent's proof; PROOF: the host's
  */
-bool tmsg_secret_equal(const uint8_t *got, size_t got_len,
-		       const uint8_t *want, size_t want_len);
+struct tmsg_auth_msg {
+	uint32_t step;
+	const uint8_t *nonce;
+	const uint8_t *mac;
+};
+
+/**
+ * tmsg_make_auth - AUTH of @step: @nonce (CHALLENGE only, else NULL) and
+ * @mac, TMSG_AUTH_NONCE and TMSG_AUTH_MAC bytes
+ */
+int tmsg_make_auth(struct tmsg *m, uint32_t step, const uint8_t *nonce,
+		   const uint8_t *mac);
+
+/**
+ * tmsg_parse_auth - check and read an AUTH: a known step with exactly its
+ * payload (no allocation)
+ *
+ * Returns 0, -EPROTO if @m is another command, -EBADMSG if malformed.
+ */
+int tmsg_parse_auth(const struct tmsg *m, struct tmsg_auth_msg *out);
+
+/* ---- authentication (TCP, vsock) ---- */
+
+struct tmsg_transport;
+
+/**
+ * struct tmsg_auth - one side's challenge-response of a session
+ * @secret, @secret_len: in: the shared secret (never sent)
+ * @agent_nonce: the agent's fresh nonce
+ * @transcript:	 SHA-256 of the TRACE_REQ as sent (the host's nonce in it)
+ * @agent_proof: HMAC(secret, "agent" label, transcript, agent nonce)
+ * @host_proof:	 the same with the "host" label
+ * @key:	 the session key, same inputs with the "key" label; the
+ *		 data and time-sync tokens are derived from it
+ * @done:	 the exchange succeeded: streams carry tokens
+ */
+struct tmsg_auth {
+	const uint8_t *secret;
+	size_t secret_len;
+	uint8_t agent_nonce[TMSG_AUTH_NONCE];
+	uint8_t transcript[TMSG_AUTH_MAC];
+	uint8_t agent_proof[TMSG_AUTH_MAC];
+	uint8_t host_proof[TMSG_AUTH_MAC];
+	uint8_t key[TMSG_AUTH_MAC];
+	bool done;
+};
+
+/**
+ * tmsg_auth_nonce - @len fresh random bytes from getrandom()
+ *
+ * Returns 0, or -errno (no weaker fallback: the session is refused).
+ */
+int tmsg_auth_nonce(uint8_t *buf, size_t len);
+
+/**
+ * tmsg_auth_derive - @a's transcript of TRACE_REQ @req, then both proofs
+ * and the session key from @a->secret and @a->agent_nonce
+ */
+void tmsg_auth_derive(struct tmsg_auth *a, const struct tmsg *req);
+
+/**
+ * tmsg_auth_token - the token that opens stream @stream (a CPU number, or
+ * TMSG_AUTH_TSYNC) of the session keyed by @a
+ * @out: TMSG_AUTH_MAC bytes
+ */
+void tmsg_auth_token(const struct tmsg_auth *a, uint32_t stream,
+		     uint8_t *out);
+
+/**
+ * tmsg_auth_send_token - the host's first bytes on stream @stream: its token
+ */
+int tmsg_auth_send_token(struct tmsg_transport *t, const struct tmsg_auth *a,
+			 uint32_t stream);
+
+/**
+ * tmsg_auth_check_token - the agent's first read on a new stream: the
+ * token of stream @stream, all of it within @timeout_ms
+ *
+ * Returns 0, -EACCES for a wrong token, -ETIMEDOUT, -ECONNRESET (closed
+ * before a whole token), or -errno; tcx_error() says which.
+ */
+int tmsg_auth_check_token(struct tmsg_transport *t, const struct tmsg_auth *a,
+			  uint32_t stream, int timeout_ms);
+
+/**
+ * tmsg_auth_wipe - forget @a's keys and proofs (not @a->secret)
+ */
+void tmsg_auth_wipe(struct tmsg_auth *a);
+
+/**
+ * tmsg_agent_auth - the agent's side of the challenge-response, for the
+ * TRACE_REQ @req (the message; its AUTH parameter parsed as @r)
+ * @a:		@a->secret set; on success the session's keys, @a->done
+ * @timeout_ms: for the host's whole PROOF
+ *
+ * Sends CHALLENGE (a fresh nonce and the agent's proof), then reads and
+ * checks the host's PROOF. Returns 0; -EACCES for a wrong proof (the
+ * caller refuses the session, with "wrong secret"); -ECONNABORTED if the
+ * host refused our proof (its reason in tcx_error()); -EPROTO, -ETIMEDOUT
+ * or -errno otherwise.
+ */
+int tmsg_agent_auth(struct tmsg_transport *ctl, const struct tmsg *req,
+		    const struct tmsg_trace_req *r, struct tmsg_auth *a,
+		    int timeout_ms);
 
 /* ---- transports ---- */
 
@@ -363,13 +491,30 @@ struct tmsg_transport_ops {
  *		yielding the CPU between looks; time sync's probes set it,
  *		as a stamp taken after a wake-up is late by the scheduler's
  *		latency, unevenly each way
+ * @cutoff_ns:	tmsg_set_cutoff()'s deadline (0: none)
  */
 struct tmsg_transport {
 	const struct tmsg_transport_ops *ops;
 	char name[64];
 	int io_timeout_ms;
 	int spin_us;
+	_Atomic uint64_t cutoff_ns;
 };
+
+/* How soon a wait in progress sees a cutoff another thread set. */
+#define TMSG_SLICE_MS	100
+
+/**
+ * tmsg_set_cutoff - an absolute deadline (CLOCK_MONOTONIC ns) for every
+ * read and write on @t from now on, whatever deadline the caller gives
+ * (0: none); any thread may set it, and a wait in progress sees it within
+ * TMSG_SLICE_MS. A session's owner uses it to end a peer's session at its
+ * own deadline, whichever thread is talking to the peer.
+ */
+void tmsg_set_cutoff(struct tmsg_transport *t, uint64_t cutoff_ns);
+
+/** tmsg_cut_off - whether @t's cutoff has passed */
+bool tmsg_cut_off(struct tmsg_transport *t);
 
 /**
  * tmsg_fd_transport - wrap a connected socket or pipe; it becomes
@@ -512,6 +657,23 @@ int tmsg_host_request(struct tmsg_transport *ctl,
 		      const struct tmsg_trace_req *req,
 		      struct tmsg_trace_resp *resp, int timeout_ms,
 		      char *why, size_t why_len);
+
+/**
+ * tmsg_host_request_auth - tmsg_host_request() with the challenge-response
+ * @auth: NULL: none (as tmsg_host_request()); else @auth->secret set, and
+ *	  on success the session's keys, for tmsg_auth_send_token()
+ *
+ * TRACE_REQ carries a fresh nonce (never the secret); the agent must
+ * answer with AUTH CHALLENGE whose proof is right, and then takes the
+ * host's PROOF. Returns as tmsg_host_request(), and -EACCES if the agent
+ * did not prove that it knows the secret (a wrong proof, or a TRACE_RESP
+ * at once: an agent with no secret, or stock trace-cmd's).
+ */
+int tmsg_host_request_auth(struct tmsg_transport *ctl,
+			   const struct tmsg_trace_req *req,
+			   struct tmsg_auth *auth,
+			   struct tmsg_trace_resp *resp, int timeout_ms,
+			   char *why, size_t why_len);
 
 /**
  * tmsg_host_open_streams - connect to the data streams a TRACE_RESP names
@@ -677,5 +839,31 @@ int tmsg_xs_self_domid(unsigned int *domid);
  * Returns 0, or -ENOENT if it has none.
  */
 int tmsg_xs_lookup(unsigned int domid, struct tmsg_xs_agent *out);
+
+/* The highest domain id (DOMID_FIRST_RESERVED - 1). */
+#define TMSG_XS_DOMID_MAX	0x7fefu
+/* The highest port an agent advertises. */
+#define TMSG_XS_PORT_MAX	0x7fffffffu
+
+/**
+ * tmsg_xs_parse_text - a xenstore value as text: the @n bytes at @v (no
+ * terminator needed) into @buf, NUL-terminated
+ *
+ * Values come from guests and are shown, compared and used in file names:
+ * no NUL inside, no control byte, no truncation.
+ *
+ * Returns 0, -EMSGSIZE if @n bytes and a NUL do not fit @len, or -EINVAL
+ * for a NUL or control byte (@buf is then the empty string).
+ */
+int tmsg_xs_parse_text(const char *v, unsigned int n, char *buf, size_t len);
+
+/**
+ * tmsg_xs_parse_id - a xenstore value as a number (a domain id, a port):
+ * the @n bytes at @v, plain decimal digits only, at most @max
+ *
+ * Returns 0 with @id set, or -EINVAL (not a number, a NUL inside, empty)
+ * or -ERANGE (above @max).
+ */
+int tmsg_xs_parse_id(const char *v, unsigned int n, unsigned int max, unsigned int *id);
 
 #endif /* TMSG_H */

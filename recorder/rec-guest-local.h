@@ -15,20 +15,19 @@
 #include <stdint.h>
 
 #include "recorder-internal.h"
+#include "tmsg.h"
 #include "tsync.h"
 
 struct tmsg_transport;
 struct tmsg_trace_resp;
 struct tdat_writer;
 
-#define META_MAX	(512u << 20)	/* kallsyms of a big kernel is ~10 MiB */
 #define READ_CHUNK	(256u << 10)	/* per stream and read call */
 #define ROUND_MAX	(1u << 20)	/* per stream per round: fairness */
 #define POLL_MS		100
 #define FLUSH_NS	1000000000ull	/* pages to disk at least every second */
 #define PUBLISH_NS	100000000ull	/* counters for status lines */
 #define ANSWER_MS	30000		/* TRACE_RESP: the agent sets tracing up */
-#define META_MS		120000		/* the whole metadata (a TCG guest's vchan is slow) */
 #define CONNECT_MS	5000
 #define CLOSE_MS	10000		/* CLOSE to the last page and CLOSE_RESP */
 #define MAX_PROTOS	2		/* xen, ptp */
@@ -44,7 +43,10 @@ struct stream {
 struct rec_guest {
 	struct rec_guest_spec sp;
 	char path[512];
+	char wpath[540];		/* the name written: @path, or its stage name */
+	bool staged;			/* @wpath is not @path yet */
 	struct tmsg_transport *ctl;
+	struct tmsg_auth auth;		/* TCP/vsock with a secret: the session's keys */
 	struct stream *st;
 	int cpus;
 	uint32_t page_size;
@@ -52,6 +54,12 @@ struct rec_guest {
 	struct tdat_writer *w;
 	FILE *log;
 	int close_ms;
+	uint64_t open_by;		/* rec_guest_open()'s deadline */
+	_Atomic uint64_t cutoff;	/* rec_guest_set_deadline()'s (0: none) */
+	uint64_t max_bytes;		/* page bytes into the file (0: no limit) */
+	size_t max_meta;
+	uint64_t written;		/* page bytes into the file: the drain thread's */
+	bool over;			/* @max_bytes reached: the streams are closed */
 
 	pthread_t th;
 	bool started;
@@ -93,6 +101,7 @@ struct rec_guest {
 struct meta_buf {
 	uint8_t *b;
 	size_t len, cap;
+	size_t max;	/* the most it will hold (0: no limit) */
 };
 /* ---- rec-guest-meta.c ---- */
 
@@ -101,10 +110,11 @@ int rec_guest_meta_sink(void *arg, const void *buf, size_t len);
 
 /**
  * rec_guest_make_file - check the metadata against TRACE_RESP and write it
- * into the guest's new file (@g->w), ready for its pages
+ * into the guest's new file (@g->w), ready for its pages; @mb is freed
+ * once the writer has what it needs
  */
 int rec_guest_make_file(struct rec_guest *g, const struct rec_guest_opts *o,
-			const struct meta_buf *mb);
+			struct meta_buf *mb);
 
 /**
  * struct rec_guest_meta_info - what rec_guest_meta_check() learnt

@@ -188,16 +188,26 @@ static int walk_head(struct walk *k)
 	return 0;
 }
 
-/* A section of @lenbytes' length then its text: to @set when writing. */
+/*
+ * A section of @lenbytes' length then its text: to @set when writing,
+ * straight from the received bytes (kallsyms may be tens of MiB: no copy
+ * of our own).
+ */
 static void walk_blob(struct walk *k, int lenbytes, const char *what,
 		      int (*set)(struct tdat_writer *, const char *, size_t))
 {
-	uint64_t n = rd_num(&k->r, lenbytes, what);
-	char *s = rd_text(&k->r, n, what);
+	struct rd *r = &k->r;
+	uint64_t n = rd_num(r, lenbytes, what);
 
-	if (s && k->w && !k->ret && set)
-		k->ret = set(k->w, s, n);
-	free(s);
+	if (r->bad)
+		return;
+	if (r->len - r->pos < n) {
+		r->bad = what;
+		return;
+	}
+	if (k->w && !k->ret && set)
+		k->ret = set(k->w, (const char *)r->b + r->pos, (size_t)n);
+	r->pos += (size_t)n;
 }
 
 static int add_cmdlines(struct tdat_writer *w, const char *s, size_t n)
@@ -428,6 +438,9 @@ int rec_guest_meta_sink(void *arg, const void *buf, size_t len)
 
 		while (cap < m->len + len)
 			cap *= 2;
+		/* never more room than the limit allows */
+		if (m->max && cap > m->max && m->len + len <= m->max)
+			cap = m->max;
 		b = realloc(m->b, cap);
 		if (!b)
 			return -ENOMEM;
@@ -440,7 +453,7 @@ int rec_guest_meta_sink(void *arg, const void *buf, size_t len)
 }
 
 int rec_guest_make_file(struct rec_guest *g, const struct rec_guest_opts *o,
-		     const struct meta_buf *mb)
+		     struct meta_buf *mb)
 {
 	struct meta_opts mo = { .clock = "" };
 	struct tdat_params tp = { 0 };
@@ -469,10 +482,13 @@ int rec_guest_make_file(struct rec_guest *g, const struct rec_guest_opts *o,
 	tp.cpus = g->cpus;
 	tp.max_cpus = g->cpus;
 	tp.clock = mo.clock[0] ? mo.clock : NULL;
-	g->w = tdat_open(g->path, &tp);
+	g->w = tdat_open(g->wpath, &tp);
 	if (!g->w)
 		return tcx_fail(errno ? -errno : -EIO, "%s", tcx_error());
 	ret = meta_walk(mb->b, mb->len, g->w, &mo, !o->mult);
+	/* the writer holds what it needs: the received bytes go before it writes */
+	free(mb->b);
+	*mb = (struct meta_buf){ 0 };
 	g->sum.options_dropped = mo.dropped;
 	g->sum.header_page_differs = mo.header_page_differs;
 	if (!ret)

@@ -30,6 +30,17 @@ void rec_guest_note(struct rec_guest *g, const char *fmt, ...)
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* --guest-max-bytes: the guest's stream ends here, the recording goes on. */
+static void over_limit(struct rec_guest *g)
+{
+	g->over = true;
+	pthread_mutex_lock(&g->lock);
+	snprintf(g->sum.limit, sizeof(g->sum.limit), "max-bytes");
+	pthread_mutex_unlock(&g->lock);
+	rec_guest_note(g, "its stream reached --guest-max-bytes (%llu bytes): ended there",
+		       (unsigned long long)g->max_bytes);
+}
+
 /* The whole pages in the stream's buffer into the file. */
 static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *bad)
 {
@@ -41,8 +52,13 @@ static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *
 		/* a page the writer refuses may still carry markers */
 		if (g->tsh)
 			tsync_host_page(g->tsh, s->buf + off, ps, (uint32_t)cpu);
-		if (g->sum.error)
+		if (g->sum.error || g->over)
 			continue;	/* the file failed: drain, drop */
+		if (g->max_bytes && g->written + ps > g->max_bytes) {
+			over_limit(g);
+			continue;
+		}
+		g->written += ps;
 		ret = tdat_write_page(g->w, cpu, s->buf + off);
 		if (ret == -EBADMSG || ret == -ERANGE) {
 			/* one bad page from the guest: skip it, keep the rest */
@@ -128,6 +144,15 @@ static bool pump_all(struct drain *d)
 		if (!g->st[c].open)
 			continue;
 		r = pump(g, c, &d->bytes, &d->bad);
+		if (g->over) {
+			/* no more reading: the guest's pages cost dom0 nothing now */
+			tmsg_close(g->st[c].t);
+			g->st[c].t = NULL;
+			g->st[c].open = false;
+			g->st[c].fill = 0;
+			d->nopen--;
+			continue;
+		}
 		if (r < 0) {
 			d->nopen--;
 			/* before CLOSE: the guest or its agent went away */
@@ -145,10 +170,14 @@ static void maybe_close(struct drain *d)
 {
 	struct rec_guest *g = d->g;
 
+	uint64_t cut = atomic_load(&g->cutoff);
+
 	if (d->closing || !atomic_load(&g->stop))
 		return;
 	d->closing = true;
 	d->deadline = tcx_now_ns() + (uint64_t)g->close_ms * 1000000ull;
+	if (cut && cut < d->deadline)
+		d->deadline = cut;
 	if (d->ctl_open && tmsg_send_cmd(g->ctl, TMSG_CLOSE)) {
 		rec_guest_note(g, "CLOSE: %s", tcx_error());
 		d->ctl_open = false;
@@ -159,6 +188,7 @@ static void maybe_close(struct drain *d)
 static bool tick(struct drain *d, uint64_t now)
 {
 	struct rec_guest *g = d->g;
+	uint64_t cut;
 
 	if (now >= d->next_flush) {
 		if (!g->sum.error)
@@ -169,6 +199,14 @@ static bool tick(struct drain *d, uint64_t now)
 	if (now >= d->next_publish) {
 		publish(g, d->bytes, d->bad);
 		d->next_publish = now + PUBLISH_NS;
+	}
+	cut = atomic_load(&g->cutoff);
+	if (cut && now >= cut) {
+		pthread_mutex_lock(&g->lock);
+		snprintf(g->sum.abandoned, sizeof(g->sum.abandoned), "stop");
+		pthread_mutex_unlock(&g->lock);
+		rec_guest_note(g, "abandoned at the stop deadline (--guest-stop-timeout)");
+		return false;
 	}
 	if (d->closing && now >= d->deadline) {
 		rec_guest_note(g, "no end of data %d s after CLOSE: stopped waiting", g->close_ms / 1000);
@@ -262,7 +300,8 @@ static void drain_done(struct drain *d)
 		/* a page cut short: the agent died mid-page */
 		g->sum.cut_bytes += g->st[c].fill;
 	g->sum.seconds = (double)(tcx_now_ns() - g->t0_ns) / 1e9;
-	g->sum.died = d->lost || !d->resp;
+	/* a guest cut off at its limit owes us no CLOSE_RESP */
+	g->sum.died = !g->over && (d->lost || !d->resp);
 	if (g->sum.died && !g->sum.note[0])
 		snprintf(g->sum.note, sizeof(g->sum.note), "%s",
 			 d->lost ? "the guest's agent went away before the end" :
@@ -283,7 +322,8 @@ void *rec_guest_drain_main(void *arg)
 		rec_guest_note(g, "out of memory");
 		d.nopen = 0;	/* no loop: straight to the summary */
 	}
-	while (d.nopen || (d.closing && d.ctl_open && !d.resp)) {
+	while (d.nopen || (d.closing && d.ctl_open && !d.resp) ||
+	       (g->over && !d.closing && d.ctl_open)) {
 		bool progress = pump_all(&d);
 		uint64_t now;
 		int np;

@@ -198,8 +198,11 @@ static struct tmsg_transport *tsync_connect(struct rec_guest *g, uint32_t port, 
 	if (fd < 0)
 		return NULL;
 	t = tmsg_fd_transport(fd, name);
-	if (!t)
-		close(fd);
+	/* an authenticated session: the stream opens with its token */
+	if (t && g->auth.done && tmsg_auth_send_token(t, &g->auth, TMSG_AUTH_TSYNC)) {
+		tmsg_close(t);
+		t = NULL;
+	}
 	return t;
 }
 
@@ -249,6 +252,8 @@ void rec_guest_tsync_start(struct rec_guest *g, const struct tmsg_trace_resp *r,
 		      tcx_error());
 		return;
 	}
+	/* the first ptp sample is part of the open: its deadline too */
+	tmsg_set_cutoff(g->tst, g->open_by);
 	if (strcmp(proto, TSYNC_PTP_NAME))
 		return;		/* xen: once the metadata is in (print id) */
 	ret = tsync_host_new(&g->tsh, &(struct tsync_host_opts){

@@ -190,6 +190,16 @@ bool rec_same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
+char *rec_stage_path(const char *path)
+{
+	size_t len = strlen(path) + 32;
+	char *p = malloc(len);
+
+	if (p)
+		snprintf(p, len, "%s.%d.tmp", path, (int)getpid());
+	return p;
+}
+
 char *rec_guest_file_path(const char *output, const char *name)
 {
 	const char *slash = strrchr(output, '/');
@@ -207,43 +217,43 @@ char *rec_guest_file_path(const char *output, const char *name)
 /* ---- finding the agent ---- */
 
 /* The value of xenstore node @path, NUL-terminated, or NULL. */
-static char *xs_get(struct xs_handle *xs, const char *path)
+/* Domain @id's name: -ENOENT without one, the parse error for a hostile one. */
+static int xs_name(struct xs_handle *xs, unsigned int id, char *buf, size_t len)
 {
+	char path[64];
 	unsigned int n = 0;
-	char *v = xs_read(xs, XBT_NULL, path, &n);
-	char *s;
+	char *v;
+	int ret;
 
+	snprintf(path, sizeof(path), "/local/domain/%u/name", id);
+	v = xs_read(xs, XBT_NULL, path, &n);
 	if (!v)
-		return NULL;
-	s = malloc(n + 1);
-	if (s) {
-		memcpy(s, v, n);
-		s[n] = 0;
-	}
+		return -ENOENT;
+	ret = tmsg_xs_parse_text(v, n, buf, len);
 	free(v);
-	return s;
+	return ret;
 }
 
 static int xen_resolve(struct rec_guest_spec *sp)
 {
 	struct xs_handle *xs = xs_open(0);
-	char path[64], *v;
+	char name[sizeof(sp->xen_name)];
 	int ret = 0;
 
 	if (!xs)
 		return tcx_fail(-EIO, "-A %s: cannot open xenstore (%s): "
 			    "is this dom0 of a Xen host?", sp->name, strerror(errno));
 	if (sp->by_domid) {
-		snprintf(path, sizeof(path), "/local/domain/%u/name", sp->domid);
-		v = xs_get(xs, path);
-		if (!v) {
+		ret = xs_name(xs, sp->domid, name, sizeof(name));
+		if (ret == -ENOENT) {
 			ret = tcx_fail(-ENOENT, "-A %u: no domain %u is running "
 				   "(xenstore has no /local/domain/%u)", sp->domid,
 				   sp->domid, sp->domid);
 		} else {
-			if (*v)
-				safe_name(sp->name, sizeof(sp->name), v, strlen(v));
-			free(v);
+			/* a name not fit to show keeps the number as the file's name */
+			if (!ret && name[0])
+				safe_name(sp->name, sizeof(sp->name), name, strlen(name));
+			ret = 0;
 		}
 	} else {
 		unsigned int n = 0;
@@ -253,15 +263,13 @@ static int xen_resolve(struct rec_guest_spec *sp)
 		for (unsigned int i = 0; dir && i < n && !found; i++) {
 			unsigned int id;
 
-			if (parse_u32(dir[i], strlen(dir[i]), 0x7fef, &id))
+			if (tmsg_xs_parse_id(dir[i], (unsigned int)strlen(dir[i]),
+					     TMSG_XS_DOMID_MAX, &id))
 				continue;
-			snprintf(path, sizeof(path), "/local/domain/%u/name", id);
-			v = xs_get(xs, path);
-			if (v && !strcmp(v, sp->xen_name)) {
+			if (!xs_name(xs, id, name, sizeof(name)) && !strcmp(name, sp->xen_name)) {
 				sp->domid = id;
 				found = true;
 			}
-			free(v);
 		}
 		free(dir);
 		if (!found)
@@ -334,9 +342,9 @@ static int open_streams(struct rec_guest *g, const struct tmsg_trace_resp *r,
 {
 	if (g->sp.kind == REC_GUEST_XEN)
 		return tmsg_host_open_streams(NULL, g->sp.domid, r, t);
-	if (g->sp.kind == REC_GUEST_TCP)
-		return tmsg_host_open_streams(g->sp.host, 0, r, t);
-	for (uint32_t c = 0; c < r->cpus; c++) {
+	if (g->sp.kind == REC_GUEST_TCP && tmsg_host_open_streams(g->sp.host, 0, r, t))
+		return -EIO;
+	for (uint32_t c = 0; g->sp.kind == REC_GUEST_VSOCK && c < r->cpus; c++) {
 		char name[64];
 		int fd = tmsg_vsock_connect(g->sp.cid, r->ports[c]);
 
@@ -344,6 +352,16 @@ static int open_streams(struct rec_guest *g, const struct tmsg_trace_resp *r,
 		t[c] = fd < 0 ? NULL : tmsg_fd_transport(fd, name);
 		if (!t[c]) {
 			while (c--) {
+				tmsg_close(t[c]);
+				t[c] = NULL;
+			}
+			return -EIO;
+		}
+	}
+	/* an authenticated session: each stream opens with its CPU's token */
+	for (uint32_t c = 0; g->auth.done && c < r->cpus; c++) {
+		if (tmsg_auth_send_token(t[c], &g->auth, c)) {
+			for (c = 0; c < r->cpus; c++) {
 				tmsg_close(t[c]);
 				t[c] = NULL;
 			}
@@ -364,6 +382,7 @@ static void guest_free(struct rec_guest *g)
 		free(g->st[c].buf);
 	}
 	free(g->st);
+	tmsg_auth_wipe(&g->auth);
 	tmsg_close(g->ctl);
 	tsync_host_free(g->tsh);
 	tmsg_close(g->tst);
@@ -377,7 +396,8 @@ static void guest_free(struct rec_guest *g)
 	free(g);
 }
 
-/* TRACE_REQ: the allow-listed options, our trace id, the protocols, the secret. */
+/* TRACE_REQ: the allow-listed options, our trace id, the protocols; the
+ * challenge-response with a secret (which never goes out itself). */
 static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 		   struct tmsg_trace_resp *resp)
 {
@@ -415,11 +435,11 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 			req.trace_id = (uint64_t)getpid() << 32 | (uint64_t)time(NULL);
 	g->host_traceid = req.trace_id;
 	/* over vchan the rings are granted to dom0 alone: no secret needed */
-	if (g->sp.kind != REC_GUEST_XEN && o->secret_len) {
-		req.secret = o->secret;
-		req.secret_len = (uint32_t)o->secret_len;
-	}
-	ret = tmsg_host_request(g->ctl, &req, resp, ANSWER_MS, why, sizeof(why));
+	g->auth.secret = o->secret;
+	g->auth.secret_len = o->secret_len;
+	ret = tmsg_host_request_auth(g->ctl, &req, g->sp.kind != REC_GUEST_XEN &&
+				     o->secret_len ? &g->auth : NULL, resp,
+				     ANSWER_MS, why, sizeof(why));
 	free(argv);
 	if (ret == -EPERM)
 		return tcx_fail(ret, "guest %s: the agent refused the session%s%s",
@@ -446,6 +466,10 @@ static struct rec_guest *guest_new(const struct rec_guest_opts *o)
 	pthread_condattr_destroy(&ca);
 	g->log = o->log;
 	g->close_ms = o->close_timeout_ms > 0 ? o->close_timeout_ms : CLOSE_MS;
+	g->open_by = tcx_now_ns() + (uint64_t)(o->open_timeout_ms > 0 ? o->open_timeout_ms :
+					       REC_GUEST_OPEN_MS) * 1000000ull;
+	g->max_meta = o->max_meta ? o->max_meta : REC_GUEST_MAX_META;
+	g->max_bytes = o->max_bytes;
 	g->interval = o->tsync_interval > 0 ? o->tsync_interval : 0;
 	g->mult = o->mult;
 	g->shift = o->shift;
@@ -474,6 +498,11 @@ static int connect_agent(struct rec_guest *g, const struct rec_guest_opts *o, in
 	else
 		snprintf(g->path, sizeof(g->path), "%s", path);
 	free(path);
+	g->staged = o->stage;
+	if (g->staged)
+		snprintf(g->wpath, sizeof(g->wpath), "%s.%d.tmp", g->path, (int)getpid());
+	else
+		snprintf(g->wpath, sizeof(g->wpath), "%s", g->path);
 	for (int i = 0; !ret && i < o->ntaken; i++)
 		if (rec_same_file(g->path, o->taken[i]))
 			ret = tcx_fail(-EEXIST, "guest %s: its file %s is %s, which this run "
@@ -481,12 +510,55 @@ static int connect_agent(struct rec_guest *g, const struct rec_guest_opts *o, in
 	return ret;
 }
 
+/* A Xen domain's vCPU count (its highest vCPU id + 1), or 0 if Xen does not say. */
+static unsigned int domain_vcpus(unsigned int domid)
+{
+	xc_interface *xch = xc_interface_open(NULL, NULL, 0);
+	xc_domaininfo_t di;
+	unsigned int n = 0;
+
+	if (!xch)
+		return 0;
+	if (xc_domain_getinfolist(xch, domid, 1, &di) == 1 && di.domain == domid)
+		n = di.max_vcpu_id + 1;
+	xc_interface_close(xch);
+	return n;
+}
+
+/*
+ * Streams, buffers and grant mappings are per CPU: a guest gets as many as
+ * it has, which Xen knows for its domain; a network agent, a fixed cap.
+ */
+static int check_cpus(struct rec_guest *g, uint32_t cpus, const struct rec_guest_opts *o)
+{
+	unsigned int max = o->max_cpus ? o->max_cpus : REC_GUEST_MAX_CPUS;
+
+	if (g->sp.kind == REC_GUEST_XEN) {
+		unsigned int n = domain_vcpus(g->sp.domid);
+
+		if (n && cpus > n)
+			return tcx_fail(-EPROTO, "guest %s: the agent claims %u CPUs, its "
+					"domain %u has %u vCPUs: refusing the guest", g->sp.name,
+					cpus, g->sp.domid, n);
+		if (n)
+			return 0;
+	}
+	if (cpus > max)
+		return tcx_fail(-EPROTO, "guest %s: the agent claims %u CPUs, more than "
+				"--guest-max-cpus %u: refusing the guest", g->sp.name, cpus, max);
+	return 0;
+}
+
 /* TRACE_RESP's shape, then one stream and one read buffer per CPU. */
-static int open_data(struct rec_guest *g, const struct tmsg_trace_resp *resp, int timeout)
+static int open_data(struct rec_guest *g, const struct rec_guest_opts *o,
+		     const struct tmsg_trace_resp *resp, int timeout)
 {
 	struct tmsg_transport **ts;
 	int ret;
 
+	ret = check_cpus(g, resp->cpus, o);
+	if (ret)
+		return ret;
 	g->cpus = (int)resp->cpus;
 	g->page_size = resp->page_size;
 	g->traceid = resp->trace_id;
@@ -520,12 +592,16 @@ static int open_data(struct rec_guest *g, const struct tmsg_trace_resp *resp, in
 /* The metadata, received whole, into the guest's new file. */
 static int receive_metadata(struct rec_guest *g, const struct rec_guest_opts *o)
 {
-	struct meta_buf mb = { 0 };
+	struct meta_buf mb = { .max = g->max_meta };
 	ssize_t got;
 	int ret;
 
-	got = tmsg_recv_data(g->ctl, rec_guest_meta_sink, &mb, META_MS, META_MAX);
-	if (got < 0)
+	/* the open's deadline caps it (the transport's cutoff) */
+	got = tmsg_recv_data(g->ctl, rec_guest_meta_sink, &mb, -1, g->max_meta);
+	if (got == -EFBIG)
+		ret = tcx_fail(-EFBIG, "guest %s: its metadata is over %zu bytes "
+			       "(--guest-max-meta): refusing the guest", g->sp.name, g->max_meta);
+	else if (got < 0)
 		ret = tcx_fail((int)got, "guest %s: receiving its metadata: %s",
 			       g->sp.name, tcx_error());
 	else
@@ -590,14 +666,20 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o)
 	g = guest_new(o);
 	if (!g)
 		return tcx_fail(-ENOMEM, "out of memory");
+	if (o->open_timeout_ms > 0 && timeout > o->open_timeout_ms)
+		timeout = o->open_timeout_ms;
 	ret = connect_agent(g, o, timeout);
+	/* every wait of the open ends by its deadline, whatever the guest sends */
+	tmsg_set_cutoff(g->ctl, g->open_by);
 	if (!ret)
 		ret = request(g, o, &resp);
 	if (!ret)
-		ret = open_data(g, &resp, timeout);
+		ret = open_data(g, o, &resp, timeout);
 	if (!ret)
 		ret = receive_metadata(g, o);
 	if (!ret) {
+		tmsg_set_cutoff(g->ctl, 0);
+		tmsg_set_cutoff(g->tst, 0);
 		rec_guest_tsync_xen_setup(g);
 		ret = start_threads(g);
 	}
@@ -607,11 +689,19 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o)
 		return 0;
 	}
 	/* the cleanup may fail too: the message is the first failure's */
-	snprintf(msg, sizeof(msg), "%s", tcx_error());
+	if (ret == -ETIMEDOUT || tcx_now_ns() >= g->open_by)
+		snprintf(msg, sizeof(msg), "guest %s: abandoned: not open within %.1f s "
+			 "(--guest-open-timeout): %s", g->sp.name[0] ? g->sp.name : o->spec,
+			 (o->open_timeout_ms > 0 ? o->open_timeout_ms : REC_GUEST_OPEN_MS) / 1e3,
+			 tcx_error());
+	else
+		snprintf(msg, sizeof(msg), "%s", tcx_error());
+	if (tcx_now_ns() >= g->open_by)
+		ret = -ETIMEDOUT;
 	if (g->w) {
 		tdat_close(g->w);
 		g->w = NULL;
-		unlink(g->path);	/* nothing recorded: no empty file left */
+		unlink(g->wpath);	/* nothing recorded: no empty file left */
 	}
 	guest_free(g);
 	return tcx_fail(ret, "%s", msg);
@@ -689,6 +779,20 @@ bool rec_guest_stopped(struct rec_guest *g)
 	return !g->started || atomic_load(&g->done);
 }
 
+void rec_guest_set_deadline(struct rec_guest *g, uint64_t ns)
+{
+	uint64_t one = 1, cur = atomic_load(&g->cutoff);
+
+	if (cur && ns && cur <= ns)
+		return;
+	atomic_store(&g->cutoff, ns);
+	tmsg_set_cutoff(g->ctl, ns);
+	tmsg_set_cutoff(g->tst, ns);
+	/* the drain thread looks at the deadline on its next turn */
+	if (g->wakefd >= 0 && write(g->wakefd, &one, sizeof(one)) < 0)
+		return;	/* the counter is full: a wakeup is pending anyway */
+}
+
 int rec_guest_stop(struct rec_guest *g)
 {
 	if (!g->started)
@@ -723,6 +827,18 @@ int rec_guest_set_tsc2nsec(struct rec_guest *g, uint32_t mult, uint32_t shift)
 	return tdat_set_tsc2nsec(g->w, mult, shift, 0);
 }
 
+int rec_guest_commit(struct rec_guest *g)
+{
+	if (!g->staged)
+		return 0;
+	if (rename(g->wpath, g->path))
+		return tcx_fail(-errno, "%s: cannot rename it to %s: %s", g->wpath, g->path,
+				strerror(errno));
+	snprintf(g->wpath, sizeof(g->wpath), "%s", g->path);
+	g->staged = false;
+	return 0;
+}
+
 int rec_guest_close(struct rec_guest *g, struct rec_guest_summary *sum)
 {
 	int ret;
@@ -732,6 +848,14 @@ int rec_guest_close(struct rec_guest *g, struct rec_guest_summary *sum)
 	rec_guest_stop(g);
 	ret = tdat_close(g->w);
 	g->w = NULL;
+	if (g->staged) {
+		/* the run never started: no file of ours, an older one untouched */
+		unlink(g->wpath);
+		if (sum)
+			*sum = g->sum;
+		guest_free(g);
+		return 0;
+	}
 	if (ret && !g->sum.error) {
 		g->sum.error = ret;
 		snprintf(g->sum.note, sizeof(g->sum.note), "%.160s: closing failed: %s",
@@ -762,6 +886,8 @@ void rec_guest_summary_print(const struct rec_guest_summary *s, FILE *f)
 		fprintf(f, "  metadata: %u option%s dropped%s\n", s->options_dropped,
 			s->options_dropped == 1 ? "" : "s",
 			s->header_page_differs ? ", its header page replaced by dom0's" : "");
+	if (s->limit[0])
+		fprintf(f, "  its stream ended at the --guest-%s limit\n", s->limit);
 	if (s->error)
 		fprintf(f, "  error: %s\n", s->note);
 	else if (s->died)
@@ -785,10 +911,12 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 		", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64
 		", \"bad_pages\": %" PRIu64 ", \"cut_bytes\": %" PRIu64 ", \"seconds\": %.3f"
 		", \"options_dropped\": %u, \"header_page_differs\": %s"
-		", \"died\": %s, \"error\": %d, \"note\": ",
+		", \"died\": %s, \"abandoned\": \"%s\", \"limit\": \"%s\", \"error\": %d"
+		", \"note\": ",
 		s->cpus, s->traceid, s->events, s->pages, s->bytes, s->missed, s->bad_pages,
 		s->cut_bytes, s->seconds, s->options_dropped,
-		s->header_page_differs ? "true" : "false", s->died ? "true" : "false", s->error);
+		s->header_page_differs ? "true" : "false", s->died ? "true" : "false",
+		s->abandoned, s->limit, s->error);
 	tcx_json_str(f, s->note);
 	fputs(", \"tsync\": {\"protocol\": ", f);
 	if (s->tsync_proto[0])

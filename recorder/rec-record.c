@@ -34,6 +34,7 @@
 #include "tcx-util.h"
 #include "tsync.h"
 #include "tdat.h"
+#include "tmsg.h"
 
 #define MAX_DOMS	1024
 #define REFRESH_NS	1000000000ull	/* domain list and status line */
@@ -77,6 +78,8 @@ struct session {
 	struct rec_stream		*s;
 	struct xs_handle		*xs;
 	char				*dom0_path;
+	/* the names written until the run has started (rec_stage_path()) */
+	char				*out_tmp, *dom0_tmp, *raw_tmp;
 	const char			**taken;	/* the files this run writes */
 	int				ntaken;
 	int				rawfd;
@@ -98,8 +101,10 @@ struct session {
 	struct rec_guest_summary	*gsum;
 	int				ng;
 	bool				gclosed;
+	struct rec_guest_summary	gfail;	/* the guest whose open failed */
+	bool				has_gfail;
+	bool				stop_cut;	/* a signal cut the guests' stop short */
 	/* what was started, for the cleanup */
-	bool				created;	/* the output did not exist */
 	bool				d0_tried;
 	bool				started;
 	int				gofd;		/* the held command's pipe */
@@ -113,14 +118,17 @@ struct session {
 
 static int sigpipe[2] = { -1, -1 };
 static volatile sig_atomic_t stop_sig;
+static volatile sig_atomic_t nr_sigs;	/* a second one cuts the guests' stop short */
 
 static void on_signal(int sig)
 {
 	int e = errno;
 	char c = (char)sig;
 
-	if (sig != SIGCHLD)
+	if (sig != SIGCHLD) {
 		stop_sig = sig;
+		nr_sigs++;
+	}
 	if (write(sigpipe[1], &c, 1) < 0) {
 		/* the pipe is full: a wakeup is pending anyway */
 	}
@@ -298,12 +306,13 @@ static void dom_name(struct session *ss, struct dom *d)
 		snprintf(path, sizeof(path), "/local/domain/%u/name", d->dom);
 		v = xs_read(ss->xs, XBT_NULL, path, &len);
 	}
-	if (v && len)
-		snprintf(d->name, sizeof(d->name), "%.*s", (int)len, v);
-	else if (d->dom == 0)
-		snprintf(d->name, sizeof(d->name), "Domain-0");
-	else
-		snprintf(d->name, sizeof(d->name), "d%u", d->dom);
+	/* the toolstack's, yet shown and compared: checked all the same */
+	if (!v || !len || tmsg_xs_parse_text(v, len, d->name, sizeof(d->name))) {
+		if (d->dom == 0)
+			snprintf(d->name, sizeof(d->name), "Domain-0");
+		else
+			snprintf(d->name, sizeof(d->name), "d%u", d->dom);
+	}
 	free(v);
 }
 
@@ -627,6 +636,26 @@ static int check_guests_once(const struct session *ss)
 	return ret;
 }
 
+/* The guest that failed to open, in the summary JSON. */
+static void open_failed(struct session *ss, const char *spec, int err)
+{
+	struct rec_guest_summary *s = &ss->gfail;
+	struct rec_guest_spec sp;
+
+	memset(s, 0, sizeof(*s));
+	if (!rec_guest_parse_spec(spec, &sp)) {
+		s->kind = sp.kind;
+		s->domid = sp.domid;
+	}
+	snprintf(s->name, sizeof(s->name), "%s", spec);
+	snprintf(s->note, sizeof(s->note), "%s", tcx_error());
+	if (err == -ETIMEDOUT)
+		snprintf(s->abandoned, sizeof(s->abandoned), "open");
+	s->error = err;
+	s->tsync_bound_ns = -1;
+	ss->has_gfail = true;
+}
+
 /*
  * Each -A in turn, once the hypervisor traces: the agents start tracing as
  * they send their metadata. A guest that cannot be opened ends the
@@ -661,14 +690,19 @@ static int open_guests(struct session *ss)
 			.cpu_khz = rec_hvbuf_cpu_khz(ss->hv),
 			.secret = o->secret, .secret_len = o->secret_len, .log = o->log,
 			.taken = ss->taken, .ntaken = ss->ntaken,
+			.open_timeout_ms = o->guest_open_ms, .max_cpus = o->guest_max_cpus,
+			.max_meta = o->guest_max_meta, .max_bytes = o->guest_max_bytes,
+			.stage = true,
 		};
 		struct rec_guest *g;
 		int dom;
 
 		/* refused before its file is made if that file is one of ours */
 		ret = rec_guest_open(&g, &go);
-		if (ret)
+		if (ret) {
+			open_failed(ss, o->guests[i], ret);
 			return tcx_fail(ret, "-A %s: %s", o->guests[i], tcx_error());
+		}
 		ss->g[ss->ng++] = g;
 		ss->taken[ss->ntaken++] = rec_guest_output(g);
 		dom = rec_guest_domid(g);
@@ -692,19 +726,52 @@ static int open_guests(struct session *ss)
  * through the tap: the guests' last time sync samples wait for their
  * markers, and a slow decoder must not starve them.
  */
+/* Every guest's waits end now: the second Ctrl-C. */
+static void cut_guests(struct session *ss)
+{
+	uint64_t now = tcx_now_ns();
+
+	for (int i = 0; i < ss->ng; i++)
+		rec_guest_set_deadline(ss->g[i], now);
+	if (!ss->stop_cut)
+		note(ss, "signal %d again: the guests' stop is cut short", (int)stop_sig);
+	ss->stop_cut = true;
+}
+
+/*
+ * One deadline for all the guests together, whatever they do: at it, the
+ * guests still stopping are abandoned (their files end at their last
+ * whole page). A signal during the stop cuts it short.
+ */
 static void stop_guests(struct session *ss, bool consume)
 {
-	for (int i = 0; i < ss->ng; i++)
+	int ms = ss->o->guest_stop_ms > 0 ? ss->o->guest_stop_ms : REC_GUEST_STOP_MS;
+	uint64_t by = tcx_now_ns() + (uint64_t)ms * 1000000ull;
+	sig_atomic_t sigs = nr_sigs;
+
+	for (int i = 0; i < ss->ng; i++) {
 		rec_guest_request_stop(ss->g[i]);
-	while (consume && !ss->err) {
-		struct pollfd p = { .fd = rec_hvdrain_fd(ss->dr), .events = POLLIN };
+		rec_guest_set_deadline(ss->g[i], by);
+	}
+	while (consume && !ss->err && tcx_now_ns() < by) {
+		struct pollfd p[2] = {
+			{ .fd = rec_hvdrain_fd(ss->dr), .events = POLLIN },
+			{ .fd = sigpipe[0], .events = POLLIN },
+		};
 		bool all = true;
+		char buf[64];
 
 		for (int i = 0; all && i < ss->ng; i++)
 			all = rec_guest_stopped(ss->g[i]);
 		if (all)
 			break;
-		poll(&p, 1, rec_hvdrain_backlog(ss->dr) ? 0 : 20);
+		if (nr_sigs != sigs) {
+			cut_guests(ss);
+			sigs = nr_sigs;
+		}
+		poll(p, 2, rec_hvdrain_backlog(ss->dr) ? 0 : 20);
+		while (read(sigpipe[0], buf, sizeof(buf)) > 0)
+			;
 		drain(ss);
 	}
 	for (int i = 0; i < ss->ng; i++) {
@@ -719,20 +786,15 @@ static void stop_guests(struct session *ss, bool consume)
 static void close_guests(struct session *ss, bool keep)
 {
 	for (int i = 0; i < ss->ng; i++) {
-		const char *path = rec_guest_output(ss->g[i]);
-		char *copy = keep ? NULL : strdup(path);
 		int ret;
 
 		if (keep)
 			rec_guest_set_tsc2nsec(ss->g[i], ss->mult, ss->shift);
+		/* not started: still staged, the guest's file goes with it */
 		ret = rec_guest_close(ss->g[i], &ss->gsum[i]);
 		ss->g[i] = NULL;
 		if (keep && ret < 0)
 			fail(ss, ret, "%s: %s", ss->gsum[i].path, strerror(-ret));
-		/* nothing was recorded: no metadata-only file left behind */
-		if (copy)
-			unlink(copy);
-		free(copy);
 	}
 	ss->gclosed = true;
 }
@@ -831,29 +893,49 @@ static void summary(const struct session *ss, FILE *f)
 	fputc('\n', f);
 }
 
+/* Every limit and deadline a guest is held to, as in effect. */
+static void limits_json(const struct rec_record_opts *o, FILE *f)
+{
+	fprintf(f, "  \"limits\": {\"guest_open_timeout_s\": %.3f, \"guest_stop_timeout_s\": %.3f"
+		", \"guest_max_cpus\": %u, \"guest_max_meta\": %zu, \"guest_max_bytes\": %"
+		PRIu64 "},\n",
+		(o->guest_open_ms > 0 ? o->guest_open_ms : REC_GUEST_OPEN_MS) / 1e3,
+		(o->guest_stop_ms > 0 ? o->guest_stop_ms : REC_GUEST_STOP_MS) / 1e3,
+		o->guest_max_cpus ? o->guest_max_cpus : REC_GUEST_MAX_CPUS,
+		o->guest_max_meta ? o->guest_max_meta : (size_t)REC_GUEST_MAX_META,
+		o->guest_max_bytes);
+}
+
+/*
+ * Written on failure too: what ran is in it (a start that failed has no
+ * hypervisor section, and "started" is false), and "error" says why.
+ */
 static void summary_json(const struct session *ss, FILE *f)
 {
-	struct rec_stream_stats st;
-	struct rec_sink_stats ks;
+	struct rec_stream_stats st = { 0 };
+	struct rec_sink_stats ks = { 0 };
 	const struct tdat_stats *ds = &ss->d0st;
 
-	rec_stream_get_stats(ss->s, &st);
-	rec_sink_get_stats(ss->sink, &ks);
-	fprintf(f, "{\n  \"duration_s\": %.6f,\n", span_s(ss));
+	if (ss->s)
+		rec_stream_get_stats(ss->s, &st);
+	if (ss->sink)
+		rec_sink_get_stats(ss->sink, &ks);
+	fprintf(f, "{\n  \"started\": %s,\n  \"duration_s\": %.6f,\n",
+		ss->started ? "true" : "false", ss->started ? span_s(ss) : 0.0);
 	fprintf(f, "  \"hz\": %" PRIu64 ",\n  \"cpu_khz\": %u,\n  \"tsc2nsec_mult\": %u,\n"
-		"  \"tsc2nsec_shift\": %u,\n", ss->hz, rec_hvbuf_cpu_khz(ss->hv), ss->mult,
-		ss->shift);
+		"  \"tsc2nsec_shift\": %u,\n", ss->hz, ss->hv ? rec_hvbuf_cpu_khz(ss->hv) : 0,
+		ss->mult, ss->shift);
 	fprintf(f, "  \"tsc_start\": %" PRIu64 ",\n  \"tsc_end\": %" PRIu64 ",\n", ss->c0.tsc,
 		ss->c1.tsc);
 	fprintf(f, "  \"pcpus\": %d,\n  \"tbuf_pages\": %u,\n", ss->ncpus,
-		rec_hvbuf_pages(ss->hv));
+		ss->hv ? rec_hvbuf_pages(ss->hv) : 0);
 	fprintf(f, "  \"hypervisor\": {\"file\": ");
 	tcx_json_str(f, ss->o->output);
 	fprintf(f, ", \"size\": %" PRIu64 ", \"records\": %" PRIu64 ", \"events\": %" PRIu64
 		", \"sched_switch\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_records\": %"
 		PRIu64 ", \"late\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"classes\": {",
-		file_size(ss->o->output), st.records, ks.events, ks.switches, st.lost,
-		st.lost_records, st.late, rec_hvbuf_bytes(ss->hv));
+		ss->started ? file_size(ss->o->output) : 0, st.records, ks.events, ks.switches,
+		st.lost, st.lost_records, st.late, ss->hv ? rec_hvbuf_bytes(ss->hv) : 0);
 	for (int i = 0; i < REC_NR_CLASSES; i++)
 		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", rec_class_name(i), ks.classes[i]);
 	fprintf(f, "}},\n");
@@ -869,12 +951,18 @@ static void summary_json(const struct session *ss, FILE *f)
 		tcx_json_str(f, ss->o->raw);
 		fprintf(f, ", \"size\": %" PRIu64 "},\n", ss->raw_bytes);
 	}
+	limits_json(ss->o, f);
 	fprintf(f, "  \"guests\": [");
 	for (int i = 0; ss->gclosed && i < ss->ng; i++) {
 		fputs(i ? ",\n    " : "\n    ", f);
 		rec_guest_summary_json(&ss->gsum[i], f);
 	}
-	fprintf(f, "%s],\n", ss->ng ? "\n  " : "");
+	if (ss->has_gfail) {
+		fputs(ss->gclosed && ss->ng ? ",\n    " : "\n    ", f);
+		rec_guest_summary_json(&ss->gfail, f);
+	}
+	fprintf(f, "%s],\n", ss->ng || ss->has_gfail ? "\n  " : "");
+	fprintf(f, "  \"guests_stop_cut\": %s,\n", ss->stop_cut ? "true" : "false");
 	fprintf(f, "  \"domains\": [");
 	for (int i = 0; i < ss->ndoms; i++) {
 		fprintf(f, "%s{\"dom\": %u, \"name\": ", i ? ", " : "", ss->doms[i].dom);
@@ -977,7 +1065,7 @@ static int setup_files(struct session *ss)
 		if (!ss->runs)
 			return tcx_fail(-ENOMEM, "out of memory");
 	}
-	ss->w = tdat_open(ss->o->output, &tp);
+	ss->w = tdat_open(ss->out_tmp, &tp);
 	if (!ss->w)
 		return tcx_fail(errno ? -errno : -EIO, "%s: %s", ss->o->output, tcx_error());
 	so.ncpus = ss->ncpus;
@@ -1095,15 +1183,20 @@ static int open_outputs(struct session *ss)
 	ret = distinct_outputs(o, ss->dom0_path);
 	if (ret)
 		return ret;
-	ss->created = access(o->output, F_OK) < 0;
-	fd = open(o->output, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	/* an older file of each name stays whole until the run has started */
+	ss->out_tmp = rec_stage_path(o->output);
+	ss->dom0_tmp = ss->dom0_path ? rec_stage_path(ss->dom0_path) : NULL;
+	ss->raw_tmp = o->raw ? rec_stage_path(o->raw) : NULL;
+	if (!ss->out_tmp || (ss->dom0_path && !ss->dom0_tmp) || (o->raw && !ss->raw_tmp))
+		return tcx_fail(-ENOMEM, "out of memory");
+	fd = open(ss->out_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = -errno;
 		return tcx_fail(ret, "%s: %s", o->output, strerror(-ret));
 	}
 	close(fd);
 	if (o->raw) {
-		ss->rawfd = open(o->raw, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		ss->rawfd = open(ss->raw_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (ss->rawfd < 0) {
 			ret = -errno;
 			return tcx_fail(ret, "%s: %s", o->raw, strerror(-ret));
@@ -1151,7 +1244,7 @@ static int start_dom0(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	struct rec_dom0_opts d0 = {
-		.path = ss->dom0_path, .events = o->events, .nr_events = o->nr_events,
+		.path = ss->dom0_tmp, .events = o->events, .nr_events = o->nr_events,
 		.buffer_kb = o->buffer_kb, .traceid = rec_guest_traceid(0),
 		.mult = ss->mult, .shift = ss->shift,
 		.pids = &ss->child, .npids = ss->child > 0,
@@ -1235,6 +1328,21 @@ static void refresh(struct session *ss, bool tty, uint64_t *next)
 	*next = now + REFRESH_NS;
 }
 
+/* The run has started: every file takes its name, replacing an older one. */
+static void commit_outputs(struct session *ss)
+{
+	const char *tmp[3] = { ss->out_tmp, ss->d0 ? ss->dom0_tmp : NULL, ss->raw_tmp };
+	const char *path[3] = { ss->o->output, ss->dom0_path, ss->o->raw };
+
+	for (int i = 0; i < 3; i++)
+		if (tmp[i] && rename(tmp[i], path[i]))
+			fail(ss, -errno, "%s: cannot rename it to %s: %s", tmp[i], path[i],
+			     strerror(errno));
+	for (int i = 0; i < ss->ng; i++)
+		if (rec_guest_commit(ss->g[i]))
+			fail(ss, -EIO, "%s", tcx_error());
+}
+
 /* Record until a signal, the duration, the command's end or an error. */
 static void run(struct session *ss)
 {
@@ -1247,6 +1355,7 @@ static void run(struct session *ss)
 	next_refresh = start_ns + REFRESH_NS;
 	ss->last_status_ns = start_ns;
 	ss->started = true;
+	commit_outputs(ss);
 	if (o->duration > 0)
 		end_ns = start_ns + (uint64_t)(o->duration * 1e9);
 	release_child(ss);
@@ -1330,19 +1439,19 @@ static int report(struct session *ss, int ret)
 {
 	const struct rec_record_opts *o = ss->o;
 
-	if (!ret && ss->started) {
-		if (!o->quiet && o->log)
-			summary(ss, o->log);
-		if (o->summary_json) {
-			FILE *f = strcmp(o->summary_json, "-") ? fopen(o->summary_json, "w") : stdout;
+	if (!ret && ss->started && !o->quiet && o->log)
+		summary(ss, o->log);
+	if (ret && !ss->err)	/* the start's failure, for the JSON */
+		fail(ss, ret, "%s", tcx_error());
+	if (o->summary_json) {
+		FILE *f = strcmp(o->summary_json, "-") ? fopen(o->summary_json, "w") : stdout;
 
-			if (f) {
-				summary_json(ss, f);
-				if (f != stdout)
-					fclose(f);
-			} else if (!ss->err) {
-				fail(ss, -errno, "%s: %s", o->summary_json, strerror(errno));
-			}
+		if (f) {
+			summary_json(ss, f);
+			if (f != stdout)
+				fclose(f);
+		} else if (!ss->err) {
+			fail(ss, -errno, "%s: %s", o->summary_json, strerror(errno));
 		}
 	}
 	if (!ret && ss->err) {
@@ -1354,13 +1463,13 @@ static int report(struct session *ss, int ret)
 			tcx_fail(ret, "%s", ss->errmsg);
 	}
 	if (ret && !ss->started) {
-		/* nothing was recorded: leave no empty files behind */
-		if (ss->created)
-			unlink(o->output);
+		/* nothing was recorded: our files go, older ones were never touched */
+		if (ss->out_tmp)
+			unlink(ss->out_tmp);
 		if (ss->d0_tried)
-			unlink(ss->dom0_path);
-		if (ss->rawfd >= 0)
-			unlink(o->raw);
+			unlink(ss->dom0_tmp);
+		if (ss->raw_tmp)
+			unlink(ss->raw_tmp);
 	}
 	return ret;
 }
@@ -1377,6 +1486,9 @@ static void free_session(struct session *ss)
 	free(ss->gsum);
 	free(ss->runs);
 	free(ss->dom0_path);
+	free(ss->out_tmp);
+	free(ss->dom0_tmp);
+	free(ss->raw_tmp);
 	free(ss->taken);
 	free(ss);
 }

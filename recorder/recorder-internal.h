@@ -723,6 +723,19 @@ int rec_dom0_close(struct rec_dom0 *d);
 bool rec_same_file(const char *a, const char *b);
 
 /**
+ * rec_stage_path - where a file of this run is written until the run has
+ * really started: "@path.<pid>.tmp" (malloc'ed), beside it so that a
+ * rename() puts it in place; until then an older @path stays whole
+ */
+char *rec_stage_path(const char *path);
+
+/**
+ * rec_guest_commit - a staged guest file (rec_guest_opts.stage) takes its
+ * real name, replacing an older file of that name; 0 or -errno
+ */
+int rec_guest_commit(struct rec_guest *g);
+
+/**
  * rec_guest_add_host_entry - the GUEST option of this guest in the host's
  * trace.dat @host: its name, its TRACEID, vCPU i -> rec_vcpu_pid(domid, i)
  * for a Xen guest (the pseudo tasks of the hypervisor file), -1 for a

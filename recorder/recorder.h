@@ -213,6 +213,11 @@ void rec_convert_summary_free(struct rec_convert_summary *sum);
  * @tsync:	time sync protocols offered to the guests (NULL: "xen,ptp")
  * @tsync_interval: seconds between time sync samples (0: start and end)
  * @secret, @secret_len: the shared secret for TCP/vsock agents
+ * @guest_open_ms: each guest's whole open (0: REC_GUEST_OPEN_MS)
+ * @guest_stop_ms: the stop of all guests together, from the end of the
+ *		recording (0: REC_GUEST_STOP_MS); a second signal cuts it short
+ * @guest_max_cpus, @guest_max_meta, @guest_max_bytes: rec_guest_opts'
+ *		@max_cpus, @max_meta and @max_bytes, for every guest
  */
 struct rec_record_opts {
 	const char		*output;
@@ -236,6 +241,11 @@ struct rec_record_opts {
 	double			tsync_interval;
 	const uint8_t		*secret;
 	size_t			secret_len;
+	int			guest_open_ms;
+	int			guest_stop_ms;
+	unsigned int		guest_max_cpus;
+	size_t			guest_max_meta;
+	uint64_t		guest_max_bytes;
 };
 
 /**
@@ -307,6 +317,12 @@ int rec_guest_parse_spec(const char *spec, struct rec_guest_spec *out);
  */
 char *rec_guest_file_path(const char *output, const char *name);
 
+/* The guests' budget by default: see docs/threat-model.md. */
+#define REC_GUEST_OPEN_MS	10000		/* the whole open of one guest */
+#define REC_GUEST_STOP_MS	15000		/* the stop of all guests together */
+#define REC_GUEST_MAX_CPUS	64		/* a network agent's CPUs */
+#define REC_GUEST_MAX_META	(64u << 20)	/* kallsyms of a big kernel is ~10 MiB */
+
 /**
  * struct rec_guest_opts - one -A guest
  * @spec:	the -A argument
@@ -329,8 +345,16 @@ char *rec_guest_file_path(const char *output, const char *name);
  *		the start and the end only)
  * @cpu_khz:	the host's TSC rate as Xen gives it (xc_physinfo; 0: ask)
  * @timeout_ms:	to connect (0: 5000)
+ * @open_timeout_ms: the whole open, from the connect to the last byte of
+ *		metadata and the first time sync sample (0: REC_GUEST_OPEN_MS);
+ *		a guest that misses it fails the open with -ETIMEDOUT
  * @close_timeout_ms: after CLOSE, for the last pages and CLOSE_RESP
  *		(0: 10000)
+ * @max_cpus:	the most CPUs a TCP/vsock agent may claim (0:
+ *		REC_GUEST_MAX_CPUS); a Xen guest may claim its domain's vCPUs
+ * @max_meta:	the most metadata bytes (0: REC_GUEST_MAX_META)
+ * @max_bytes:	page bytes written into the guest's file, at most (0: no
+ *		limit); at the limit the guest's stream ends, not the recording
  * @extra_args: more record options for the agent, sent as they are (a
  *		stock trace-cmd agent may need some; ours refuses anything off
  *		its allow-list)
@@ -338,6 +362,9 @@ char *rec_guest_file_path(const char *output, const char *name);
  * @taken, @ntaken: the files this run writes already (the host's, dom0's,
  *		--raw, other guests'): a guest whose file would be one of them
  *		is refused before anything is written
+ * @stage:	write the file under rec_stage_path()'s name until
+ *		rec_guest_commit() (record --xen: a start that fails leaves an
+ *		older file of the name whole); closed uncommitted, it is removed
  */
 struct rec_guest_opts {
 	const char		*spec;
@@ -355,12 +382,17 @@ struct rec_guest_opts {
 	double			tsync_interval;
 	uint32_t		cpu_khz;
 	int			timeout_ms;
+	int			open_timeout_ms;
 	int			close_timeout_ms;
+	unsigned int		max_cpus;
+	size_t			max_meta;
+	uint64_t		max_bytes;
 	const char *const	*extra_args;
 	int			nr_extra_args;
 	FILE			*log;
 	const char *const	*taken;
 	int			ntaken;
+	bool			stage;
 };
 
 /**
@@ -384,6 +416,9 @@ struct rec_guest_opts {
  *		file (not on dom0's allow-list, or failing its checks)
  * @header_page_differs: the agent's header page text was not dom0's own
  *		for its long size and page size (dom0's was written)
+ * @abandoned:	"open" (missed the open deadline), "stop" (missed the
+ *		stop's), or ""
+ * @limit:	the limit that ended the guest's stream ("max-bytes"), or ""
  * @tsync_note:	the tsync summary line (tsync_summary_line()), or why the
  *		file has no TIME_SHIFT; the file itself is never affected
  */
@@ -406,6 +441,8 @@ struct rec_guest_summary {
 	char		tsync_note[256];
 	uint32_t	options_dropped;
 	bool		header_page_differs;
+	char		abandoned[8];
+	char		limit[16];
 };
 
 /**
@@ -464,6 +501,15 @@ void rec_guest_request_stop(struct rec_guest *g);
  * the last time sync sample needs the hypervisor's records of its markers
  */
 bool rec_guest_stopped(struct rec_guest *g);
+
+/**
+ * rec_guest_set_deadline - end everything the guest's threads wait for by
+ * @ns (CLOCK_MONOTONIC; 0: no deadline): the CLOSE, the last pages, the
+ * last time sync sample. A guest whose stop is not over by then is
+ * abandoned: its file ends at its last whole page, and its summary's
+ * @abandoned says "stop". Any thread; an earlier deadline replaces a later.
+ */
+void rec_guest_set_deadline(struct rec_guest *g, uint64_t ns);
 
 /**
  * rec_guest_stop - CLOSE, the last pages, CLOSE_RESP (close_timeout_ms at

@@ -292,39 +292,68 @@ int tdat_mark_missed(struct tdat_writer *w, int cpu, uint64_t count)
 	return 0;
 }
 
-/*
- * Check a raw page: commit inside the page (with room for a stored count)
- * and every event header walking to exactly the commit.
- */
-static int page_check(struct tdat_writer *w, int cpu, const uint8_t *page,
-		      uint64_t *events, uint64_t *last_ts)
-{
-	uint32_t dsize = w->page_size - w->hdr;
-	const uint8_t *d = page + w->hdr;
-	uint64_t flags, ts, len;
-	uint32_t commit, pos = 0, h, type, delta, arg;
+/* ---- reading a page ---- */
 
-	memcpy(&ts, page, 8);
-	if (w->long_size == 8) {
-		memcpy(&flags, page + 8, 8);
+/* A failed walk stays failed: no commit reaches this offset. */
+#define WALK_FAILED	UINT32_MAX
+
+int tdat_page_walk_init(struct tdat_page_walk *pw, const void *page, size_t page_size,
+			int long_size)
+{
+	const uint8_t *pg = page;
+	uint64_t known = TDAT_COMMIT_MASK | TDAT_MISSED_EVENTS | TDAT_MISSED_STORED;
+	size_t dsize;
+	uint32_t commit;
+
+	pw->pos = WALK_FAILED;
+	if (!pg || (long_size != 4 && long_size != 8) || page_size < 8u + long_size)
+		return tcx_fail(-EINVAL, "a page of %zu bytes with %d-byte longs", page_size,
+				long_size);
+	dsize = page_size - 8 - (size_t)long_size;
+	memcpy(&pw->ts, pg, 8);
+	if (long_size == 8) {
+		memcpy(&pw->flags, pg + 8, 8);
 	} else {
 		uint32_t f32;
 
-		memcpy(&f32, page + 8, 4);
-		flags = f32;
+		memcpy(&f32, pg + 8, 4);
+		pw->flags = f32;
 	}
-	commit = flags & TDAT_COMMIT_MASK;
-	if (flags & ~(uint64_t)(TDAT_COMMIT_MASK | TDAT_MISSED_EVENTS | TDAT_MISSED_STORED))
-		return tdat_err(w, -EBADMSG, "raw page on CPU %d: unknown commit bits 0x%llx",
-				cpu, (unsigned long long)flags);
-	if (commit > dsize || ((flags & TDAT_MISSED_STORED) && commit + w->long_size > dsize))
-		return tdat_err(w, -EBADMSG, "raw page on CPU %d: commit %u beyond the %u data bytes",
-				cpu, commit, dsize);
-	*events = 0;
-	while (pos < commit) {
-		if (commit - pos < 4)
-			goto bad;
-		memcpy(&h, d + pos, 4);
+	commit = pw->flags & TDAT_COMMIT_MASK;
+	if (pw->flags & ~known)
+		return tcx_fail(-EBADMSG, "unknown commit bits 0x%llx",
+				(unsigned long long)pw->flags);
+	/* kbuffer reads a stored count right after the commit */
+	if (commit > dsize || ((pw->flags & TDAT_MISSED_STORED) && commit + long_size > dsize))
+		return tcx_fail(-EBADMSG, "commit %u beyond the %zu data bytes", commit, dsize);
+	pw->data = pg + 8 + long_size;
+	pw->commit = commit;
+	pw->pos = 0;
+	return 0;
+}
+
+static int walk_bad(struct tdat_page_walk *pw)
+{
+	uint32_t pos = pw->pos;
+
+	pw->pos = WALK_FAILED;
+	return tcx_fail(-EBADMSG, "event at data offset %u runs past commit %u", pos, pw->commit);
+}
+
+int tdat_page_walk_next(struct tdat_page_walk *pw, struct tdat_page_event *ev)
+{
+	uint32_t h, type, delta, arg = 0, hlen;
+	uint64_t len;
+
+	for (;;) {
+		if (pw->pos == WALK_FAILED)
+			return -EBADMSG;
+		if (pw->pos == pw->commit)
+			return 0;
+		/* every read stays inside the commit: kbuffer's do not */
+		if (pw->commit - pw->pos < 4)
+			return walk_bad(pw);
+		memcpy(&h, pw->data + pw->pos, 4);
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 		type = h >> 27;
 		delta = h & TDAT_DELTA_MAX;
@@ -332,50 +361,78 @@ static int page_check(struct tdat_writer *w, int cpu, const uint8_t *page,
 		type = h & 31;
 		delta = h >> 5;
 #endif
+		hlen = 4;
 		if (type == 0 || type >= TDAT_TYPE_PADDING) {
 			/* these carry a word after the header */
-			if (commit - pos < 8)
-				goto bad;
-			memcpy(&arg, d + pos + 4, 4);
+			if (pw->commit - pw->pos < 8)
+				return walk_bad(pw);
+			memcpy(&arg, pw->data + pw->pos + 4, 4);
 		}
 		/* 64-bit sizes: a hostile length word cannot wrap */
 		switch (type) {
 		case TDAT_TYPE_PADDING:
-			len = 4 + (uint64_t)arg;
-			ts += delta;
+			/* kbuffer adds a discarded event's delta, and goes on after a null one */
+			len = (uint64_t)arg;
+			pw->ts += delta;
 			break;
 		case TDAT_TYPE_TIME_EXTEND:
-			ts += ((uint64_t)arg << TDAT_DELTA_BITS) + delta;
-			len = 8;
+			pw->ts += ((uint64_t)arg << TDAT_DELTA_BITS) + delta;
+			hlen = 8;
+			len = 0;
 			break;
 		case TDAT_TYPE_TIME_STAMP:
-			ts = (((uint64_t)arg << TDAT_DELTA_BITS) + delta) |
-			     (ts & ~((1ull << 59) - 1));
-			len = 8;
+			pw->ts = (((uint64_t)arg << TDAT_DELTA_BITS) + delta) |
+				 (pw->ts & ~((1ull << 59) - 1));
+			hlen = 8;
+			len = 0;
 			break;
 		case 0:
 			/* the length word counts itself; readers round the rest */
 			if (arg < 4)
-				goto bad;
-			len = 8 + (((uint64_t)arg - 4 + 3) & ~3ull);
-			ts += delta;
-			(*events)++;
+				return walk_bad(pw);
+			hlen = 8;
+			len = ((uint64_t)arg - 4 + 3) & ~3ull;
+			pw->ts += delta;
 			break;
 		default:
-			len = 4 + 4 * (uint64_t)type;
-			ts += delta;
-			(*events)++;
+			len = 4 * (uint64_t)type;
+			pw->ts += delta;
 			break;
 		}
-		if (len > commit - pos)
-			goto bad;
-		pos += len;
+		if (hlen + len > pw->commit - pw->pos)
+			return walk_bad(pw);
+		if (type < TDAT_TYPE_PADDING) {
+			ev->ts = pw->ts;
+			ev->data = pw->data + pw->pos + hlen;
+			ev->len = (uint32_t)len;
+			ev->offset = pw->pos;
+			pw->pos += hlen + (uint32_t)len;
+			return 1;
+		}
+		pw->pos += hlen + (uint32_t)len;
 	}
-	*last_ts = ts;
+}
+
+int tdat_page_check(const void *page, size_t page_size, int long_size, uint64_t *events,
+		    uint64_t *last_ts)
+{
+	struct tdat_page_walk pw;
+	struct tdat_page_event ev;
+	uint64_t n = 0;
+	int ret;
+
+	ret = tdat_page_walk_init(&pw, page, page_size, long_size);
+	if (ret)
+		return ret;
+	while ((ret = tdat_page_walk_next(&pw, &ev)) == 1)
+		n++;
+	if (ret)
+		return ret;
+	if (events)
+		*events = n;
+	if (last_ts)
+		*last_ts = pw.ts;
 	return 0;
-bad:
-	return tdat_err(w, -EBADMSG, "raw page on CPU %d: event at data offset %u runs past commit %u",
-			cpu, pos, commit);
 }
 
 int tdat_write_page(struct tdat_writer *w, int cpu, const void *page)
@@ -389,10 +446,10 @@ int tdat_write_page(struct tdat_writer *w, int cpu, const void *page)
 	memcpy(&commit, (const uint8_t *)page + 8, w->long_size);
 	if (!(commit & TDAT_COMMIT_MASK))
 		return 0;
-	ret = page_check(w, cpu, page, &events, &last_ts);
+	ret = tdat_page_check(page, w->page_size, w->long_size, &events, &last_ts);
 	if (ret) {
 		c->st.bad_pages++;
-		return ret;
+		return tdat_err(w, ret, "raw page on CPU %d: %s", cpu, tcx_error());
 	}
 	memcpy(&first_ts, page, 8);
 	if (first_ts < c->ts)

@@ -294,6 +294,79 @@ int tdat_mark_missed(struct tdat_writer *w, int cpu, uint64_t count);
  */
 int tdat_write_page(struct tdat_writer *w, int cpu, const void *page);
 
+/* ---- reading a ring-buffer page ---- */
+
+/*
+ * The one walk over a kernel ring-buffer page that everything in dom0 uses
+ * (tdat_write_page()'s check, time sync's marker scan): it follows
+ * libtraceevent's kbuffer, which trace readers use, rule for rule (padding
+ * and type-0 lengths, TIME_EXTEND, TIME_STAMP keeping the top five bits, a
+ * commit of 27 bits), and refuses a page on which kbuffer would read
+ * outside the commit or a kernel never writes: unknown commit bits, a commit
+ * past the page, an entry or its length word cut by the commit, a type-0
+ * length under 4, a walk that does not end exactly at the commit.
+ */
+
+/**
+ * struct tdat_page_walk - one walk over a page (tdat_page_walk_init())
+ * @data:	the page's data, after its header
+ * @commit:	data bytes the commit word covers
+ * @pos:	offset in @data of the next entry
+ * @flags:	the whole commit word
+ * @ts:		the time reached: the page's base, then each entry's
+ */
+struct tdat_page_walk {
+	const uint8_t	*data;
+	uint32_t	commit;
+	uint32_t	pos;
+	uint64_t	flags;
+	uint64_t	ts;
+};
+
+/**
+ * struct tdat_page_event - one event as a reader returns it
+ * @ts:		its time (kbuffer_read_event())
+ * @data:	its payload, inside the commit
+ * @len:	payload bytes (kbuffer_event_size()), type-0 lengths rounded up to 4
+ * @offset:	where its header starts in the page's data
+ */
+struct tdat_page_event {
+	uint64_t	ts;
+	const uint8_t	*data;
+	uint32_t	len;
+	uint32_t	offset;
+};
+
+/**
+ * tdat_page_walk_init - start walking @page (@page_size bytes, a commit word
+ * of @long_size bytes, 4 or 8, in host byte order)
+ *
+ * Returns 0, -EINVAL for a page too small or another long size, or
+ * -EBADMSG for a commit word no kernel writes (tcx_error() says which).
+ */
+int tdat_page_walk_init(struct tdat_page_walk *pw, const void *page, size_t page_size,
+			int long_size);
+
+/**
+ * tdat_page_walk_next - the next event of the walk, past any padding and
+ * time entries before it
+ *
+ * Returns 1 with @ev set, 0 at the commit, or -EBADMSG for an entry that
+ * does not fit in the commit (tcx_error() gives its offset); keep calling
+ * after an error and it stays an error.
+ */
+int tdat_page_walk_next(struct tdat_page_walk *pw, struct tdat_page_event *ev);
+
+/**
+ * tdat_page_check - walk a whole page: whether a reader can read it
+ * @events:	the events on it (may be NULL)
+ * @last_ts:	the time of its last entry, or its base (may be NULL)
+ *
+ * Returns 0, or the error of tdat_page_walk_init() or tdat_page_walk_next().
+ */
+int tdat_page_check(const void *page, size_t page_size, int long_size, uint64_t *events,
+		    uint64_t *last_ts);
+
 /**
  * tdat_flush - write out every partly filled page and patch the sizes
  *

@@ -115,8 +115,10 @@ struct tsync_gcollect *tsync_gcollect_new(void);
  * @print_id:	the guest's ftrace/print event id (5 on Linux)
  *
  * Pages of a CPU must come in order. Also keeps the range of all event
- * times (for tsync_solve_opts.g_start/g_end). Returns the markers found,
- * or -EBADMSG for a page that does not walk to its commit.
+ * times (for tsync_solve_opts.g_start/g_end). The page is walked by
+ * tdat_page_walk_next(), as readers read it. Returns the markers found, or
+ * the error of tdat_page_check() for a page readers would not read (then
+ * nothing on it counts).
  */
 int tsync_gcollect_page(struct tsync_gcollect *c, const void *page, size_t size,
 			int long_size, uint32_t cpu, uint16_t print_id);

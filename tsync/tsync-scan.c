@@ -7,12 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tdat.h"
 #include "tsync-internal.h"
-
-#define TYPE_PADDING	29
-#define TYPE_EXTEND	30
-#define TYPE_STAMP	31
-#define COMMIT_MASK	((1u << 27) - 1)
 
 struct pend {
 	uint32_t	seq;
@@ -99,90 +95,46 @@ static int marker(struct tsync_gcollect *c, uint32_t cpu, uint64_t ts,
 	return 1;
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
 int tsync_gcollect_page(struct tsync_gcollect *c, const void *page, size_t size,
 			int long_size, uint32_t cpu, uint16_t print_id)
 {
-	const uint8_t *pg = page, *d, *end;
-	uint64_t ts, commit = 0;
+	struct tdat_page_walk pw;
+	struct tdat_page_event ev;
 	int found = 0, ret;
 
-	if (!c || !page || (long_size != 4 && long_size != 8) || size < 8u + long_size)
+	if (!c || !page)
 		return -EINVAL;
-	memcpy(&ts, pg, 8);
-	memcpy(&commit, pg + 8, (size_t)long_size);
-	commit &= COMMIT_MASK;
-	d = pg + 8 + long_size;
-	if (commit > size - 8 - (size_t)long_size)
-		return -EBADMSG;
-	end = d + commit;
-	while (d + 4 <= end) {
-		uint32_t h = rd32(d), type = h & 31, delta = h >> 5;
-		size_t len;
+	/*
+	 * The page as readers see it, or nothing of it: a page the guest's
+	 * file refuses lends no marker to time sync.
+	 */
+	ret = tdat_page_check(page, size, long_size, NULL, NULL);
+	if (ret)
+		return ret;
+	tdat_page_walk_init(&pw, page, size, long_size);
+	while ((ret = tdat_page_walk_next(&pw, &ev)) == 1) {
+		uint16_t id;
 
-		d += 4;
-		switch (type) {
-		case TYPE_PADDING:
-			if (!delta)
-				return found;	/* the rest of the page is padding */
-			if (d + 4 > end)
-				return -EBADMSG;
-			len = rd32(d);
-			d += len;	/* the length counts its own word */
+		if (ev.ts < c->g_min)
+			c->g_min = ev.ts;
+		if (ev.ts > c->g_max)
+			c->g_max = ev.ts;
+		if (ev.len < 2)
 			continue;
-		case TYPE_EXTEND:
-			if (d + 4 > end)
-				return -EBADMSG;
-			ts += ((uint64_t)rd32(d) << 27) + delta;
-			d += 4;
-			continue;
-		case TYPE_STAMP:
-			if (d + 4 > end)
-				return -EBADMSG;
-			/* absolute: the low 59 bits, the top kept */
-			ts = (ts & ~((1ull << 59) - 1)) |
-			     (((uint64_t)rd32(d) << 27) | delta);
-			d += 4;
-			continue;
-		case 0:
-			if (d + 4 > end)
-				return -EBADMSG;
-			len = rd32(d) - 4;
-			d += 4;
-			break;
-		default:
-			len = (size_t)type * 4;
-			break;
-		}
-		ts += delta;
-		if (len > (size_t)(end - d))
-			return -EBADMSG;
-		if (ts < c->g_min)
-			c->g_min = ts;
-		if (ts > c->g_max)
-			c->g_max = ts;
-		if (c->hook && len >= 2)
-			c->hook(c->hook_ctx, cpu, ts, (uint16_t)(d[0] | d[1] << 8));
+		id = (uint16_t)(ev.data[0] | ev.data[1] << 8);
+		if (c->hook)
+			c->hook(c->hook_ctx, cpu, ev.ts, id);
 		/* ftrace/print: common header (8), ip (8), the text */
-		if (len > 16 && (uint16_t)(d[0] | d[1] << 8) == print_id) {
-			const char *text = (const char *)d + 16;
-			size_t n = strnlen(text, len - 16);
+		if (ev.len > 16 && id == print_id) {
+			const char *text = (const char *)ev.data + 16;
 
-			ret = marker(c, cpu, ts, text, n);
+			ret = marker(c, cpu, ev.ts, text, strnlen(text, ev.len - 16));
 			if (ret < 0)
 				return ret;
 			found += ret;
 		}
-		d += len;
 	}
-	return found;
+	return ret < 0 ? ret : found;
 }
 
 size_t tsync_gcollect_marks(const struct tsync_gcollect *c, const struct tsync_gmark **out,

@@ -742,11 +742,18 @@ int tsync_solve_vtsc(const struct tsync_solve_opts *o, const struct tsync_vpair 
 
 		for (size_t i = 0; i < n; i++) {
 			uint64_t hm;
+			int64_t off;
 
 			if (p[i].vcpu != c)
 				continue;
 			hm = p[i].h_exit + (p[i].h_entry - p[i].h_exit) / 2;
-			v[k++] = (struct vp){ .g = p[i].guest, .o = (int64_t)(hm - p[i].guest) };
+			off = (int64_t)(hm - p[i].guest);
+			/* no clock: a reader's interpolation of it would overflow */
+			if (off > TSYNC_OFFSET_MAX || off < -TSYNC_OFFSET_MAX) {
+				out->samples_refused++;
+				continue;
+			}
+			v[k++] = (struct vp){ .g = p[i].guest, .o = off };
 		}
 		if (!k)
 			continue;

@@ -39,3 +39,35 @@ int tcx_parse_uint(const char *s, unsigned long max, unsigned long *v)
 {
 	return tcx_parse_uintn(s, s ? strlen(s) : 0, max, v);
 }
+
+int tcx_parse_size(const char *s, uint64_t max, uint64_t *v)
+{
+	size_t n = 0, len = s ? strlen(s) : 0;
+	unsigned long num;
+	unsigned int shift = 0;
+	const char *u;
+	int ret;
+
+	while (n < len && s[n] >= '0' && s[n] <= '9')
+		n++;
+	ret = tcx_parse_uintn(s, n, ULONG_MAX, &num);
+	if (ret)
+		return ret;
+	u = s + n;
+	if (*u == 'k' || *u == 'K')
+		shift = 10;
+	else if (*u == 'm' || *u == 'M')
+		shift = 20;
+	else if (*u == 'g' || *u == 'G')
+		shift = 30;
+	if (shift)
+		u++;
+	if (shift && (!strcmp(u, "iB") || !strcmp(u, "B")))
+		u += strlen(u);
+	if (*u)
+		return -EINVAL;
+	if ((uint64_t)num > (UINT64_MAX >> shift) || ((uint64_t)num << shift) > max)
+		return -ERANGE;
+	*v = (uint64_t)num << shift;
+	return 0;
+}

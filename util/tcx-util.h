@@ -95,6 +95,17 @@ int tcx_parse_uint(const char *s, unsigned long max, unsigned long *v);
 int tcx_parse_uintn(const char *s, size_t n, unsigned long max, unsigned long *v);
 
 /**
+ * tcx_parse_size - a byte count: a decimal number and an optional K, M or
+ * G (powers of 1024, either case, "KiB" and "KB" alike), as "64M"
+ * @s:		the text, NUL-terminated
+ * @max:	the largest value accepted, in bytes
+ * @v:		the value (left alone on failure)
+ *
+ * Returns 0, -EINVAL if @s is not such a size, or -ERANGE above @max.
+ */
+int tcx_parse_size(const char *s, uint64_t max, uint64_t *v);
+
+/**
  * tcx_json_str - write @s to @f as a JSON string, quotes included
  * @f:		the stream
  * @s:		the text (NULL writes "")

@@ -4,7 +4,9 @@
  * a peer. It goes through tmsg_recv() (over an in-memory transport, so the
  * read loop and header checks run as in a session) and every message that
  * decodes goes through its tmsg_parse_*(). What parses must build again and
- * parse to the same fields; anything else is a bug and aborts.
+ * parse to the same fields; anything else is a bug and aborts. A TRACE_REQ
+ * that offers the challenge-response also runs the agent's side of it, so
+ * the next message is read and judged as the host's PROOF.
  */
 #include <errno.h>
 #include <poll.h>
@@ -95,10 +97,45 @@ static void check_req(const struct tmsg *m)
 		CHECK(!strcmp(a.argv[i], b.argv[i]));
 	for (uint32_t i = 0; i < a.nr_protos; i++)
 		CHECK(!strcmp(a.protos[i], b.protos[i]));
-	CHECK(a.secret_len == b.secret_len);
-	CHECK(!a.secret_len || !memcmp(a.secret, b.secret, a.secret_len));
+	/* AUTH goes out only with a nonce; the retired SECRET never */
+	CHECK(!!a.auth_nonce == !!b.auth_nonce && !b.plain_secret);
+	CHECK(!a.auth_nonce || (b.auth_version == TMSG_AUTH_VERSION &&
+				!memcmp(a.auth_nonce, b.auth_nonce, TMSG_AUTH_NONCE)));
+	CHECK(a.auth_nonce || a.auth_version != TMSG_AUTH_VERSION);
 	tmsg_trace_req_free(&a);
 	tmsg_trace_req_free(&b);
+}
+
+/* The agent's side of the exchange: the fuzz input is the host. */
+static void check_agent_auth(struct tmsg_transport *t, const struct tmsg *m)
+{
+	static const uint8_t secret[] = "fuzzing-secret-of-16+";
+	struct tmsg_auth a = { .secret = secret, .secret_len = sizeof(secret) - 1 };
+	struct tmsg_trace_req r;
+	int ret;
+
+	if (tmsg_parse_trace_req(m, &r))
+		return;
+	if (r.auth_nonce) {
+		ret = tmsg_agent_auth(t, m, &r, &a, 0);
+		/* a proof made without the secret is never right */
+		CHECK(ret != 0 && !a.done);
+	}
+	tmsg_trace_req_free(&r);
+}
+
+static void check_auth(const struct tmsg *m)
+{
+	static struct tmsg again;
+	struct tmsg_auth_msg a, b;
+
+	if (tmsg_parse_auth(m, &a))
+		return;
+	CHECK(a.mac && (a.step == TMSG_AUTH_CHALLENGE) == !!a.nonce);
+	CHECK(tmsg_make_auth(&again, a.step, a.nonce, a.mac) == 0);
+	CHECK(tmsg_parse_auth(&again, &b) == 0);
+	CHECK(a.step == b.step && !memcmp(a.mac, b.mac, TMSG_AUTH_MAC));
+	CHECK(!a.nonce || !memcmp(a.nonce, b.nonce, TMSG_AUTH_NONCE));
 }
 
 static void check_resp(const struct tmsg *m)
@@ -162,12 +199,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Then as a session would: message after message until an error. */
 	while (tmsg_recv(&mt.t, &m, 0) == 0) {
-		CHECK(m.cmd < TMSG_NR_CMDS);
+		CHECK(m.cmd < TMSG_NR_CMDS || m.cmd == TMSG_AUTH);
 		CHECK(TMSG_HDR_SIZE + m.fixed_len + m.len <= TMSG_MAX_LEN + TMSG_FIXED_MAX);
 		switch (m.cmd) {
 		case TMSG_TRACE_REQ:
 		case TMSG_TRACE_PROXY:
 			check_req(&m);
+			check_agent_auth(&mt.t, &m);
+			break;
+		case TMSG_AUTH:
+			check_auth(&m);
 			break;
 		case TMSG_TRACE_RESP:
 			check_resp(&m);

@@ -111,6 +111,44 @@ static void test_read_full_dribbled(void **state)
 	assert_non_null(strstr(tcx_error(), "past the deadline"));
 }
 
+/* Another thread's cutoff ends a read that has no deadline of its own. */
+struct cutter {
+	struct tmsg_transport *t;
+	struct dribbler *d;
+};
+
+static void *cut_main(void *arg)
+{
+	struct cutter *c = arg;
+
+	while (atomic_load(&c->d->sent) < 4)
+		usleep(1000);
+	tmsg_set_cutoff(c->t, tcx_now_ns());
+	return NULL;
+}
+
+static void test_cutoff_from_another_thread(void **state)
+{
+	static uint8_t bytes[LIMIT], got[LIMIT];
+	struct dribbler d;
+	struct cutter c = { .d = &d };
+	struct tmsg_transport *t;
+	pthread_t th;
+	int ret;
+
+	(void)state;
+	memset(bytes, 'x', sizeof(bytes));
+	t = start(&d, bytes, sizeof(bytes), 1);
+	c.t = t;
+	assert_int_equal(pthread_create(&th, NULL, cut_main, &c), 0);
+	ret = tmsg_read_full(t, got, sizeof(got), -1);
+	pthread_join(th, NULL);
+	assert_true(tmsg_cut_off(t));
+	assert_cut_short(stop(&d, t), sizeof(bytes));
+	assert_int_equal(ret, -ETIMEDOUT);
+	assert_non_null(strstr(tcx_error(), "cut off at the session's deadline"));
+}
+
 /* One SEND_DATA of 8180 bytes, encoded: what a guest dribbles. */
 static size_t big_message(uint8_t *wire)
 {
@@ -221,6 +259,7 @@ int main(void)
 		cmocka_unit_test(test_recv_dribbled),
 		cmocka_unit_test(test_host_request_dribbled),
 		cmocka_unit_test(test_recv_data_endless),
+		cmocka_unit_test(test_cutoff_from_another_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

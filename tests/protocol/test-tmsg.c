@@ -273,7 +273,9 @@ static void test_stock_trace_req(void **state)
 	assert_string_equal(req.argv[3], "sched:sched_switch");
 	assert_int_equal(req.nr_protos, 1);
 	assert_string_equal(req.protos[0], "ptp");
-	assert_int_equal(req.secret_len, 0);
+	assert_null(req.auth_nonce);
+	assert_int_equal(req.auth_version, 0);
+	assert_false(req.plain_secret);
 	assert_false(req.proxy);
 
 	/* Our encoder, from the parsed fields, gives the same 84 bytes. */
@@ -311,19 +313,21 @@ static void test_stock_trace_resp(void **state)
 	free(e);
 }
 
-static void test_trace_req_secret_proxy(void **state)
+static void test_trace_req_auth_proxy(void **state)
 {
 	const char *argv[] = { "-e", "sched" };
 	const char *protos[] = { "xen", "ptp" };
+	uint8_t nonce[TMSG_AUTH_NONCE];
 	struct tmsg_trace_req req = {
 		.flags = TMSG_FL_USE_FIFOS, .trace_id = 42,
 		.argc = 2, .argv = argv, .nr_protos = 2, .protos = protos,
-		.secret = (const uint8_t *)"s3cret", .secret_len = 6,
-		.proxy = true, .cpus = 4,
+		.auth_nonce = nonce, .proxy = true, .cpus = 4,
 	};
 	struct tmsg *m = malloc(sizeof(*m)), *d = malloc(sizeof(*d));
 	struct tmsg_trace_req out;
 
+	for (size_t i = 0; i < sizeof(nonce); i++)
+		nonce[i] = (uint8_t)(0xa0 + i);
 	assert_int_equal(tmsg_make_trace_req(m, &req), 0);
 	assert_int_equal(m->cmd, TMSG_TRACE_PROXY);
 	roundtrip(m, d);
@@ -336,14 +340,10 @@ static void test_trace_req_secret_proxy(void **state)
 	assert_int_equal(out.nr_protos, 2);
 	assert_string_equal(out.protos[0], "xen");
 	assert_string_equal(out.protos[1], "ptp");
-	assert_int_equal(out.secret_len, 6);
-	assert_true(tmsg_secret_equal(out.secret, out.secret_len,
-				      (const uint8_t *)"s3cret", 6));
-	assert_false(tmsg_secret_equal(out.secret, out.secret_len,
-				       (const uint8_t *)"s3creT", 6));
-	assert_false(tmsg_secret_equal(out.secret, out.secret_len,
-				       (const uint8_t *)"s3cre", 5));
-	assert_false(tmsg_secret_equal(NULL, 0, (const uint8_t *)"x", 1));
+	assert_int_equal(out.auth_version, TMSG_AUTH_VERSION);
+	assert_non_null(out.auth_nonce);
+	assert_memory_equal(out.auth_nonce, nonce, sizeof(nonce));
+	assert_false(out.plain_secret);
 	tmsg_trace_req_free(&out);
 
 	/* An empty request: no parameters at all. */
@@ -396,7 +396,15 @@ static void test_trace_req_params(void **state)
 		  "\0\0\0\1\0\0\0\x12" "abcdefghijklmnop\0\0", 26, -EBADMSG },
 		{ "protos only end", "\0\0\0\1\0\0\0\1\0", 9, 0 },
 		{ "protos zero length", "\0\0\0\1\0\0\0\0", 8, -EBADMSG },
-		{ "secret empty", "\x54\x43\x58\x01\0\0\0\0", 8, -EBADMSG },
+		/* the retired clear secret: read as a mark, whatever it holds */
+		{ "plain secret", "\x54\x43\x58\x01\0\0\0\2ab", 10, 0 },
+		{ "plain secret twice", "\x54\x43\x58\x01\0\0\0\0"
+		  "\x54\x43\x58\x01\0\0\0\0", 16, -EBADMSG },
+		{ "auth short", "\x54\x43\x58\x02\0\0\0\3\0\0\1", 11, -EBADMSG },
+		{ "auth version 0", "\x54\x43\x58\x02\0\0\0\4\0\0\0\0", 12, -EBADMSG },
+		{ "auth v1 no nonce", "\x54\x43\x58\x02\0\0\0\4\0\0\0\1", 12, -EBADMSG },
+		/* a newer version: kept, without contents, for the agent to name */
+		{ "auth v2", "\x54\x43\x58\x02\0\0\0\6\0\0\0\2xy", 14, 0 },
 	};
 	struct tmsg_trace_req out;
 
@@ -410,6 +418,12 @@ static void test_trace_req_params(void **state)
 		if (!ret && i == 0) {
 			assert_int_equal(out.nr_protos, 1);
 			assert_string_equal(out.protos[0], "ptp");
+		}
+		if (!ret && !strcmp(cases[i].what, "plain secret"))
+			assert_true(out.plain_secret);
+		if (!ret && !strcmp(cases[i].what, "auth v2")) {
+			assert_int_equal(out.auth_version, 2);
+			assert_null(out.auth_nonce);
 		}
 		if (ret)
 			assert_null(out.argv);
@@ -1041,7 +1055,7 @@ int main(void)
 		cmocka_unit_test(test_tinit_bad),
 		cmocka_unit_test(test_stock_trace_req),
 		cmocka_unit_test(test_stock_trace_resp),
-		cmocka_unit_test(test_trace_req_secret_proxy),
+		cmocka_unit_test(test_trace_req_auth_proxy),
 		cmocka_unit_test(test_trace_req_params),
 		cmocka_unit_test(test_trace_resp_bad),
 		cmocka_unit_test(test_time_sync),

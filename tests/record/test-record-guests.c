@@ -14,7 +14,8 @@
  *    summary says so, the other guest's file is complete;
  *  - errors: exit 1 (2 for usage) with a clear message, nothing on disk;
  *  - a TCP guest (agent -N, --secret-file): pids -1 in its GUEST entry; a
- *    wrong or missing secret is refused.
+ *    wrong or missing secret is refused, and so are a short secret and a
+ *    secret file that others can read.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -798,8 +799,8 @@ static void test_errors(void **state)
 
 /*
  * Our agent over TCP (`agent -N 127.0.0.1 -p PORT --secret-file F`) on
- * guest1's simulated kernel: a wrong or missing secret is refused, the
- * right one records trace-127.0.0.1.dat, whose GUEST entry maps every vCPU
+ * guest1's simulated kernel: a wrong or missing secret is refused (the
+ * challenge-response), the right one records trace-127.0.0.1.dat, whose GUEST entry maps every vCPU
  * to -1 (the host cannot know which task runs them), as trace-cmd writes.
  */
 static void test_tcp(void **state)
@@ -816,8 +817,15 @@ static void test_tcp(void **state)
 	struct jsum j;
 	int nge, fd, pids[2] = { -1, -1 };
 
-	assert_int_equal(tlib_write_file(sec, "the right one\n"), 0);
-	assert_int_equal(tlib_write_file(wrong, "the wrong one\n"), 0);
+	char *shortf = tlib_path(outdir, "../short"), *shared = tlib_path(outdir, "../shared");
+
+	/* secrets are files of mode 600 holding 16 bytes or more */
+	assert_int_equal(tlib_write_file(sec, "the right one, 16+ bytes\n"), 0);
+	assert_int_equal(tlib_write_file(wrong, "the wrong one, 16+ bytes\n"), 0);
+	assert_int_equal(tlib_write_file(shortf, "fifteen bytes..\n"), 0);
+	assert_int_equal(tlib_write_file(shared, "the right one, 16+ bytes\n"), 0);
+	assert_int_equal(chmod(sec, 0600) | chmod(wrong, 0600) | chmod(shortf, 0600), 0);
+	assert_int_equal(chmod(shared, 0640), 0);
 	assert_int_equal(tlib_sim_boot(&sim, 1, "sched/sched_switch"), 0);
 	fd = tlib_free_port();
 	assert_true(fd > 0);
@@ -832,13 +840,24 @@ static void test_tcp(void **state)
 		fail_msg("the agent does not listen on %s (see %s)", port, log);
 	close(fd);	/* a silent connection: the agent drops it */
 
-	expect_fail(1, "wrong secret", "-A", spec, "--secret-file", wrong, NULL);
+	/* a wrong secret: the agent cannot prove it knows ours */
+	expect_fail(1, "could not prove that it knows the secret", "-A", spec, "--secret-file",
+		    wrong, NULL);
 	expect_fail(1, "requires a secret", "-A", spec, NULL);
+	expect_fail(2, "a secret must hold 16 to 256 bytes", "-A", spec, "--secret-file", shortf,
+		    NULL);
+	expect_fail(2, "chmod 600", "-A", spec, "--secret-file", shared, NULL);
+	assert_true(tlib_file_has(err, shared));
 	/* with ptp, a TCP guest's only protocol: its samples are in guest1's clock */
 	if (tcx_run(err, "record", "--xen", "-A", spec, "--secret-file", sec, "--duration", "1.5",
 		    "-o", tlib_path(outdir, "trace.dat"), "--summary-json", js, NULL))
 		fail_msg("record -A %s failed (%s)", spec, tlib_show(err));
 	assert_true(tlib_file_has(err, "guest 127.0.0.1"));
+	/* the agent refused the wrong secret, and no stream of the right one */
+	assert_true(tlib_file_has(log, "the host refused our proof"));
+	assert_true(tlib_file_has(log, ": time sync ptp"));
+	assert_int_equal(tlib_count_lines(log, "refused a time sync connection"), 0);
+	assert_int_equal(tlib_count_lines(log, "refused data connection"), 0);
 	check_host_files();
 	report(tlib_path(outdir, "trace-127.0.0.1.dat"), &r);
 	assert_int_equal(r.cpus, 2);

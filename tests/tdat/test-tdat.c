@@ -764,7 +764,7 @@ static void raw_page_fuzz(void **s)
 	struct tdat_writer *w = mk(7, path, 0, 0);
 	struct kbuffer *k = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
 	uint64_t seed = 0x9e3779b97f4a7c15ull, ts = 1;
-	int accepted = 0, rejected = 0, i, j, ret;
+	int accepted = 0, rejected = 0, walked = 0, i, j, ret;
 
 	(void)s;
 	assert_int_equal(tdat_start_data(w), 0);
@@ -808,11 +808,23 @@ static void raw_page_fuzz(void **s)
 			unsigned long long t;
 			void *d;
 
+			struct tdat_page_walk pw;
+			struct tdat_page_event e;
+
 			accepted += commit != 0;
+			/* the walker sees what kbuffer sees, event for event */
+			assert_int_equal(tdat_page_walk_init(&pw, pg, 4096, 8), 0);
 			kbuffer_load_subbuffer(k, pg);
 			for (j = 0, d = kbuffer_read_event(k, &t); d && j < 5000;
-			     d = kbuffer_next_event(k, &t), j++)
+			     d = kbuffer_next_event(k, &t), j++) {
 				assert_true((uint8_t *)d + kbuffer_event_size(k) <= pg + 4096);
+				assert_int_equal(tdat_page_walk_next(&pw, &e), 1);
+				assert_ptr_equal(e.data, d);
+				assert_int_equal(e.len, kbuffer_event_size(k));
+				assert_int_equal(e.ts, t);
+			}
+			assert_int_equal(tdat_page_walk_next(&pw, &e), 0);
+			walked += j;
 			ts += 1ull << 40;	/* later than any event on the page */
 		} else {
 			rejected++;
@@ -843,10 +855,57 @@ static void raw_page_fuzz(void **s)
 		assert_int_equal(tdat_write_page(w, 0, pg), -EBADMSG);
 	}
 	kbuffer_free(k);
-	print_message("# %d raw pages accepted, %d rejected\n", accepted, rejected);
+	print_message("# %d raw pages accepted (%d events), %d rejected\n", accepted, walked,
+		      rejected);
 	assert_true(accepted > 100);
+	assert_true(walked > 1000);
 	assert_true(rejected > 100);
 	assert_int_equal(tdat_close(w), 0);
+}
+
+/* The walker's own contract: arguments, 4-byte longs, a sticky error. */
+static void page_walker(void **s)
+{
+	uint8_t pg[4096] = {0};
+	struct tdat_page_walk pw;
+	struct tdat_page_event e;
+	uint32_t c32 = 24, w;
+	uint64_t n = 0, last = 0, ts = 77;
+
+	(void)s;
+	assert_int_equal(tdat_page_walk_init(&pw, pg, 4096, 6), -EINVAL);
+	assert_int_equal(tdat_page_walk_init(&pw, pg, 11, 4), -EINVAL);
+	assert_int_equal(tdat_page_walk_next(&pw, &e), -EBADMSG);
+	/* 4-byte longs: data at 12; events of 12 and 4 bytes (types 3, 1) */
+	memcpy(pg, &ts, 8);
+	memcpy(pg + 8, &c32, 4);
+	w = 3 | 5u << 5;
+	memcpy(pg + 12, &w, 4);
+	w = 1 | 2u << 5;
+	memcpy(pg + 28, &w, 4);
+	assert_int_equal(tdat_page_check(pg, 4096, 4, &n, &last), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(last, 84);
+	assert_int_equal(tdat_page_walk_init(&pw, pg, 4096, 4), 0);
+	assert_int_equal(tdat_page_walk_next(&pw, &e), 1);
+	assert_true(e.ts == 82 && e.len == 12 && e.offset == 0 && e.data == pg + 16);
+	assert_int_equal(tdat_page_walk_next(&pw, &e), 1);
+	assert_true(e.ts == 84 && e.len == 4 && e.offset == 16);
+	assert_int_equal(tdat_page_walk_next(&pw, &e), 0);
+	/* a commit 2 bytes longer cuts a header; the error stays */
+	c32 = 26;
+	memcpy(pg + 8, &c32, 4);
+	assert_int_equal(tdat_page_check(pg, 4096, 4, NULL, NULL), -EBADMSG);
+	assert_non_null(strstr(tcx_error(), "offset 24"));
+	assert_int_equal(tdat_page_walk_init(&pw, pg, 4096, 4), 0);
+	assert_int_equal(tdat_page_walk_next(&pw, &e), 1);
+	assert_int_equal(tdat_page_walk_next(&pw, &e), 1);
+	assert_int_equal(tdat_page_walk_next(&pw, &e), -EBADMSG);
+	assert_int_equal(tdat_page_walk_next(&pw, &e), -EBADMSG);
+	/* a stored count needs room after the commit */
+	c32 = 4084 | TDAT_MISSED_EVENTS | TDAT_MISSED_STORED;
+	memcpy(pg + 8, &c32, 4);
+	assert_int_equal(tdat_page_walk_init(&pw, pg, 4096, 4), -EBADMSG);
 }
 
 /* ---- errors ---- */
@@ -1050,6 +1109,7 @@ int main(void)
 		cmocka_unit_test(raw_pages_v6),
 		cmocka_unit_test(raw_pages_v7),
 		cmocka_unit_test(raw_page_fuzz),
+		cmocka_unit_test(page_walker),
 		cmocka_unit_test(errors),
 		cmocka_unit_test(io_errors_v6),
 		cmocka_unit_test(io_errors_v7),

@@ -127,6 +127,35 @@ static void expect_json(const char *s, const char *want)
 	free(got);
 }
 
+/* Sizes: K, M, G are powers of 1024; the unit's "B"/"iB" is optional. */
+static void test_parse_size(void **state)
+{
+	static const struct { const char *s; uint64_t v; } ok[] = {
+		{ "0", 0 }, { "4096", 4096 }, { "16K", 16384 }, { "16k", 16384 },
+		{ "64M", 64ull << 20 }, { "64MiB", 64ull << 20 }, { "64MB", 64ull << 20 },
+		{ "2G", 2ull << 30 }, { "17179869183G", 17179869183ull << 30 },
+	};
+	static const char *const bad[] = {
+		"", "K", "-1", " 1", "1 ", "1T", "1KK", "1Ki", "1iB", "0x10", "1.5M", "1B",
+	};
+	uint64_t v = 7;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(tcx_parse_size(ok[i].s, UINT64_MAX, &v), 0);
+		assert_true(v == ok[i].v);
+	}
+	v = 7;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (tcx_parse_size(bad[i], UINT64_MAX, &v) != -EINVAL)
+			fail_msg("\"%s\" accepted", bad[i]);
+		assert_true(v == 7);
+	}
+	assert_int_equal(tcx_parse_size("4G", 1ull << 32, &v), 0);
+	assert_int_equal(tcx_parse_size("4097M", 1ull << 32, &v), -ERANGE);
+	assert_int_equal(tcx_parse_size("17179869184G", UINT64_MAX, &v), -ERANGE);
+	assert_int_equal(tcx_parse_size("99999999999999999999", UINT64_MAX, &v), -ERANGE);
+}
+
 static void test_json(void **state)
 {
 	expect_json("", "\"\"");
@@ -255,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_parse_bad),
 		cmocka_unit_test(test_parse_range),
 		cmocka_unit_test(test_parse_n),
+		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_fail_return),
