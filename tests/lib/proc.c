@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tlib.h"
@@ -68,6 +69,70 @@ int tlib_wait(pid_t pid)
 
 	if (pid <= 0 || waitpid(pid, &st, 0) != pid)
 		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* VmHWM of @pid in KiB, or -1: the peak of its own memory since its exec. */
+static long vm_hwm(pid_t pid)
+{
+	char path[64], line[128];
+	long kb = -1;
+	FILE *f;
+
+	char exe[4096], self[4096];
+	ssize_t n, m;
+
+	/* before its exec the child is a copy of us: not its memory */
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	m = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0 || m < 0 || (n == m && !memcmp(exe, self, (size_t)n)))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+int tlib_wait_bounded(pid_t pid, int limit_s, long *maxrss_kb, bool *killed)
+{
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	long waited_ms = 0, peak = -1;
+	int st;
+
+	if (killed)
+		*killed = false;
+	if (pid <= 0)
+		return -1;
+	for (;;) {
+		long kb = vm_hwm(pid);
+		pid_t r;
+
+		if (kb > peak)
+			peak = kb;
+		r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0)
+			return -1;
+		if (waited_ms >= (long)limit_s * 1000) {
+			kill(pid, SIGKILL);
+			if (killed)
+				*killed = true;
+			if (waitpid(pid, &st, 0) != pid)
+				return -1;
+			break;
+		}
+		nanosleep(&tick, NULL);
+		waited_ms += 10;
+	}
+	if (maxrss_kb)
+		*maxrss_kb = peak;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

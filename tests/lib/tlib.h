@@ -46,6 +46,19 @@ pid_t tlib_spawn(char *const argv[], const struct tlib_spawn_opts *o);
 int tlib_wait(pid_t pid);
 
 /**
+ * tlib_wait_bounded() - wait for child @pid, with a safety kill.
+ * @limit_s: SIGKILL it if it still runs this many seconds after the call (a net for a test
+ *	     that would otherwise hang, never a measure).
+ * @maxrss_kb: its peak resident set in KiB since its exec (VmHWM, read every 10 ms while it
+ *	       runs: the rusage of a forked child counts the parent's memory before the exec),
+ *	       if not NULL.
+ * @killed: set to whether the safety kill fired, if not NULL.
+ *
+ * Return: as tlib_wait().
+ */
+int tlib_wait_bounded(pid_t pid, int limit_s, long *maxrss_kb, bool *killed);
+
+/**
  * tlib_kill() - send @sig to @pid and wait for it; nothing if @pid <= 0.
  *
  * Return: as tlib_wait(), -1 for no process.
