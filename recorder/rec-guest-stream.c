@@ -300,6 +300,13 @@ static void drain_done(struct drain *d)
 		/* a page cut short: the agent died mid-page */
 		g->sum.cut_bytes += g->st[c].fill;
 	g->sum.seconds = (double)(tcx_now_ns() - g->t0_ns) / 1e9;
+	/* the stop's deadline cut a CLOSE_RESP that was still coming */
+	if (d->closing && !d->resp && !g->sum.abandoned[0]) {
+		uint64_t cut = atomic_load(&g->cutoff);
+
+		if (cut && tcx_now_ns() >= cut)
+			snprintf(g->sum.abandoned, sizeof(g->sum.abandoned), "stop");
+	}
 	/* a guest cut off at its limit owes us no CLOSE_RESP */
 	g->sum.died = !g->over && (d->lost || !d->resp);
 	if (g->sum.died && !g->sum.note[0])

@@ -127,34 +127,31 @@ int xsim_call(struct xsim_conn *c, struct xsim_msg *m, const void *data,
 {
 	struct iovec iov[2] = { { m, sizeof(*m) }, { (void *)data, len } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-	uint8_t *buf;
+	/* per thread, not per call: a guest that floods event channels makes
+	 * dom0 call often, and must not make it churn 64 KiB a call */
+	static _Thread_local uint8_t buf[sizeof(struct xsim_msg) + XSIM_MSG_MAX];
 	ssize_t n;
 
 	m->len = len;
-	buf = malloc(sizeof(*m) + XSIM_MSG_MAX);
-	if (!buf)
-		return -1;
 	/* threads may share a handle, as with the real libraries */
 	pthread_mutex_lock(&c->lock);
 	/* a hypercall is not interrupted by signals (xentrace has SIGALRM) */
 	while ((n = sendmsg(c->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
 	if (n >= 0)
-		while ((n = recv(c->fd, buf, sizeof(*m) + XSIM_MSG_MAX, 0)) < 0 &&
+		while ((n = recv(c->fd, buf, sizeof(buf), 0)) < 0 &&
 		       errno == EINTR)
 			;
 	pthread_mutex_unlock(&c->lock);
 	if (n < (ssize_t)sizeof(*m)) {
 		int e = n < 0 ? errno : EPIPE;
 
-		free(buf);
 		errno = e;
 		return -1;
 	}
 	memcpy(m, buf, sizeof(*m));
 	if (out && m->len)
 		memcpy(out, buf + sizeof(*m), m->len < outmax ? m->len : outmax);
-	free(buf);
 	if (m->ret < 0) {
 		errno = -m->ret;
 		return -1;

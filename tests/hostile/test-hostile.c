@@ -434,9 +434,9 @@ static const struct hcase cases[] = {
 	{ .mode = "dribble-resp", .expect = E_FAIL, .rec_args = { OPEN_1S } },
 	{ .mode = "dribble-resp", .tcp = true, .expect = E_FAIL, .rec_args = { OPEN_1S } },
 	{ .mode = "dribble-meta", .expect = E_FAIL, .rec_args = { OPEN_1S } },
-	/* the streams ended before CLOSE_RESP: the guest is done, not abandoned */
-	{ .mode = "dribble-close", .events = true, .agent_args = { "--delay-ms", "500" },
-	  .rec_args = { STOP_1S } },
+	/* CLOSE_RESP dribbled past the stop's deadline: abandoned, its pages all there */
+	{ .mode = "dribble-close", .events = true, .abandoned = "stop",
+	  .agent_args = { "--delay-ms", "500" }, .rec_args = { STOP_1S } },
 	{ .mode = "mute-resp", .expect = E_FAIL, .rec_args = { OPEN_1S } },
 	{ .mode = "mute-meta", .expect = E_FAIL, .rec_args = { OPEN_1S } },
 	{ .mode = "mute-after-meta", .abandoned = "stop", .rec_args = { STOP_1S } },
