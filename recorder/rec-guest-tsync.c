@@ -406,11 +406,18 @@ void rec_guest_tsync_finish(struct rec_guest *g, bool file_ok)
 			"records (the mask needs the HVM and GUEST classes; PV: GUEST "
 			"and PV)" : "no sample went through";
 
-		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "no TIME_SHIFT: %s%s%s",
-			 why, g->tnote[0] ? "; " : "", g->tnote);
+		char refused[64] = "";
+
+		g->sum.tsync_refused = sol.samples_refused;
+		if (sol.samples_refused)
+			snprintf(refused, sizeof(refused), " (%u refused: outside the host's "
+				 "window, or absurd)", sol.samples_refused);
+		snprintf(g->sum.tsync_note, sizeof(g->sum.tsync_note), "no TIME_SHIFT: %s%s%s%s",
+			 why, refused, g->tnote[0] ? "; " : "", g->tnote);
 		tsync_solution_free(&sol);
 		return;
 	}
+	g->sum.tsync_refused = sol.samples_refused;
 	g->sum.tsync_rounds = xen ? sol.rounds_used : g->sum.tsync_samples;
 	if (xen && sol.rounds_used && cp)
 		g->sum.tsync_bound_ns = (int64_t)tsync_clock_ticks_to_ns(cp, tsync_bound_host(&sol));

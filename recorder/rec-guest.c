@@ -932,8 +932,9 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 		tcx_json_str(f, s->tsync_proto);
 	else
 		fputs("null", f);
-	fprintf(f, ", \"time_shift\": %s, \"samples\": %u, \"rounds\": %u, \"bound_ns\": ",
-		s->tsync_shift ? "true" : "false", s->tsync_samples, s->tsync_rounds);
+	fprintf(f, ", \"time_shift\": %s, \"samples\": %u, \"rounds\": %u, \"refused\": %u"
+		", \"bound_ns\": ", s->tsync_shift ? "true" : "false", s->tsync_samples,
+		s->tsync_rounds, s->tsync_refused);
 	if (s->tsync_bound_ns >= 0)
 		fprintf(f, "%" PRId64, s->tsync_bound_ns);
 	else

@@ -691,6 +691,9 @@ static int open_guests(struct session *ss)
 			.secret = o->secret, .secret_len = o->secret_len, .log = o->log,
 			.taken = ss->taken, .ntaken = ss->ntaken,
 			.open_timeout_ms = o->guest_open_ms, .max_cpus = o->guest_max_cpus,
+			/* one knob for the stop: the guests' common deadline */
+			.close_timeout_ms = o->guest_stop_ms > 0 ? o->guest_stop_ms :
+					    REC_GUEST_STOP_MS,
 			.max_meta = o->guest_max_meta, .max_bytes = o->guest_max_bytes,
 			.stage = true,
 		};

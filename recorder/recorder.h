@@ -410,6 +410,8 @@ struct rec_guest_opts {
  * @tsync_samples: sampling points that went through (start, every
  *		interval, end)
  * @tsync_rounds: xen: marker rounds used by the solve; ptp: samples per vCPU
+ * @tsync_refused: samples refused (outside the host's window, an offset or
+ *		a gap no clock has)
  * @tsync_bound_ns: xen: the largest error of any offset used, ns; -1 when
  *		there is none (ptp, an assumed offset, no sync)
  * @options_dropped: options of the agent's metadata not written into the
@@ -436,7 +438,7 @@ struct rec_guest_summary {
 	char		note[256];
 	char		tsync_proto[16];
 	bool		tsync_shift;
-	uint32_t	tsync_samples, tsync_rounds;
+	uint32_t	tsync_samples, tsync_rounds, tsync_refused;
 	int64_t		tsync_bound_ns;
 	char		tsync_note[256];
 	uint32_t	options_dropped;

@@ -298,8 +298,8 @@ static int solve(struct tsync_host *h, struct tsync_solution *sol, char *summary
 		ret = tsync_solution_from_samples(h->o.nvcpu, h->pn,
 						  (const uint64_t *const *)h->pts,
 						  (const int64_t *const *)h->poff, sol);
-		if (!ret)
-			sol->samples_refused += h->prefused;
+		/* said even when nothing went through: why is the point */
+		sol->samples_refused += h->prefused;
 		pthread_mutex_unlock(&h->lock);
 	}
 	if (!ret && summary) {

@@ -382,6 +382,9 @@ static long run_case(const struct hcase *c)
 		print_message("# %s tsync: %s\n", bad_name, s);
 		if (!strstr(s, c->tnote))
 			fail_msg("the tsync note lacks \"%s\"", c->tnote);
+		/* absurd samples are refused and counted, not merely lost */
+		if (!strncmp(c->mode, "times-", 6) && jnum(strstr(jsg, "\"tsync\""), "refused") < 1)
+			fail_msg("no refused sample counted in the tsync summary");
 	}
 	free(json);
 	return rss;
