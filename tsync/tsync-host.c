@@ -151,8 +151,17 @@ int tsync_host_sample(struct tsync_host *h)
 
 	if (!h || h->stopped)
 		return -EINVAL;
-	if (h->m)
+	if (h->m) {
+		/* what this ask may bring, with room for warm-ups and retries */
+		size_t n = ((size_t)(h->o.rounds ? h->o.rounds : 10) + 4) * (h->o.nvcpu + 1) * 2;
+
+		pthread_mutex_lock(&h->lock);
+		tsync_match_allow(h->m, n);
+		if (h->g)
+			tsync_gcollect_allow(h->g, n);
+		pthread_mutex_unlock(&h->lock);
 		return tsync_xen_ask(h->o.t, h->o.rounds, ASK_MS, &d);
+	}
 	return ptp_pass(h);
 }
 

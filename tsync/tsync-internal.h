@@ -84,6 +84,14 @@ size_t tsync_match_marks(const struct tsync_match *m, const struct tsync_hmark *
 /** tsync_match_vpairs - the emulated-RDTSC pairs so far */
 size_t tsync_match_vpairs(const struct tsync_match *m, const struct tsync_vpair **out);
 
+/**
+ * tsync_match_allow - @n more marks may be kept: the rounds dom0 asks for
+ * (a marker the guest traps on its own, beyond them, is dropped and
+ * counted; emulated-RDTSC pairs have only the hard cap). None is refused
+ * before the first call.
+ */
+void tsync_match_allow(struct tsync_match *m, size_t n);
+
 /** tsync_match_dropped - marks and pairs left out past TSYNC_MARKS_MAX */
 uint64_t tsync_match_dropped(const struct tsync_match *m);
 
@@ -138,6 +146,12 @@ void tsync_gcollect_set_hook(struct tsync_gcollect *c, tsync_event_fn fn, void *
 
 /** tsync_gcollect_dropped - complete rounds left out past TSYNC_MARKS_MAX */
 uint64_t tsync_gcollect_dropped(const struct tsync_gcollect *c);
+
+/**
+ * tsync_gcollect_allow - @n more rounds may be kept, as tsync_match_allow()
+ * (none is refused before the first call)
+ */
+void tsync_gcollect_allow(struct tsync_gcollect *c, size_t n);
 
 /** tsync_gcollect_free - free @c (safe on NULL) */
 void tsync_gcollect_free(struct tsync_gcollect *c);

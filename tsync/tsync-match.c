@@ -44,14 +44,18 @@ struct tsync_match {
 	struct tsync_vpair	*pairs;
 	size_t			npairs, maxpairs;
 	uint64_t		dropped;	/* marks and pairs past TSYNC_MARKS_MAX */
+	size_t			budget;		/* marks dom0 asked for so far */
+	bool			budgeted;
 };
 
 struct tsync_match *tsync_match_new(uint32_t dom)
 {
 	struct tsync_match *m = calloc(1, sizeof(*m));
 
-	if (m)
+	if (m) {
 		m->dom = dom;
+		m->budget = SIZE_MAX;
+	}
 	return m;
 }
 
@@ -98,8 +102,8 @@ static struct vst *vcpu_state(struct tsync_match *m, uint32_t dom, uint32_t vcpu
 
 static int add_mark(struct tsync_match *m, const struct vst *v, uint64_t h_entry)
 {
-	/* the guest decides how often it traps: bounded, counted */
-	if (m->nmarks >= TSYNC_MARKS_MAX) {
+	/* the guest decides how often it traps: bounded by what dom0 asked, counted */
+	if (m->nmarks >= TSYNC_MARKS_MAX || m->nmarks >= m->budget) {
 		m->dropped++;
 		return 0;
 	}
@@ -125,6 +129,15 @@ static int add_pair(struct tsync_match *m, const struct vst *v, uint64_t h_entry
 		.h_entry = h_entry, .guest = v->rdtsc_val,
 	};
 	return 0;
+}
+
+void tsync_match_allow(struct tsync_match *m, size_t n)
+{
+	/* unbounded until the first call: tools and tests that scan a whole capture */
+	if (!m->budgeted)
+		m->budget = 0;
+	m->budgeted = true;
+	m->budget = n > SIZE_MAX - m->budget ? SIZE_MAX : m->budget + n;
 }
 
 int tsync_match_feed(struct tsync_match *m, const struct tsync_hvrec *r)

@@ -21,7 +21,9 @@ struct tsync_gcollect {
 	uint32_t		np;
 	struct tsync_gmark	*m;
 	size_t			nm, maxm;
-	uint64_t		dropped;	/* rounds past TSYNC_MARKS_MAX */
+	uint64_t		dropped;	/* rounds past TSYNC_MARKS_MAX or the budget */
+	size_t			budget;		/* rounds dom0 asked for so far */
+	bool			budgeted;
 	uint64_t		g_min, g_max;
 	tsync_event_fn		hook;
 	void			*hook_ctx;
@@ -37,9 +39,20 @@ struct tsync_gcollect *tsync_gcollect_new(void)
 {
 	struct tsync_gcollect *c = calloc(1, sizeof(*c));
 
-	if (c)
+	if (c) {
 		c->g_min = UINT64_MAX;
+		c->budget = SIZE_MAX;
+	}
 	return c;
+}
+
+void tsync_gcollect_allow(struct tsync_gcollect *c, size_t n)
+{
+	/* unbounded until the first call: tools and tests that scan a whole capture */
+	if (!c->budgeted)
+		c->budget = 0;
+	c->budgeted = true;
+	c->budget = n > SIZE_MAX - c->budget ? SIZE_MAX : c->budget + n;
 }
 
 void tsync_gcollect_free(struct tsync_gcollect *c)
@@ -76,8 +89,9 @@ static int marker(struct tsync_gcollect *c, uint32_t cpu, uint64_t ts,
 	if (!c->p[cpu].open || c->p[cpu].seq != seq)
 		return 1;
 	c->p[cpu].open = false;
-	/* the guest decides how many markers it writes: bounded, counted */
-	if (c->nm >= TSYNC_MARKS_MAX) {
+	/* the guest decides how many markers it writes: bounded by what dom0
+	 * asked, counted */
+	if (c->nm >= TSYNC_MARKS_MAX || c->nm >= c->budget) {
 		c->dropped++;
 		return 1;
 	}

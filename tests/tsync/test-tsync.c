@@ -1306,6 +1306,31 @@ static void test_refuse_marker_flood(void **state)
 	tsync_match_free(m);
 }
 
+/* Only the rounds dom0 asked for are kept: a marker loop between asks takes their room, no more. */
+static void test_marks_budget(void **state)
+{
+	struct tsync_match *m = tsync_match_new(3);
+	const struct tsync_hmark *hm;
+
+	(void)state;
+	assert_non_null(m);
+	tsync_match_allow(m, 5);
+	for (uint32_t i = 0; i < 50; i++) {
+		feed(m, rec(10ull * i, true, TSYNC_TRC_VMEXIT64, 3, 0, 3, 0x72, 0, 0));
+		feed(m, rec(10ull * i, false, TSYNC_TRC_CPUID, 3, 0, 6, TSYNC_CPUID_LEAF, i + 1,
+			    0, 0, 0, 0));
+		feed(m, rec(10ull * i + 2, true, TSYNC_TRC_VMENTRY, 3, 0, 0));
+		if (i == 29)
+			tsync_match_allow(m, 3);	/* the next ask */
+	}
+	assert_int_equal(tsync_match_marks(m, &hm), 8);
+	assert_int_equal(tsync_match_dropped(m), 42);
+	/* kept in arrival order: the first five, then three after the second ask */
+	assert_int_equal(hm[4].seq, 5);
+	assert_int_equal(hm[5].seq, 31);
+	tsync_match_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1313,6 +1338,7 @@ int main(void)
 		cmocka_unit_test(test_conversions),
 		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_match),
+		cmocka_unit_test(test_marks_budget),
 		cmocka_unit_test(test_guest_pv_faults),
 		cmocka_unit_test(test_solve_identity),
 		cmocka_unit_test(test_solve_change),
