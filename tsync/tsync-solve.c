@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tcx-util.h"
 #include "tdat.h"
 #include "tsync-internal.h"
 
@@ -1038,6 +1039,26 @@ int tsync_solution_from_samples(uint32_t ncpu, const uint32_t *n, const uint64_t
 	return ret;
 }
 
+/*
+ * Readers interpolate between TIME_SHIFT points with 64-bit products: an
+ * offset past TSYNC_OFFSET_MAX (a solve in an odd scale can make one from
+ * brackets that are each in range) is not written at all.
+ */
+static int shift_in_range(const struct tsync_solution *s)
+{
+	for (uint32_t i = 0; i < s->ncpu; i++) {
+		const uint64_t *t;
+		const int64_t *o;
+
+		tsync_solution_cpu(s, i, &t, &o);
+		for (uint32_t k = 0; k < s->count; k++)
+			if (o[k] < -TSYNC_OFFSET_MAX || o[k] > TSYNC_OFFSET_MAX)
+				return tcx_fail(-ERANGE, "a TIME_SHIFT offset of %lld is "
+						"beyond 2^62: not written", (long long)o[k]);
+	}
+	return 0;
+}
+
 int tsync_write_time_shift(const char *path, uint64_t peer_id, const struct tsync_solution *s)
 {
 	struct tdat_time_shift_cpu *c;
@@ -1046,6 +1067,9 @@ int tsync_write_time_shift(const char *path, uint64_t peer_id, const struct tsyn
 
 	if (!path || !s || !s->ncpu || !s->count)
 		return -EINVAL;
+	ret = shift_in_range(s);
+	if (ret)
+		return ret;
 	c = calloc(s->ncpu, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -1088,6 +1112,8 @@ int tsync_publish_time_shift(struct tdat_writer *w, uint64_t peer_id,
 
 	if (!w || !s || !s->ncpu || !s->count)
 		return -EINVAL;
+	if (shift_in_range(s))
+		return -ERANGE;
 	c = calloc(s->ncpu, sizeof(*c));
 	ts = calloc((size_t)s->ncpu * s->count, sizeof(*ts));
 	off = calloc((size_t)s->ncpu * s->count, sizeof(*off));
