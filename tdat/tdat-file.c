@@ -106,10 +106,15 @@ static int build_parts(struct tdat_writer *w, struct tdat_buf part[6])
 		ret |= tdat_buf_u32(&part[2], w->sys[i].count);
 		ret |= tdat_buf_put(&part[2], w->sys[i].formats.data, w->sys[i].formats.len);
 	}
+	ret |= tdat_buf_reserve(&part[3], 4 + w->kallsyms_len);
 	ret |= tdat_buf_u32(&part[3], w->kallsyms_len);
 	ret |= tdat_buf_put(&part[3], w->kallsyms, w->kallsyms_len);
 	ret |= tdat_buf_u32(&part[4], w->printk_len);
 	ret |= tdat_buf_put(&part[4], w->printk, w->printk_len);
+	/* a big kernel's kallsyms is tens of MiB: one copy at a time */
+	free(w->kallsyms);
+	free(w->printk);
+	w->kallsyms = w->printk = NULL;
 	ret |= tdat_buf_u64(&part[5], w->cmdlines.len);
 	ret |= tdat_buf_put(&part[5], w->cmdlines.data, w->cmdlines.len);
 	return ret ? -ENOMEM : 0;
@@ -152,8 +157,10 @@ static int meta_v7(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf pa
 	ret |= tdat_buf_put(m, "none\0", 6);
 	pos = m->len;
 	ret |= tdat_buf_u64(m, 0);	/* first options section, set below */
-	for (i = 0; i < 6 && !ret; i++)
+	for (i = 0; i < 6 && !ret; i++) {
 		ret |= put_section(m, SEC_HEADER_INFO + i, &part[i], &secoff[i]);
+		tdat_buf_free(&part[i]);
+	}
 
 	/* the options section: offsets of the sections above first */
 	for (i = 0; i < 6; i++)
@@ -213,8 +220,10 @@ static int meta_v6(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf pa
 	m->data[m->len - 1] = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
 	ret |= tdat_buf_put(m, &(uint8_t){ w->long_size }, 1);
 	ret |= tdat_buf_u32(m, w->page_size);
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < 6; i++) {
 		ret |= tdat_buf_put(m, part[i].data, part[i].len);
+		tdat_buf_free(&part[i]);
+	}
 	w->cpus_field_off = m->len;
 	ret |= tdat_buf_u32(m, cpus);
 	ret |= tdat_buf_put(m, "options  ", 10);
@@ -235,6 +244,14 @@ int tdat_write_metadata(struct tdat_writer *w)
 	int ret, i;
 
 	ret = build_parts(w, part);
+	if (!ret) {
+		/* all of it up to the first data page, in one allocation */
+		size_t n = 64 * 1024 + 2 * TDAT_LIVE_MAX + w->page_size + 20 * (size_t)w->max_cpus;
+
+		for (i = 0; i < 6; i++)
+			n += part[i].len + 16;
+		ret = tdat_buf_reserve(&m, n);
+	}
 	if (!ret)
 		ret = w->version == 7 ? meta_v7(w, &m, part) : meta_v6(w, &m, part);
 	for (i = 0; i < 6; i++)

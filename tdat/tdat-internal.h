@@ -36,6 +36,8 @@ struct tdat_buf {
 };
 
 int tdat_buf_put(struct tdat_buf *b, const void *p, size_t n);
+/* room for @n more bytes, exactly: a big section is not doubled */
+int tdat_buf_reserve(struct tdat_buf *b, size_t n);
 int tdat_buf_zero(struct tdat_buf *b, size_t n);
 static inline int tdat_buf_u16(struct tdat_buf *b, uint16_t v)
 {

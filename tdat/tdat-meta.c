@@ -64,6 +64,20 @@ int tdat_buf_put(struct tdat_buf *b, const void *p, size_t n)
 	return 0;
 }
 
+int tdat_buf_reserve(struct tdat_buf *b, size_t n)
+{
+	char *d;
+
+	if (b->len + n <= b->cap)
+		return 0;
+	d = realloc(b->data, b->len + n);
+	if (!d)
+		return -ENOMEM;
+	b->data = d;
+	b->cap = b->len + n;
+	return 0;
+}
+
 int tdat_buf_zero(struct tdat_buf *b, size_t n)
 {
 	return tdat_buf_put(b, NULL, n);
