@@ -77,7 +77,7 @@ DOG=$!
 # under TCG (the ASan build): a 6 s capture was still being decoded minutes
 # later. -M sched: the vCPU runs the guests' pseudo tasks need.
 exec 3>&1
-{ ASAN_OPTIONS=handle_abort=1 trace-cmd-xen record --xen -A pv -A pv1 --tsync none --guest-open-timeout 120 \
+{ ASAN_OPTIONS=handle_abort=1 trace-cmd-xen record --xen -A pv -A pv1 --tsync none --guest-open-timeout 120 --guest-stop-timeout 60 \
 	-M sched -e sched:sched_switch --duration 6 \
 	-o "$RESULTS/trace.dat" --summary-json "$RESULTS/summary.json" 2>&1 1>&3
   echo $? > /tmp/record-rc; } |

@@ -31,7 +31,7 @@ until [ "$(xenstore-read /local/domain/$id/data/trace-cmd-xen/state 2>/dev/null)
 mark "AGENT READY hvm domid=$id"
 mkdir -p "$RESULTS/agent"
 trace-cmd-xen record --xen -A hvm --no-dom0 -M sched -S 256 -e sched:sched_switch \
-	--guest-open-timeout 120 \
+	--guest-open-timeout 120 --guest-stop-timeout 60 \
 	--duration 6 --tsync-interval 2 -o "$RESULTS/agent/trace.dat" \
 	--summary-json "$RESULTS/agent/summary.json" 2> "$RESULTS/agent/record.err"
 arc=$?
