@@ -41,25 +41,13 @@
 #include "tdat.h"
 #include "tmsg.h"
 #include "tsync-internal.h"
+#include "tlib.h"
 
 #define MAXC		8
 #define PAGE		4096
 #define PER_PAGE	255		/* 16-byte events in a 4 KiB page */
 #define CTL_RING	(64 * 1024)
 #define DATA_RING	(1024 * 1024)
-
-static const char tick_format[] =
-	"name: tick\n"
-	"ID: 900\n"
-	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
-	"\tfield:unsigned int n;\toffset:8;\tsize:4;\tsigned:0;\n"
-	"\n"
-	"print fmt: \"n=%u\", REC->n\n";
 
 /* ---- the script ---- */
 
@@ -259,7 +247,7 @@ static uint8_t *make_trace(struct ha *h, uint32_t cpus, size_t *meta_len)
 
 	snprintf(path, sizeof(path), "%s/hostile-%d.dat", h->tmp, (int)getpid());
 	w = tdat_open(path, &p);
-	if (!w || tdat_add_event_format(w, "tcx", tick_format) ||
+	if (!w || tdat_add_event_format(w, "tcx", tlib_tick_format) ||
 	    tdat_add_cmdline(w, 9, "ticker") ||
 	    tdat_set_traceid(w, h->mode->meta == M_OPTIONS ? 0x5555555555ull : h->trace_id) ||
 	    tdat_set_uname(w, "Linux hostile 6.1 x86_64"))

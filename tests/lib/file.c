@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Files: scratch paths, reading back, looking for a line. */
+#include <dirent.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,4 +111,35 @@ int tlib_rmtree(const char *dir)
 	if (!dir[0])
 		return 0;
 	return nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) ? -1 : 0;
+}
+
+const char tlib_tick_format[] =
+	"name: tick\n"
+	"ID: 900\n"
+	"format:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	"\n"
+	"\tfield:unsigned int n;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\n"
+	"print fmt: \"n=%u\", REC->n\n";
+
+int tlib_dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		printf("# in %s: %s\n", dir, e->d_name);
+		n++;
+	}
+	closedir(d);
+	return n;
 }

@@ -129,6 +129,19 @@ int tlib_count_lines(const char *file, const char *needle);
 int tlib_write_file(const char *file, const char *text);
 
 /**
+ * tlib_dir_entries() - the entries of @dir ("." and ".." aside), each named as a TAP comment.
+ *
+ * Return: their number, or -1 if @dir cannot be read.
+ */
+int tlib_dir_entries(const char *dir);
+
+/*
+ * tlib_tick_format - the format of a small test event, "tcx:tick" (ID 900):
+ * the common fields, then an unsigned int n at offset 8.
+ */
+extern const char tlib_tick_format[];
+
+/**
  * tlib_rmtree() - remove @dir and everything in it.
  *
  * Return: 0 or -1.

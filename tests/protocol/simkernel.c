@@ -10,19 +10,7 @@
 #include "agent-internal.h"
 #include "simkernel.h"
 #include "tdat.h"
-
-const char simk_tick_format[] =
-	"name: tick\n"
-	"ID: 900\n"
-	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
-	"\tfield:unsigned int n;\toffset:8;\tsize:4;\tsigned:0;\n"
-	"\n"
-	"print fmt: \"n=%u\", REC->n\n";
+#include "tlib.h"
 
 /* The header_page of a 64-bit kernel, as tracefs shows it. */
 static const char header_page[] =
@@ -81,7 +69,7 @@ int simk_create(const char *dir, struct simk_pages *pages)
 	if (mkdirs(dir))
 		return -1;
 	snprintf(path, sizeof(path), "%s/events/tcx/tick/format", dir);
-	if (put_file(path, simk_tick_format, strlen(simk_tick_format)))
+	if (put_file(path, tlib_tick_format, strlen(tlib_tick_format)))
 		return -1;
 	snprintf(path, sizeof(path), "%s/events/header_page", dir);
 	if (put_file(path, header_page, strlen(header_page)))
@@ -89,7 +77,7 @@ int simk_create(const char *dir, struct simk_pages *pages)
 
 	snprintf(path, sizeof(path), "%s/pages.dat", dir);
 	w = tdat_open(path, &par);
-	if (!w || tdat_add_event_format(w, "tcx", simk_tick_format) ||
+	if (!w || tdat_add_event_format(w, "tcx", tlib_tick_format) ||
 	    tdat_start_data(w))
 		goto out;
 	for (int i = 0; i < SIMK_PER_CPU; i++)

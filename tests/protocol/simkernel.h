@@ -13,7 +13,6 @@
 #define SIMK_CPUS	2
 #define SIMK_PER_CPU	20
 
-extern const char simk_tick_format[];
 
 struct simk_pages {
 	uint8_t *data[SIMK_CPUS];	/* each CPU's pages, as written */

@@ -35,19 +35,6 @@
 #define PER_CPU		20
 #define TRACE_CMD	"/usr/bin/trace-cmd"
 
-static const char tick_format[] =
-	"name: tick\n"
-	"ID: 900\n"
-	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
-	"\tfield:unsigned int n;\toffset:8;\tsize:4;\tsigned:0;\n"
-	"\n"
-	"print fmt: \"n=%u\", REC->n\n";
-
 static char dir[64];
 static pid_t listen_pid = -1;
 
@@ -143,7 +130,7 @@ static void make_trace(struct v6_file *f)
 	snprintf(path, sizeof(path), "%s/src.dat", dir);
 	w = tdat_open(path, &par);
 	assert_non_null(w);
-	assert_int_equal(tdat_add_event_format(w, "tcx", tick_format), 0);
+	assert_int_equal(tdat_add_event_format(w, "tcx", tlib_tick_format), 0);
 	assert_int_equal(tdat_add_cmdline(w, 77, "ticker"), 0);
 	assert_int_equal(tdat_start_data(w), 0);
 	for (int i = 0; i < PER_CPU; i++) {

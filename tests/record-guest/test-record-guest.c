@@ -130,7 +130,7 @@ static void check_host_entry(struct rec_guest *g, const char *host, const int *w
 	int n;
 
 	assert_non_null(w);
-	assert_int_equal(tdat_add_event_format(w, "tcx", simk_tick_format), 0);
+	assert_int_equal(tdat_add_event_format(w, "tcx", tlib_tick_format), 0);
 	assert_int_equal(tdat_set_traceid(w, 0x1234), 0);
 	assert_int_equal(tdat_start_data(w), 0);
 	assert_int_equal(tdat_write_event(w, 0, 1000, ev, sizeof(ev)), 0);
@@ -414,7 +414,7 @@ static uint8_t *fake_meta(uint64_t id, int cpus, size_t *len)
 	snprintf(path, sizeof(path), "%s/fake-meta.dat", dir);
 	w = tdat_open(path, &p);
 	assert_non_null(w);
-	assert_int_equal(tdat_add_event_format(w, "tcx", simk_tick_format), 0);
+	assert_int_equal(tdat_add_event_format(w, "tcx", tlib_tick_format), 0);
 	assert_int_equal(tdat_add_cmdline(w, 9, "ticker"), 0);
 	assert_int_equal(tdat_set_traceid(w, id), 0);
 	assert_int_equal(tdat_set_uname(w, "Linux fake 6.1 x86_64"), 0);

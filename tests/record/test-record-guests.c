@@ -117,19 +117,7 @@ static bool exists(const char *file)
 /* The output directory holds nothing (no trace.dat, no guest file...). */
 static void assert_outdir_empty(void)
 {
-	DIR *d = opendir(outdir);
-	struct dirent *e;
-	int n = 0;
-
-	assert_non_null(d);
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		print_message("# left on disk: %s\n", e->d_name);
-		n++;
-	}
-	closedir(d);
-	assert_int_equal(n, 0);
+	assert_int_equal(tlib_dir_entries(outdir), 0);
 }
 
 /* ---- a guest file through libtracecmd ---- */
