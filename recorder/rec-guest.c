@@ -698,12 +698,19 @@ int rec_guest_open(struct rec_guest **out, const struct rec_guest_opts *o)
 		return 0;
 	}
 	/* the cleanup may fail too: the message is the first failure's */
-	if (ret == -ETIMEDOUT || tcx_now_ns() >= g->open_by)
-		snprintf(msg, sizeof(msg), "guest %s: abandoned: not open within %.1f s "
-			 "(--guest-open-timeout): %s", g->sp.name[0] ? g->sp.name : o->spec,
+	if (ret == -ETIMEDOUT || tcx_now_ns() >= g->open_by) {
+		const char *why = tcx_error();
+		char who[80];
+
+		/* named once */
+		snprintf(who, sizeof(who), "guest %s: ", g->sp.name);
+		if (!strncmp(why, who, strlen(who)))
+			why += strlen(who);
+		snprintf(msg, sizeof(msg), "%sabandoned: not open within %.1f s "
+			 "(--guest-open-timeout): %s", who,
 			 (o->open_timeout_ms > 0 ? o->open_timeout_ms : REC_GUEST_OPEN_MS) / 1e3,
-			 tcx_error());
-	else
+			 why);
+	} else
 		snprintf(msg, sizeof(msg), "%s", tcx_error());
 	if (tcx_now_ns() >= g->open_by)
 		ret = -ETIMEDOUT;
