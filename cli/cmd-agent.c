@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,38 @@ static void usage(FILE *f)
 		"  -D                  run as a daemon (messages still go to stderr)\n"
 		"  -h, --help          this text\n",
 		TMSG_AGENT_PORT);
+}
+
+/* Where libxenstore looks for xenstore, in the order it tries them. */
+#define XENSTORED_SOCKET "/var/run/xenstored/socket"
+
+static bool xenstore_reachable(void)
+{
+	static const char *const paths[] = {
+		XENSTORED_SOCKET, "/dev/xen/xenbus", "/proc/xen/xenbus",
+	};
+
+	if (getenv("XENSTORED_PATH"))
+		return true;
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (!access(paths[i], F_OK))
+			return true;
+	return false;
+}
+
+/* A mistake on the command line: what is wrong, then the usage. */
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cli_err("agent", "%s", msg);
+	usage(stderr);
+	return CLI_EXIT_USAGE;
 }
 
 int cmd_agent(int argc, char **argv)
@@ -116,11 +150,17 @@ int cmd_agent(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (optind < argc || (xen && cfg.peer_host) ||
-	    (!xen && (!cfg.peer_host || (!cfg.secret_len && !cfg.insecure)))) {
-		usage(stderr);
-		return CLI_EXIT_USAGE;
-	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (xen && cfg.peer_host)
+		return usage_error("--xen (vchan to dom0) and -N %s (TCP) exclude each other",
+				   cfg.peer_host);
+	if (!xen && !cfg.peer_host)
+		return usage_error("--xen (in a Xen guest) or -N HOST (over TCP) is missing");
+	if (!xen && !cfg.secret_len && !cfg.insecure)
+		return usage_error("-N %s: --secret-file FILE (hosts must know its secret) or "
+				   "--insecure (any process on %s may connect, as with the "
+				   "stock trace-cmd) is missing", cfg.peer_host, cfg.peer_host);
 	if (daemonize) {
 		/* it changes to "/": keep a relative --tracing-dir valid */
 		if (cfg.tracing_dir) {
@@ -140,5 +180,9 @@ int cmd_agent(int argc, char **argv)
 	}
 	ret = xen ? agent_serve_xen(&cfg) : agent_serve_tcp(&cfg);
 	free(dir);
+	if (ret && xen && !xenstore_reachable())
+		cli_err("agent", "--xen: this is not a Xen guest, or its xenstore is "
+			"not reachable: none of /dev/xen/xenbus, /proc/xen/xenbus, "
+			XENSTORED_SOCKET " exists (outside Xen, use -N HOST over TCP)");
 	return ret ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -17,7 +17,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: trace-cmd-xen convert [-i] FILE [-o OUTPUT] [--cpu-hz HZ]\n"
+		"usage: trace-cmd-xen convert [--xen] [-i] FILE [-o OUTPUT] [--cpu-hz HZ]\n"
 		"                             [--file-version 6|7] [--summary-json FILE]\n\n"
 		"Turn a xentrace capture into a trace.dat that trace-cmd and KernelShark read.\n\n"
 		"  -i FILE              the capture; '-' reads standard input\n"
@@ -29,6 +29,8 @@ static void usage(FILE *f)
 		"  --svm                name exit reasons of pre-4.19 VMEXIT records as SVM\n"
 		"                       (a file with reasons only AMD has gets it anyway)\n"
 		"  -q, --quiet          no closing summary on stderr\n"
+		"  --xen                no effect: how `trace-cmd convert --xen` reaches\n"
+		"                       this command through the trace-cmd front\n"
 		"  -h, --help           this text\n");
 }
 
@@ -40,6 +42,7 @@ int cmd_convert(int argc, char **argv)
 		{ "summary-json", required_argument, NULL, 'J' },
 		{ "svm", no_argument, NULL, 'S' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "xen", no_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -81,6 +84,9 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = true;
+			break;
+		case 'x':
+			/* for `trace-cmd convert --xen` through the front */
 			break;
 		case 'h':
 			usage(stdout);
