@@ -9,17 +9,7 @@
 set -u
 front=$1 fake_front=$2 fake_tc=$3 fake_stock=$4 tcx=$5 tdat_gen=$6 stock=$7
 
-n=0 failed=0
-ok() {		# status description...
-	local st=$1; shift
-	n=$((n + 1))
-	if [ "$st" -eq 0 ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $*"
-		failed=$((failed + 1))
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 is() {		# got want description...
 	local got=$1 want=$2; shift 2
 	[ "$got" = "$want" ]
@@ -27,8 +17,6 @@ is() {		# got want description...
 	[ "$got" = "$want" ] || printf '#   got:  %s\n#   want: %s\n' "$got" "$want"
 }
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 # The fake stock trace-cmd, where the fake front was built to find it;
 # the fake front with a fake trace-cmd-xen next to it.

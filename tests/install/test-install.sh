@@ -8,16 +8,8 @@
 #   test-install.sh BUILD_DIR INSTALL_SIM EXPECTED_PATH...
 set -u
 build=$1 install_sim=$2; shift 2
-n=0 failed=0
-ok() {		# status description...
-	local st=$1; shift
-	n=$((n + 1))
-	if [ "$st" -eq 0 ]; then echo "ok $n - $*"; else
-		echo "not ok $n - $*"; failed=$((failed + 1)); fi
-}
+. "$(dirname "$0")/tap.sh"
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/dest
 
 meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >"$tmp/log" 2>&1

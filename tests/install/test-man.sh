@@ -7,15 +7,7 @@
 #   test-man.sh TRACE_CMD_XEN PAGE.1...
 set -u
 tcx=$1; shift
-n=0 failed=0
-ok() {		# status description...
-	local st=$1; shift
-	n=$((n + 1))
-	if [ "$st" -eq 0 ]; then echo "ok $n - $*"; else
-		echo "not ok $n - $*"; failed=$((failed + 1)); fi
-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/tap.sh"
 export MANWIDTH=80 LC_ALL=C.UTF-8
 
 for page in "$@"; do

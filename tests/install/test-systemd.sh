@@ -8,15 +8,7 @@
 #   test-systemd.sh BUILD_DIR UNIT_PATH DEFAULTS_PATH
 set -u
 build=$1 unit=$2 defaults=$3
-n=0 failed=0
-ok() {		# status description...
-	local st=$1; shift
-	n=$((n + 1))
-	if [ "$st" -eq 0 ]; then echo "ok $n - $*"; else
-		echo "not ok $n - $*"; failed=$((failed + 1)); fi
-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/tap.sh"
 dest=$tmp/dest
 
 meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >"$tmp/log" 2>&1
