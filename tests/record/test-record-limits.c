@@ -189,20 +189,30 @@ static void test_second_signal(void **state)
 	frozen_guest(true);
 }
 
-/* A listener that never accepts: the connect succeeds, no byte ever comes. */
-static void test_open_deadline(void **state)
+/*
+ * A listener that never accepts: the connect succeeds, no byte ever comes.
+ * Its -A argument into @spec; returns the socket to close.
+ */
+static int silent_peer(char *spec, size_t len)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	char *err = tlib_path(outdir, "../err"), *js = tlib_path(outdir, "../sum.json");
-	char spec[48], *text;
 	socklen_t alen = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	assert_true(fd >= 0);
 	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(fd, 4), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", ntohs(a.sin_port));
+	snprintf(spec, len, "127.0.0.1:%u", ntohs(a.sin_port));
+	return fd;
+}
+
+static void test_open_deadline(void **state)
+{
+	char *err = tlib_path(outdir, "../err"), *js = tlib_path(outdir, "../sum.json");
+	char spec[48], *text;
+	int fd = silent_peer(spec, sizeof(spec)), rc;
+
 	{
 		char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "--duration", "30",
 				 "-o", tlib_path(outdir, "trace.dat"), "-A", spec,
@@ -328,8 +338,6 @@ static void test_failed_start_keeps_files(void **state)
 {
 	char *err = tlib_path(outdir, "../err"), *js = tlib_path(outdir, "../sum.json");
 	char *out = tlib_path(outdir, "trace.dat"), *raw = tlib_path(outdir, "raw.bin");
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof(a);
 	char spec[48], guests[460], *text;
 	int fd;
 
@@ -347,12 +355,7 @@ static void test_failed_start_keeps_files(void **state)
 	assert_non_null(strstr(text, "no_such_event"));
 	free(text);
 
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(fd, 4), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", ntohs(a.sin_port));
+	fd = silent_peer(spec, sizeof(spec));
 	assert_int_equal(wait_bounded(tlib_sim_spawn(&sim, (char *[]){ (char *)tlib_tcx(),
 		"record", "--xen", "-q", "--duration", "1", "-o", out, "--raw", raw, "-A", "guest1",
 		"-A", spec, "--guest-open-timeout", "1", NULL }, -1, "/dev/null", err), 60), 1);
