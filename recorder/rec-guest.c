@@ -508,10 +508,11 @@ static int connect_agent(struct rec_guest *g, const struct rec_guest_opts *o, in
 		snprintf(g->path, sizeof(g->path), "%s", path);
 	free(path);
 	g->staged = o->stage && rec_stage_wanted(g->path);
-	if (g->staged)
-		snprintf(g->wpath, sizeof(g->wpath), "%s.%d.tmp", g->path, (int)getpid());
-	else
-		snprintf(g->wpath, sizeof(g->wpath), "%s", g->path);
+	path = g->staged ? rec_stage_path(g->path) : NULL;
+	if (g->staged && !path)
+		ret = tcx_fail(-ENOMEM, "out of memory");
+	snprintf(g->wpath, sizeof(g->wpath), "%s", path ? path : g->path);
+	free(path);
 	for (int i = 0; !ret && i < o->ntaken; i++)
 		if (rec_same_file(g->path, o->taken[i]))
 			ret = tcx_fail(-EEXIST, "guest %s: its file %s is %s, which this run "
