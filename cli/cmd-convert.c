@@ -3,11 +3,13 @@
  * trace-cmd-xen convert: a xentrace capture into a trace.dat.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -18,8 +20,10 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: trace-cmd-xen convert [--xen] [-i] FILE [-o OUTPUT] [--cpu-hz HZ]\n"
-		"                             [--file-version 6|7] [--summary-json FILE]\n\n"
-		"Turn a xentrace capture into a trace.dat that trace-cmd and KernelShark read.\n\n"
+		"                             [--file-version 6|7] [--summary-json FILE]\n"
+		"       trace-cmd-xen convert --xenalyze [-i] FILE -o OUTPUT\n\n"
+		"Turn a xentrace capture into a trace.dat that trace-cmd and KernelShark read,\n"
+		"or (--xenalyze) into a xentrace-format copy that xenalyze reads.\n\n"
 		"  -i FILE              the capture; '-' reads standard input\n"
 		"  -o OUTPUT            the trace.dat to write (default: trace.dat)\n"
 		"  --cpu-hz HZ          the host's TSC frequency: 2.4G, 2400M or 2400000000\n"
@@ -28,10 +32,78 @@ static void usage(FILE *f)
 		"  --summary-json FILE  also write the closing summary as JSON ('-': stdout)\n"
 		"  --svm                name exit reasons of pre-4.19 VMEXIT records as SVM\n"
 		"                       (a file with reasons only AMD has gets it anyway)\n"
+		"  --xenalyze           write a xentrace-format copy without the TRC_GUEST\n"
+		"                       records (time sync's markers), on which xenalyze\n"
+		"                       stops; -o is required\n"
 		"  -q, --quiet          no closing summary on stderr\n"
 		"  --xen                no effect: how `trace-cmd convert --xen` reaches\n"
 		"                       this command through the trace-cmd front\n"
 		"  -h, --help           this text\n");
+}
+
+/* -o names a file of its own: not the input, which it would truncate. */
+static int same_file(int in, const char *out)
+{
+	struct stat a, b;
+
+	return !fstat(in, &a) && !stat(out, &b) && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* --xenalyze: the copy is written beside -o and renamed over it when done. */
+static int xenalyze_copy(const char *input, const char *output, bool quiet)
+{
+	struct rec_xa_stats st;
+	char *tmp = NULL;
+	int in, out, ret;
+
+	in = strcmp(input, "-") ? open(input, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	if (in < 0) {
+		cli_err("convert", "%s: %s", input, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	if (same_file(in, output)) {
+		cli_err("convert", "-o %s is the input: the copy needs a file of its own", output);
+		ret = CLI_EXIT_USAGE;
+		goto close_in;
+	}
+	ret = CLI_EXIT_FAIL;
+	if (asprintf(&tmp, "%s.%d.tmp", output, (int)getpid()) < 0) {
+		tmp = NULL;
+		cli_err("convert", "out of memory");
+		goto close_in;
+	}
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0) {
+		cli_err("convert", "%s: %s", output, strerror(errno));
+		goto close_in;
+	}
+	ret = rec_xenalyze_copy(in, out, output, &st);
+	if (close(out) && !ret)
+		ret = tcx_fail(-errno, "%s: %s", output, strerror(errno));
+	/* a corrupt window: what came before it is kept, as convert does */
+	if ((!ret || ret == -EBADMSG) && rename(tmp, output)) {
+		cli_err("convert", "%s: %s", output, strerror(errno));
+		unlink(tmp);
+		ret = CLI_EXIT_FAIL;
+		goto close_in;
+	}
+	if (ret && ret != -EBADMSG)
+		unlink(tmp);
+	if (!quiet && (!ret || ret == -EBADMSG))
+		fprintf(stderr, "trace-cmd-xen convert: %s -> %s (xentrace format, for xenalyze)\n"
+			"  %" PRIu64 " records kept in %" PRIu64 " windows, %" PRIu64
+			" TRC_GUEST records left out%s\n",
+			strcmp(input, "-") ? input : "<stdin>", output, st.records, st.windows,
+			st.dropped, st.truncated ? "; the input was truncated" : "");
+	if (ret)
+		cli_err("convert", "%s", tcx_error());
+	ret = ret ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+close_in:
+	if (in != STDIN_FILENO)
+		close(in);
+	free(tmp);
+	return ret;
 }
 
 int cmd_convert(int argc, char **argv)
@@ -43,13 +115,14 @@ int cmd_convert(int argc, char **argv)
 		{ "svm", no_argument, NULL, 'S' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "xen", no_argument, NULL, 'x' },
+		{ "xenalyze", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rec_convert_opts o = { .output = "trace.dat", .log = stderr };
 	struct rec_convert_summary sum;
 	const char *json = NULL;
-	bool quiet = false;
+	bool quiet = false, xa = false, have_out = false;
 	char err[TCX_ERROR_MAX];
 	int c, ret;
 
@@ -61,6 +134,10 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'o':
 			o.output = optarg;
+			have_out = true;
+			break;
+		case 'A':
+			xa = true;
 			break;
 		case 'H':
 			if (rec_parse_hz(optarg, &o.hz)) {
@@ -103,6 +180,14 @@ int cmd_convert(int argc, char **argv)
 			o.input ? argv[optind] : "");
 		usage(stderr);
 		return CLI_EXIT_USAGE;
+	}
+	if (xa) {
+		if (!have_out) {
+			cli_err("convert", "--xenalyze needs -o: the copy's file name");
+			usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+		return xenalyze_copy(o.input, o.output, quiet);
 	}
 	if (!o.hz)
 		fprintf(stderr, "trace-cmd-xen convert: no --cpu-hz given: assuming %" PRIu64

@@ -181,6 +181,32 @@ struct rec_convert_summary {
  */
 int rec_convert(const struct rec_convert_opts *o, struct rec_convert_summary *sum);
 
+/**
+ * struct rec_xa_stats - what rec_xenalyze_copy() kept
+ * @bytes_in, @bytes_out: bytes read and written
+ * @windows:	windows written
+ * @records:	records kept
+ * @dropped:	TRC_GUEST records left out
+ * @truncated:	the input ended inside a window or a record
+ */
+struct rec_xa_stats {
+	uint64_t	bytes_in, bytes_out;
+	uint64_t	windows, records, dropped;
+	bool		truncated;
+};
+
+/**
+ * rec_xenalyze_copy - copy a xentrace capture for xenalyze
+ * @in, @out:	the capture and the copy (pipes allowed)
+ * @out_name:	the copy's name, for messages
+ *
+ * Writes every record but the TRC_GUEST ones, which xenalyze cannot read,
+ * in xentrace's format. Returns 0 (a truncated input too: @st says so), or
+ * a negative errno with tcx_error() saying why; on a corrupt window header
+ * (-EBADMSG) the records before it are written.
+ */
+int rec_xenalyze_copy(int in, int out, const char *out_name, struct rec_xa_stats *st);
+
 /** rec_convert_summary_print - the human summary */
 void rec_convert_summary_print(const struct rec_convert_summary *sum, FILE *f);
 

@@ -9,7 +9,7 @@
 #   scripts/demo.sh [OUTDIR]      (./build.sh demo builds first)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=$top/build
+build=${TCX_DEMO_BUILD:-$top/build}	# the build to run (tests: theirs)
 out=${1:-$top/demo-out}
 secs=${DEMO_SECONDS:-3}
 conf=$top/sim/hosts/two-guests.conf
@@ -86,4 +86,8 @@ echo "Files in $out: trace.dat (hypervisor), trace-dom0.dat (dom0),"
 echo "  trace-guest1.dat, trace-guest2.dat (the guests), xen.bin (xentrace format)"
 echo "View:  trace-cmd report -i $out/trace.dat -i $out/trace-dom0.dat -i $out/trace-guest1.dat"
 echo "       kernelshark $out/trace.dat -a $out/trace-dom0.dat -a $out/trace-guest1.dat"
-echo "       xenalyze --summary $out/xen.bin"
+# the host's vendor is this machine's: exit reasons are SVM codes on AMD
+svm=
+grep -q AuthenticAMD /proc/cpuinfo && svm=" --svm-mode"
+echo "       $build/trace-cmd-xen convert --xenalyze $out/xen.bin -o $out/xen-xenalyze.bin &&"
+echo "         xenalyze$svm --summary $out/xen-xenalyze.bin"

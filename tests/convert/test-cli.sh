@@ -207,7 +207,8 @@ report_ok "$tmp/co.dat"
 ok $? "corrupt: what came before is a clean file"
 
 # ---- xenalyze on the same captures ----
-# xenalyze aborts on TRC_GUEST records: give it a copy without them
+# xenalyze aborts on TRC_GUEST records: convert --xenalyze writes a copy
+# without them. A second, independent stripper here is its oracle.
 strip_guest() {	# in out
 	python3 - "$1" "$2" <<'EOF'
 import struct, sys
@@ -228,13 +229,60 @@ open(sys.argv[2], 'wb').write(out)
 EOF
 }
 
+# the records of each pCPU, in order, whatever the windows
+same_records() {	# a b
+	python3 - "$1" "$2" <<'EOF'
+import struct, sys, collections
+def recs(path):
+    d, off, per = open(path, 'rb').read(), 0, collections.defaultdict(bytearray)
+    while off + 12 <= len(d):
+        hdr, cpu, size = struct.unpack_from('<IiI', d, off)
+        per[cpu] += d[off + 12:off + 12 + size]
+        off += 12 + size
+    return {c: bytes(b) for c, b in per.items() if b}
+a, b = recs(sys.argv[1]), recs(sys.argv[2])
+sys.exit(0 if a == b and a else 1)
+EOF
+}
+
+"$xtgen" -o "$tmp/g.bin" --cpus 4 --doms 3 --vcpus 2 --epochs 4 --guest >/dev/null
+run xenalyze --cpu-hz=2.4G -s "$tmp/g.bin"
+ok $([ $rc != 0 ] && grep -q "unexpected number bits" "$tmp/err"; echo $?) \
+   "xenalyze stops on a capture with TRC_GUEST records (what --xenalyze is for)"
+run "$tcx" convert --xenalyze "$tmp/g.bin" -o "$tmp/g-xa.bin"
+ok $([ $rc = 0 ] && grep -q "TRC_GUEST records left out" "$tmp/err"; echo $?) \
+   "convert --xenalyze: exit 0, says what it left out"
+strip_guest "$tmp/g.bin" "$tmp/g-py.bin"
+same_records "$tmp/g-xa.bin" "$tmp/g-py.bin"
+ok $? "convert --xenalyze keeps every other record, in order per pCPU"
+run xenalyze --cpu-hz=2.4G -s "$tmp/g-xa.bin"
+ok $([ $rc = 0 ] && grep -q "Domain" "$tmp/out"; echo $?) "xenalyze --summary reads the copy"
+run "$tcx" convert --xenalyze "$tmp/g.bin"
+ok $([ $rc = 2 ] && grep -q "needs -o" "$tmp/err"; echo $?) "convert --xenalyze without -o: exit 2"
+cp "$tmp/g.bin" "$tmp/g-keep.bin"
+run "$tcx" convert --xenalyze "$tmp/g.bin" -o "$tmp/g.bin"
+ok $([ $rc = 2 ] && grep -q "is the input" "$tmp/err" && cmp -s "$tmp/g.bin" "$tmp/g-keep.bin"; echo $?) \
+   "convert --xenalyze -o INPUT: exit 2, the input untouched"
+head -c 1000 "$tmp/g.bin" >"$tmp/g-cut.bin"
+run "$tcx" convert --xenalyze "$tmp/g-cut.bin" -o "$tmp/g-cut-xa.bin"
+ok $([ $rc = 0 ] && grep -q "truncated" "$tmp/err" && [ -s "$tmp/g-cut-xa.bin" ]; echo $?) \
+   "convert --xenalyze of a truncated capture: what it had, and says so"
+{ cat "$tmp/g.bin"; printf 'garbage!garbage!'; } >"$tmp/g-bad.bin"
+run "$tcx" convert --xenalyze "$tmp/g-bad.bin" -o "$tmp/g-bad-xa.bin"
+ok $([ $rc = 1 ] && grep -q "invalid window header" "$tmp/err" && same_records "$tmp/g-bad-xa.bin" "$tmp/g-py.bin"; echo $?) \
+   "convert --xenalyze of a corrupt capture: exit 1 naming it, the records before it kept"
+printf 'not a capture' >"$tmp/g-not.bin"
+run "$tcx" convert --xenalyze "$tmp/g-not.bin" -o "$tmp/g-not-xa.bin"
+ok $([ $rc = 1 ] && grep -q "not a xentrace capture" "$tmp/err" && [ ! -e "$tmp/g-not-xa.bin" ]; echo $?) \
+   "convert --xenalyze of a file that is no capture: exit 1, nothing written"
+
 for spec in "4 3 2" "2 4 3" "8 4 2" "4 3 2 --guest"; do
 	set -- $spec
 	"$xtgen" -o "$tmp/x.bin" --cpus $1 --doms $2 --vcpus $3 --epochs 25 --seed $1$2 \
 		--late-domain ${4:-} >"$tmp/x.truth"
 	"$tcx" convert "$tmp/x.bin" -o "$tmp/x.dat" --cpu-hz 2.4G -q --summary-json "$tmp/x.json"
 	trace-cmd report -t "$tmp/x.dat" 2>/dev/null >"$tmp/x.report"
-	strip_guest "$tmp/x.bin" "$tmp/xa.bin"
+	"$tcx" convert --xenalyze "$tmp/x.bin" -o "$tmp/xa.bin" -q
 	xenalyze --cpu-hz=2.4G -s "$tmp/xa.bin" >"$tmp/x.summary" 2>/dev/null
 	xenalyze --cpu-hz=2.4G -a --dump-raw-process "$tmp/xa.bin" >"$tmp/x.dump" 2>/dev/null
 	python3 - "$tmp" <<'EOF' >"$tmp/xa.out" 2>&1

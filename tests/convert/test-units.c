@@ -2,7 +2,7 @@
 /*
  * Unit tests of the recorder library: frequency parsing and TSC2NSEC, the
  * streaming merge and its edges, the event catalogue (every format must
- * parse in libtraceevent), the vCPU model.
+ * parse in libtraceevent), the vCPU model, the copy for xenalyze.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -10,7 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <event-parse.h>
@@ -514,6 +516,130 @@ static void test_vcpus(void **state)
 	rec_vcpus_free(m);
 }
 
+/* ---- the copy for xenalyze ---- */
+
+/* A byte buffer that grows, for captures built by hand. */
+struct cap {
+	uint8_t	*b;
+	size_t	len;
+};
+
+static void cap_put(struct cap *c, const void *p, size_t n)
+{
+	c->b = realloc(c->b, c->len + n);
+	assert_non_null(c->b);
+	memcpy(c->b + c->len, p, n);
+	c->len += n;
+}
+
+static void cap_window(struct cap *c, int cpu, const void *p, size_t n)
+{
+	uint32_t hdr[3] = { 0x0001f003u | (2u << 28), (uint32_t)cpu, (uint32_t)n };
+
+	cap_put(c, hdr, sizeof(hdr));
+	cap_put(c, p, n);
+}
+
+/* @in through rec_xenalyze_copy(); the output's records per pCPU in @per. */
+static void xa_run(const struct cap *in, struct cap per[2], struct rec_xa_stats *st,
+		   uint64_t *windows)
+{
+	FILE *fi = tmpfile(), *fo = tmpfile();
+	uint8_t *out;
+	long n;
+
+	assert_non_null(fi);
+	assert_non_null(fo);
+	assert_int_equal(fwrite(in->b, 1, in->len, fi), in->len);
+	fflush(fi);
+	rewind(fi);
+	assert_int_equal(rec_xenalyze_copy(fileno(fi), fileno(fo), "out", st), 0);
+	n = lseek(fileno(fo), 0, SEEK_END);
+	assert_true(n > 0);
+	out = malloc(n);
+	assert_int_equal(pread(fileno(fo), out, n, 0), n);
+	*windows = 0;
+	for (uint64_t off = 0; off + 12 <= (uint64_t)n; (*windows)++) {
+		uint32_t h[3];
+
+		memcpy(h, out + off, 12);
+		assert_int_equal(h[0], 0x0001f003u | (2u << 28));
+		assert_true(h[1] < 2);
+		assert_true(off + 12 + h[2] <= (uint64_t)n);
+		cap_put(&per[h[1]], out + off + 12, h[2]);
+		off += 12 + h[2];
+	}
+	free(out);
+	fclose(fi);
+	fclose(fo);
+}
+
+/*
+ * A record that a window boundary cuts is completed from its pCPU's next
+ * window, with another pCPU's window between; TRC_GUEST records go.
+ */
+static void test_xenalyze_cut_record(void **state)
+{
+	/* A: no TSC, 1 word; B: TSC and 2 words; G: TRC_GUEST; C: 0 words */
+	uint32_t a[2] = { 0x00021011u | (1u << 28), 7 };
+	uint32_t b[5] = { 0x0002800eu | (2u << 28) | (1u << 31), 1, 2, 3, 4 };
+	uint32_t g[2] = { 0x0800f5c5u | (1u << 28), 9 };
+	uint32_t c1[1] = { 0x00081001u };
+	struct cap in = { 0 }, per[2] = { 0 }, want = { 0 };
+	uint8_t w[64];
+	struct rec_xa_stats st;
+	uint64_t windows;
+
+	memcpy(w, a, 8);
+	memcpy(w + 8, b, 6);
+	cap_window(&in, 0, w, 14);
+	memcpy(w, g, 8);
+	memcpy(w + 8, c1, 4);
+	cap_window(&in, 1, w, 12);
+	memcpy(w, (uint8_t *)b + 6, 14);
+	memcpy(w + 14, g, 8);
+	cap_window(&in, 0, w, 22);
+	xa_run(&in, per, &st, &windows);
+	cap_put(&want, a, 8);
+	cap_put(&want, b, 20);
+	assert_int_equal(per[0].len, want.len);
+	assert_memory_equal(per[0].b, want.b, want.len);
+	assert_int_equal(per[1].len, 4);
+	assert_memory_equal(per[1].b, c1, 4);
+	assert_int_equal(st.records, 3);
+	assert_int_equal(st.dropped, 2);
+	assert_false(st.truncated);
+	free(in.b);
+	free(per[0].b);
+	free(per[1].b);
+	free(want.b);
+}
+
+/* A window longer than the output's is split; no record is cut. */
+static void test_xenalyze_long_window(void **state)
+{
+	size_t n = 3u << 19;	/* 1.5 MiB of 8-byte records */
+	uint32_t *w = malloc(n);
+	struct cap in = { 0 }, per[2] = { 0 };
+	struct rec_xa_stats st;
+	uint64_t windows;
+
+	assert_non_null(w);
+	for (size_t i = 0; i < n / 4; i += 2) {
+		w[i] = 0x00021011u | (1u << 28);
+		w[i + 1] = (uint32_t)i;
+	}
+	cap_window(&in, 1, w, n);
+	xa_run(&in, per, &st, &windows);
+	assert_int_equal(windows, 2);
+	assert_int_equal(per[1].len, n);
+	assert_memory_equal(per[1].b, w, n);
+	assert_int_equal(st.records, n / 8);
+	free(w);
+	free(in.b);
+	free(per[1].b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -529,6 +655,8 @@ int main(void)
 		cmocka_unit_test(test_catalogue_lookup),
 		cmocka_unit_test(test_encode),
 		cmocka_unit_test(test_vcpus),
+		cmocka_unit_test(test_xenalyze_cut_record),
+		cmocka_unit_test(test_xenalyze_long_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
