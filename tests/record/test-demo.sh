@@ -7,21 +7,8 @@
 set -u
 src=$1
 build=$2
-tmp=$(mktemp -d /tmp/tcx-demo-test-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-n=0
-fails=0
-
-ok() {	# status description...
-	local st=$1; shift
-	n=$((n + 1))
-	if [ "$st" = 0 ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $*"
-		fails=$((fails + 1))
-	fi
-}
+# TAP's ok() and $tmp, shared with the install tests
+. "$src/tests/install/tap.sh"
 
 TCX_DEMO_BUILD=$build DEMO_SECONDS=2 timeout 240 "$src/scripts/demo.sh" "$tmp/out" \
 	>"$tmp/demo.out" 2>"$tmp/demo.err"
@@ -65,4 +52,4 @@ while read -r cmd; do
 done <"$tmp/cmds"
 
 echo "1..$n"
-exit $((fails > 0))
+exit $((failed > 0))
