@@ -50,12 +50,31 @@ static int same_file(int in, const char *out)
 	       a.st_ino == b.st_ino;
 }
 
+/* The copy into @tmp, renamed over @output when kept; 0 or a negative errno. */
+static int copy_to(int in, const char *tmp, const char *output, struct rec_xa_stats *st)
+{
+	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int ret;
+
+	if (out < 0)
+		return tcx_fail(-errno, "%s: %s", output, strerror(errno));
+	ret = rec_xenalyze_copy(in, out, output, st);
+	if (close(out) && !ret)
+		ret = tcx_fail(-errno, "%s: %s", output, strerror(errno));
+	/* a corrupt window: what came before it is kept, as convert does */
+	if ((!ret || ret == -EBADMSG) && rename(tmp, output))
+		ret = tcx_fail(-errno, "%s: %s", output, strerror(errno));
+	if (ret && ret != -EBADMSG)
+		unlink(tmp);
+	return ret;
+}
+
 /* --xenalyze: the copy is written beside -o and renamed over it when done. */
 static int xenalyze_copy(const char *input, const char *output, bool quiet)
 {
 	struct rec_xa_stats st;
-	char *tmp = NULL;
-	int in, out, ret;
+	char *tmp;
+	int in, ret;
 
 	in = strcmp(input, "-") ? open(input, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
 	if (in < 0) {
@@ -64,32 +83,14 @@ static int xenalyze_copy(const char *input, const char *output, bool quiet)
 	}
 	if (same_file(in, output)) {
 		cli_err("convert", "-o %s is the input: the copy needs a file of its own", output);
-		ret = CLI_EXIT_USAGE;
-		goto close_in;
+		close(in);
+		return CLI_EXIT_USAGE;
 	}
-	ret = CLI_EXIT_FAIL;
 	if (asprintf(&tmp, "%s.%d.tmp", output, (int)getpid()) < 0) {
 		tmp = NULL;
-		cli_err("convert", "out of memory");
-		goto close_in;
-	}
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		cli_err("convert", "%s: %s", output, strerror(errno));
-		goto close_in;
-	}
-	ret = rec_xenalyze_copy(in, out, output, &st);
-	if (close(out) && !ret)
-		ret = tcx_fail(-errno, "%s: %s", output, strerror(errno));
-	/* a corrupt window: what came before it is kept, as convert does */
-	if ((!ret || ret == -EBADMSG) && rename(tmp, output)) {
-		cli_err("convert", "%s: %s", output, strerror(errno));
-		unlink(tmp);
-		ret = CLI_EXIT_FAIL;
-		goto close_in;
-	}
-	if (ret && ret != -EBADMSG)
-		unlink(tmp);
+		ret = tcx_fail(-ENOMEM, "out of memory");
+	} else
+		ret = copy_to(in, tmp, output, &st);
 	if (!quiet && (!ret || ret == -EBADMSG))
 		fprintf(stderr, "trace-cmd-xen convert: %s -> %s (xentrace format, for xenalyze)\n"
 			"  %" PRIu64 " records kept in %" PRIu64 " windows, %" PRIu64
@@ -98,12 +99,10 @@ static int xenalyze_copy(const char *input, const char *output, bool quiet)
 			st.dropped, st.truncated ? "; the input was truncated" : "");
 	if (ret)
 		cli_err("convert", "%s", tcx_error());
-	ret = ret ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-close_in:
 	if (in != STDIN_FILENO)
 		close(in);
 	free(tmp);
-	return ret;
+	return ret ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 int cmd_convert(int argc, char **argv)

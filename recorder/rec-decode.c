@@ -80,11 +80,6 @@ static inline uint32_t rd32(const uint8_t *p)
 	return v;
 }
 
-static inline unsigned int rec_size(uint32_t hdr)
-{
-	return 4 + ((hdr >> 31) ? 8 : 0) + ((hdr >> 28) & 7) * 4;
-}
-
 struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
 				  rec_emit_fn emit, void *ctx)
 {
@@ -255,7 +250,7 @@ static bool load_head(struct rec_stream *s, int cpu)
 		return false;
 	while (c->start < c->end) {
 		const uint8_t *p = c->buf + c->start;
-		unsigned int size = rec_size(rd32(p));
+		unsigned int size = rec_record_size(rd32(p));
 
 		c->start += size;
 		s->queued -= size;
@@ -439,7 +434,7 @@ static void pass_through(struct rec_stream *s, int cpu, const uint8_t *p)
 		return;
 	}
 	if (unlikely(!c->fed_tsc)) {
-		unsigned int size = rec_size(hdr);
+		unsigned int size = rec_record_size(hdr);
 
 		if (!(hdr >> 31)) {
 			if (c->held >= REC_NO_TSC_HOLD) {
@@ -494,7 +489,7 @@ static size_t hold_no_tsc(struct rec_stream *s, struct cpu_q *c, const uint8_t *
 	size_t off;
 
 	*keep = SIZE_MAX;
-	for (off = 0; off < len; off += rec_size(rd32(p + off))) {
+	for (off = 0; off < len; off += rec_record_size(rd32(p + off))) {
 		uint32_t hdr = rd32(p + off);
 		bool wrap = (hdr & 0x0fffffff) == TRC_GEN_WRAP;
 
@@ -528,7 +523,7 @@ static int queue(struct rec_stream *s, int cpu, const uint8_t *p, size_t len,
 	int ret;
 
 	if (s->p.unordered) {
-		for (size_t off = 0; off < len; off += rec_size(rd32(p + off)))
+		for (size_t off = 0; off < len; off += rec_record_size(rd32(p + off)))
 			pass_through(s, cpu, p + off);
 		return 0;
 	}
@@ -571,7 +566,7 @@ static int queue_walk(struct rec_stream *s, int cpu, const uint8_t *p, size_t le
 
 	while (n + 4 <= len && n < slice) {
 		uint32_t hdr = rd32(p + n);
-		unsigned int size = rec_size(hdr);
+		unsigned int size = rec_record_size(hdr);
 
 		if (n + size > len)
 			break;
@@ -608,7 +603,7 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 	}
 	/* Finish a record split by the previous feed. */
 	while (c->carry_len && len) {
-		unsigned int need = c->carry_len < 4 ? 4 : rec_size(rd32(c->carry));
+		unsigned int need = c->carry_len < 4 ? 4 : rec_record_size(rd32(c->carry));
 		unsigned int n = need - c->carry_len;
 
 		if (n > len)
@@ -617,7 +612,7 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 		c->carry_len += n;
 		p += n;
 		len -= n;
-		if (c->carry_len >= 4 && c->carry_len == rec_size(rd32(c->carry))) {
+		if (c->carry_len >= 4 && c->carry_len == rec_record_size(rd32(c->carry))) {
 			size_t used;
 
 			ret = queue_walk(s, cpu, c->carry, c->carry_len, &used);
@@ -629,7 +624,7 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 	if (s->p.unordered) {
 		/* one walk, nothing queued */
 		while (len >= 4) {
-			unsigned int size = rec_size(rd32(p));
+			unsigned int size = rec_record_size(rd32(p));
 
 			if (size > len)
 				break;

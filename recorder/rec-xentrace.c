@@ -133,7 +133,8 @@ int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
 
 /* Where the reader is in the sequence of windows. */
 struct wread {
-	struct rec_stream	*s;
+	const struct rec_window_ops *ops;
+	void			*ctx;
 	struct rec_read_result	*res;
 	uint8_t			hdr[40];	/* a cpu_change record being collected */
 	unsigned int		hlen, hneed;
@@ -160,7 +161,7 @@ static int take_window(struct wread *r, const uint8_t *buf, size_t n, size_t *po
 
 	if (take > r->remain)
 		take = r->remain;
-	ret = rec_stream_feed(r->s, r->cpu, buf + *pos, take);
+	ret = r->ops->feed(r->ctx, r->cpu, buf + *pos, take);
 	if (ret)
 		return ret;
 	*pos += take;
@@ -168,7 +169,7 @@ static int take_window(struct wread *r, const uint8_t *buf, size_t n, size_t *po
 	if (r->remain)
 		return 0;
 	r->in_window = false;
-	return rec_stream_end_window(r->s, r->cpu);
+	return r->ops->end(r->ctx, r->cpu);
 }
 
 /* The first word of a cpu_change record: its length, or a bad header. */
@@ -216,8 +217,8 @@ static int open_window(struct wread *r, size_t pos)
 	r->hneed = 12;
 	if (r->remain)
 		r->in_window = true;
-	else
-		rec_stream_end_window(r->s, r->cpu);
+	else	/* empty: nothing to lose, even on a pCPU the reader ignores */
+		r->ops->end(r->ctx, r->cpu);
 	return 0;
 }
 
@@ -266,14 +267,15 @@ static int end_of_input(struct wread *r)
 		 "truncated capture: the last %s at offset %" PRIu64 " lacks %" PRIu64 " bytes",
 		 r->in_window ? "window" : "window header", r->off, res->truncated);
 	if (r->in_window)
-		rec_stream_end_window(r->s, r->cpu);
+		r->ops->end(r->ctx, r->cpu);	/* the reading's result is the cut */
 	return 0;
 }
 
-static int read_windows(int fd, uint64_t limit, bool from_start, struct rec_stream *s,
+static int read_windows(int fd, uint64_t limit, bool from_start,
+			const struct rec_window_ops *ops, void *ctx,
 			struct rec_read_result *res, rec_progress_fn progress, void *pctx)
 {
-	struct wread r = { .s = s, .res = res, .hneed = 12, .cpu = -1 };
+	struct wread r = { .ops = ops, .ctx = ctx, .res = res, .hneed = 12, .cpu = -1 };
 	uint64_t next_progress = PROGRESS_EVERY;
 	struct src src;
 	int ret;
@@ -312,14 +314,32 @@ static int read_windows(int fd, uint64_t limit, bool from_start, struct rec_stre
 	return ret;
 }
 
+static int stream_feed(void *s, int cpu, const uint8_t *p, size_t len)
+{
+	return rec_stream_feed(s, cpu, p, len);
+}
+
+static int stream_end(void *s, int cpu)
+{
+	return rec_stream_end_window(s, cpu);
+}
+
+static const struct rec_window_ops stream_ops = { stream_feed, stream_end };
+
 int rec_read_xentrace(int fd, struct rec_stream *s, struct rec_read_result *res,
 		      rec_progress_fn progress, void *pctx)
 {
-	return read_windows(fd, 0, false, s, res, progress, pctx);
+	return read_windows(fd, 0, false, &stream_ops, s, res, progress, pctx);
 }
 
 int rec_read_xentrace_prefix(int fd, uint64_t max_bytes, struct rec_stream *s,
 			     struct rec_read_result *res)
 {
-	return read_windows(fd, max_bytes, true, s, res, NULL, NULL);
+	return read_windows(fd, max_bytes, true, &stream_ops, s, res, NULL, NULL);
+}
+
+int rec_read_xentrace_windows(int fd, const struct rec_window_ops *ops, void *ctx,
+			      struct rec_read_result *res)
+{
+	return read_windows(fd, 0, false, ops, ctx, res, NULL, NULL);
 }

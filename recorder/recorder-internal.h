@@ -145,6 +145,11 @@ void rec_stream_free(struct rec_stream *s);
 
 /* ---- the xentrace file format ---- */
 
+/** rec_record_size - a trace record's bytes, from its first word */
+static inline unsigned int rec_record_size(uint32_t hdr)
+{
+	return 4 + ((hdr >> 31) ? 8 : 0) + ((hdr >> 28) & 7) * 4;
+}
 
 /* Called now and then while reading, with the bytes read so far. */
 typedef void (*rec_progress_fn)(void *ctx, uint64_t bytes);
@@ -160,6 +165,25 @@ typedef void (*rec_progress_fn)(void *ctx, uint64_t bytes);
  */
 int rec_read_xentrace(int fd, struct rec_stream *s, struct rec_read_result *res,
 		      rec_progress_fn progress, void *pctx);
+
+/**
+ * struct rec_window_ops - where rec_read_xentrace_windows() puts a window
+ * @feed:	bytes of pCPU @cpu's current window, in order
+ * @end:	that window is complete (also when the input ends inside it)
+ *
+ * Both return 0 or a negative errno, which ends the reading.
+ */
+struct rec_window_ops {
+	int (*feed)(void *ctx, int cpu, const uint8_t *p, size_t len);
+	int (*end)(void *ctx, int cpu);
+};
+
+/**
+ * rec_read_xentrace_windows - rec_read_xentrace() into @ops instead of a
+ * stream, for readers that want the windows themselves
+ */
+int rec_read_xentrace_windows(int fd, const struct rec_window_ops *ops, void *ctx,
+			      struct rec_read_result *res);
 
 /**
  * rec_read_xentrace_prefix - the same for the first @max_bytes of the
