@@ -146,7 +146,7 @@ static struct result consume(bool ours, unsigned int rate, double secs, unsigned
 		setenv("XENSIM_HOST", dir, 1);
 		setenv("LD_LIBRARY_PATH", XSIM_LIBDIR, 1);
 		if (ours)
-			execl(TCX_BIN, TCX_BIN, "record", "--xen", "-q", "--no-dom0", "-S", spages,
+			execl(TCX_BIN, TCX_BIN, "record", "--xen", "-q", "--no-dom0", "--xen-pages", spages,
 			      "-o", out, (char *)NULL);
 		/*
 		 * record's drain thread asks for nice - 10 (it only copies);

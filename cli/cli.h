@@ -6,7 +6,9 @@
 #ifndef CLI_H
 #define CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define CLI_EXIT_OK	0
 #define CLI_EXIT_FAIL	1
@@ -34,5 +36,95 @@ void cli_err(const char *cmd, const char *fmt, ...)
  * message, which names the file, in tcx_error().
  */
 int cli_read_secret(const char *path, unsigned char *buf, size_t *len);
+
+/*
+ * ---- record --xen's command line (record-args.c) ----
+ * Declared where recorder.h is included first: the agent's programs,
+ * which share this header, never see the recorder's.
+ */
+#ifdef RECORDER_H
+
+/* Where a record option applies. */
+enum cli_rec_where {
+	CLI_REC_BOTH,		/* dom0 before the first -A, a guest after its -A */
+	CLI_REC_DOM0,		/* dom0 only: before the first -A */
+	CLI_REC_GUEST,		/* after an -A only (--name) */
+	CLI_REC_GLOBAL,		/* the whole recording, anywhere */
+	CLI_REC_REFUSED,	/* trace-cmd's, but not here: @why says why */
+};
+
+/**
+ * struct cli_rec_opt - one option of record --xen, trace-cmd's or ours
+ * @name:	"-e", "--max-graph-depth"
+ * @where:	where it applies
+ * @why:	refused (or dom0 only): why, and what to use instead
+ * @ours:	trace-cmd-xen's own, not trace-cmd record's
+ */
+struct cli_rec_opt {
+	const char		*name;
+	enum cli_rec_where	where;
+	const char		*why;
+	bool			ours;
+};
+
+/* Every option record --xen knows, NULL-terminated: trace-cmd 3.1's and ours. */
+extern const struct cli_rec_opt cli_rec_opts[];
+
+/**
+ * struct cli_rec_inst - the options of one instance: dom0 or an -A guest
+ * @spec:	the -A argument (NULL: dom0)
+ * @ft:		the ftrace options (dom0: applied to its instance)
+ * @words:	a guest's options, as words for its agent's TRACE_REQ
+ */
+struct cli_rec_inst {
+	const char		*spec;
+	const char		*name;
+	struct rec_ftrace_opts	ft;
+	struct rec_event_sel	*ev;
+	const char		**funcs, **notrace, **graph;
+	int			*pids;
+	const char		**words;
+	int			nwords;
+	bool			exclude;	/* -v given: the -e after it are off */
+	bool			filtered;	/* the last -e has its -f */
+	char			verbose_word[24];	/* --verbose=N, one word */
+};
+
+/**
+ * struct cli_rec_args - a parsed record --xen command line
+ * @o:		rec_record()'s options, pointing into the rest
+ * @inst:	@ninst instances: [0] dom0, then each -A in order
+ * @help:	-h was given (nothing else is filled)
+ * @err:	why the parse failed
+ */
+struct cli_rec_args {
+	struct rec_record_opts	o;
+	struct cli_rec_inst	*inst;
+	int			ninst;
+	const char		**specs;
+	struct rec_guest_args	*gargs;
+	bool			xen;
+	bool			help;
+	uint8_t			cpumap[REC_MAX_CPUS / 8];
+	uint8_t			secret[CLI_SECRET_MAX + 1];
+	char			err[512];
+};
+
+/**
+ * cli_rec_parse - record's argv (argv[0] = "record") into @a: what comes
+ * before the first -A is dom0's, what follows each -A that guest's;
+ * global options anywhere; a command after them (or after "--")
+ *
+ * Returns CLI_EXIT_OK, CLI_EXIT_USAGE with @a->err saying what was wrong
+ * (an unknown option, a refused one: why and what to use instead, a bad
+ * value), or CLI_EXIT_FAIL (out of memory, an unreadable secret file).
+ * Free @a with cli_rec_args_free() in every case.
+ */
+int cli_rec_parse(struct cli_rec_args *a, int argc, char **argv);
+
+/** cli_rec_args_free - free what cli_rec_parse() took (safe twice) */
+void cli_rec_args_free(struct cli_rec_args *a);
+
+#endif /* RECORDER_H */
 
 #endif /* CLI_H */

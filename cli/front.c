@@ -23,9 +23,8 @@
 struct front_cmd {
 	const char *name;
 	/*
-	 * our short options, then stock trace-cmd's, ':' after one with an
-	 * argument; where both have a letter, ours (first) wins: it only
-	 * matters when --xen follows, and then the command line is ours
+	 * the short options, ':' after one with an argument: record --xen
+	 * takes trace-cmd record's grammar, so one list serves both
 	 */
 	const char *shortopts;
 	/* long options that take an argument (as the next word), either side's */
@@ -39,7 +38,8 @@ static const char *const record_argopts[] = {
 	"tsync-interval", "name", "compression", "file-version", "proxy",
 	"temp", "subbuf-size", "duration", "raw", "summary-json", "tsync",
 	"secret-file", "guest-open-timeout", "guest-stop-timeout",
-	"guest-max-cpus", "guest-max-meta", "guest-max-bytes", NULL
+	"guest-max-cpus", "guest-max-meta", "guest-max-bytes", "xen-events",
+	"xen-cpus", "xen-pages", NULL
 };
 static const char *const agent_argopts[] = {
 	"secret-file", "domid", "tracing-dir", NULL
@@ -48,13 +48,16 @@ static const char *const convert_argopts[] = {
 	"compression", "file-version", "cpu-hz", "summary-json", NULL
 };
 static const char *const xen_only[] = { "xen", NULL };
+static const char *const record_ours[] = {
+	"xen", "xen-events", "xen-cpus", "xen-pages", NULL
+};
 static const char *const agent_ours[] = {
 	"xen", "secret-file", "insecure", "domid", "tracing-dir", NULL
 };
 
 static const struct front_cmd cmds[] = {
-	{ "record", "S:c:hae:f:FA:p:C:dDGo:O:s:r:V:vg:l:n:P:N:tb:R:B:kiTm:M:H:q",
-	  record_argopts, xen_only },
+	{ "record", "hae:f:FA:p:C:dDGo:O:s:r:V:vg:l:n:P:N:tb:R:B:kiTm:M:H:qcS",
+	  record_argopts, record_ours },
 	{ "agent", "hp:DN:P:", agent_argopts, agent_ours },
 	{ "convert", "hi:o:q", convert_argopts, xen_only },
 };

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -32,6 +33,9 @@ struct rec_dom0 {
 	uint8_t			*page;
 	uint32_t		page_size;
 	uint64_t		pages;
+	uint64_t		*cpu_bytes;	/* per CPU, for -m */
+	uint64_t		max_bytes;	/* -m (0: no limit) */
+	unsigned long		old_depth;	/* max_graph_depth + 1 to put back (0: none) */
 	int			err;		/* the first write error: sticky */
 	char			errmsg[TCX_ERROR_MAX];
 };
@@ -84,6 +88,246 @@ static void add_cmdlines(struct tdat_writer *w, const pid_t *extra, int nextra)
 		tdat_add_cmdline(w, extra[i], "command");
 }
 
+/* ---- trace-cmd record's options on our instance ---- */
+
+/*
+ * A file of the instance (or the top one's, @inst NULL) written or
+ * appended; a write the kernel denies says so and names the file.
+ */
+static int inst_write(struct tracefs_instance *inst, const char *file, const char *val,
+		      bool append, const char *opt)
+{
+	int r;
+
+	if (!tracefs_file_exists(inst, file))
+		return tcx_fail(-ENOENT, "dom0: %s needs the tracefs file %s, which this "
+				"kernel does not have", opt, file);
+	errno = 0;
+	r = append ? tracefs_instance_file_append(inst, file, val)
+		   : tracefs_instance_file_write(inst, file, val);
+	if (r >= 0)
+		return 0;
+	r = errno ? errno : EIO;
+	if (r == EPERM || r == EACCES)
+		return tcx_fail(-r, "dom0: %s needs to write \"%s\" to the tracefs file %s, "
+				"which the kernel denies (%s)", opt, val, file, strerror(r));
+	return tcx_fail(-r, "dom0: %s: writing \"%s\" to the tracefs file %s: %s", opt,
+			val, file, strerror(r));
+}
+
+struct ev_match {
+	struct tracefs_instance	*inst;
+	const struct rec_event_sel *sel;
+	int			n;
+};
+
+/* One event an -e names: its filter, or (after -v) off. */
+static int apply_event(struct ev_match *m, const char *sys, const char *ev)
+{
+	const char *file = m->sel->exclude ? "enable" : "filter";
+	const char *val = m->sel->exclude ? "0" : m->sel->filter;
+
+	m->n++;
+	if (tracefs_event_file_write(m->inst, sys, ev, file, val) >= 0)
+		return 0;
+	if (m->sel->exclude)
+		return tcx_fail(-EIO, "dom0: -v -e %s: cannot turn %s:%s off", m->sel->event,
+				sys, ev);
+	return tcx_fail(-EINVAL, "dom0: -e %s -f '%s': the kernel refuses the filter for "
+			"%s:%s (see its events/%s/%s/format)", m->sel->event, val, sys, ev,
+			sys, ev);
+}
+
+/* Every event @sel->event names, as tdat_enable_event() matches it. */
+static int each_event(struct ev_match *m)
+{
+	const char *spec = m->sel->event, *colon = strchr(spec, ':');
+	char **systems = tracefs_event_systems(NULL);
+	char sys_pat[160], ev_pat[160];
+	bool by_sys = false;
+	int ret = 0;
+
+	if (colon) {
+		snprintf(sys_pat, sizeof(sys_pat), "%.*s", (int)(colon - spec), spec);
+		snprintf(ev_pat, sizeof(ev_pat), "%s", colon + 1);
+	} else {
+		/* a system's name first, else an event's in any system */
+		for (int i = 0; systems && systems[i] && !by_sys; i++)
+			by_sys = !fnmatch(spec, systems[i], 0);
+		snprintf(sys_pat, sizeof(sys_pat), "%s", by_sys ? spec : "*");
+		snprintf(ev_pat, sizeof(ev_pat), "%s", by_sys ? "*" : spec);
+	}
+	for (int i = 0; !ret && systems && systems[i]; i++) {
+		char **evs;
+
+		if (fnmatch(sys_pat, systems[i], 0))
+			continue;
+		evs = tracefs_system_events(NULL, systems[i]);
+		for (int j = 0; !ret && evs && evs[j]; j++)
+			if (!fnmatch(ev_pat, evs[j], 0))
+				ret = apply_event(m, systems[i], evs[j]);
+		tracefs_list_free(evs);
+	}
+	tracefs_list_free(systems);
+	return ret;
+}
+
+/* -e in order: on (with a filter) or, after -v, off. */
+static int set_events(struct tracefs_instance *inst, const struct rec_ftrace_opts *ft)
+{
+	for (int i = 0; ft && i < ft->nr_events; i++) {
+		const struct rec_event_sel *e = &ft->events[i];
+		struct ev_match m = { .inst = inst, .sel = e };
+		int ret;
+
+		if (!e->exclude && tdat_enable_event(inst, e->event) < 0)
+			return tcx_fail(-EINVAL, "dom0: no event matches \"%s\" "
+					"(see /sys/kernel/tracing/available_events)", e->event);
+		if (!e->exclude && !e->filter)
+			continue;
+		ret = each_event(&m);
+		if (ret)
+			return ret;
+		if (!m.n)
+			return tcx_fail(-EINVAL, "dom0: no event matches \"%s\" (see "
+					"/sys/kernel/tracing/available_events)", e->event);
+	}
+	if ((!ft || !ft->nr_events) && tdat_enable_event(inst, REC_DOM0_DEFAULT_EVENT) < 0)
+		return tcx_fail(-EINVAL, "dom0: cannot enable " REC_DOM0_DEFAULT_EVENT);
+	return 0;
+}
+
+static int append_list(struct tracefs_instance *inst, const char *file, const char *opt,
+		       const char *const *list, int n)
+{
+	char what[80];
+
+	for (int i = 0; i < n; i++) {
+		int ret;
+
+		snprintf(what, sizeof(what), "%s %s", opt, list[i]);
+		ret = inst_write(inst, file, list[i], true, what);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Function tracers need the global ftrace switch, which we never turn on. */
+static int check_ftrace_enabled(const char *opt)
+{
+	FILE *f = fopen("/proc/sys/kernel/ftrace_enabled", "r");
+	int v = 1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 1;
+		fclose(f);
+	}
+	if (!v)
+		return tcx_fail(-EPERM, "dom0: %s needs function tracing, which the global "
+				"/proc/sys/kernel/ftrace_enabled turns off (0); trace-cmd-xen "
+				"does not change it", opt);
+	return 0;
+}
+
+static int set_tracer(struct rec_dom0 *d, const struct rec_ftrace_opts *ft)
+{
+	char opt[80], *avail;
+	bool found = false;
+	int ret;
+
+	snprintf(opt, sizeof(opt), "-p %s", ft->tracer);
+	avail = tracefs_instance_file_read(d->inst, "available_tracers", NULL);
+	for (char *save = NULL, *t = avail ? strtok_r(avail, " \n", &save) : NULL; t;
+	     t = strtok_r(NULL, " \n", &save))
+		found |= !strcmp(t, ft->tracer);
+	if (!found) {
+		ret = tcx_fail(-EINVAL, "dom0: %s: no such tracer in this kernel "
+			       "(available_tracers: %s)", opt, avail ? avail : "none");
+		free(avail);
+		return ret;
+	}
+	free(avail);
+	if (strcmp(ft->tracer, "nop")) {
+		ret = check_ftrace_enabled(opt);
+		if (ret)
+			return ret;
+	}
+	return inst_write(d->inst, "current_tracer", ft->tracer, false, opt);
+}
+
+/* --max-graph-depth: the top instance's, put back at the end. */
+static int set_graph_depth(struct rec_dom0 *d, unsigned int depth)
+{
+	char val[16], *old;
+	int ret;
+
+	old = tracefs_instance_file_read(NULL, "max_graph_depth", NULL);
+	snprintf(val, sizeof(val), "%u", depth);
+	ret = inst_write(NULL, "max_graph_depth", val, false, "--max-graph-depth");
+	if (!ret && old)
+		d->old_depth = strtoul(old, NULL, 10) + 1;
+	free(old);
+	return ret;
+}
+
+static int set_pids(struct rec_dom0 *d, const struct rec_ftrace_opts *ft,
+		    const struct rec_dom0_opts *o)
+{
+	char pid[16];
+	int ret = 0;
+
+	for (int i = 0; !ret && i < ft->nr_pids + (ft->filter_command ? o->npids : 0); i++) {
+		int p = i < ft->nr_pids ? ft->pids[i] : o->pids[i - ft->nr_pids];
+
+		snprintf(pid, sizeof(pid), "%d", p);
+		ret = inst_write(d->inst, "set_event_pid", pid, true, i < ft->nr_pids ? "-P" : "-F");
+		if (!ret && ft->tracer && strcmp(ft->tracer, "nop"))
+			ret = inst_write(d->inst, "set_ftrace_pid", pid, true,
+					 i < ft->nr_pids ? "-P" : "-F");
+	}
+	if (!ret && ft->children)
+		ret = inst_write(d->inst, "options/event-fork", "1", false, "-c");
+	if (!ret && ft->children && ft->tracer && strcmp(ft->tracer, "nop"))
+		ret = inst_write(d->inst, "options/function-fork", "1", false, "-c");
+	return ret;
+}
+
+/* Everything trace-cmd record's options ask of dom0's instance. */
+static int set_ftrace(struct rec_dom0 *d, const struct rec_dom0_opts *o)
+{
+	const struct rec_ftrace_opts *ft = o->ft;
+	int ret;
+
+	if (ft && ft->verbose >= 0)
+		tracefs_set_loglevel((enum tep_loglevel)ft->verbose);
+	if (ft && ft->buffer_kb &&
+	    tracefs_instance_set_buffer_size(d->inst, ft->buffer_kb, -1) < 0)
+		return tcx_fail(-EINVAL, "dom0: cannot set a %u KiB buffer (-b)", ft->buffer_kb);
+	ret = set_events(d->inst, ft);
+	if (ret || !ft)
+		return ret;
+	if (ft->cpumask)
+		ret = inst_write(d->inst, "tracing_cpumask", ft->cpumask, false, "-M");
+	if (!ret && ft->stacktrace)
+		ret = inst_write(d->inst, "options/stacktrace", "1", false, "-T");
+	if (!ret && ft->nr_funcs)
+		ret = append_list(d->inst, "set_ftrace_filter", "-l", ft->funcs, ft->nr_funcs);
+	if (!ret && ft->nr_notrace)
+		ret = append_list(d->inst, "set_ftrace_notrace", "-n", ft->notrace,
+				  ft->nr_notrace);
+	if (!ret && ft->nr_graph)
+		ret = append_list(d->inst, "set_graph_function", "-g", ft->graph, ft->nr_graph);
+	if (!ret && ft->max_graph_depth)
+		ret = set_graph_depth(d, ft->max_graph_depth);
+	if (!ret)
+		ret = set_pids(d, ft, o);
+	if (!ret && ft->tracer)
+		ret = set_tracer(d, ft);
+	return ret;
+}
+
 int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o)
 {
 	struct tdat_params tp = { .clock = "x86-tsc" };
@@ -116,21 +360,9 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o)
 			    "available: dom0's events cannot share the hypervisor's clock");
 		goto fail;
 	}
-	if (o->buffer_kb && tracefs_instance_set_buffer_size(d->inst, o->buffer_kb, -1) < 0) {
-		ret = tcx_fail(-EINVAL, "dom0: cannot set a %u KiB buffer", o->buffer_kb);
+	ret = set_ftrace(d, o);
+	if (ret)
 		goto fail;
-	}
-	for (int i = 0; i < o->nr_events; i++) {
-		if (tdat_enable_event(d->inst, o->events[i]) < 0) {
-			ret = tcx_fail(-EINVAL, "dom0: no event matches \"%s\" "
-				    "(see /sys/kernel/tracing/available_events)", o->events[i]);
-			goto fail;
-		}
-	}
-	if (!o->nr_events && tdat_enable_event(d->inst, REC_DOM0_DEFAULT_EVENT) < 0) {
-		ret = tcx_fail(-EINVAL, "dom0: cannot enable " REC_DOM0_DEFAULT_EVENT);
-		goto fail;
-	}
 
 	tp.version = o->file_version ? o->file_version : 7;
 	tp.page_size = d->page_size;
@@ -169,7 +401,9 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o)
 	}
 	d->page = malloc(d->page_size);
 	d->fd = calloc(d->ncpus, sizeof(*d->fd));
-	if (!d->page || !d->fd) {
+	d->cpu_bytes = calloc(d->ncpus, sizeof(*d->cpu_bytes));
+	d->max_bytes = o->ft ? o->ft->max_kb * 1024ull : 0;
+	if (!d->page || !d->fd || !d->cpu_bytes) {
 		ret = tcx_fail(-ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -213,6 +447,10 @@ int rec_dom0_drain(struct rec_dom0 *d)
 				break;
 			if (r <= 0)
 				break;
+			/* -m: the first max_kb per CPU */
+			if (d->max_bytes && d->cpu_bytes[c] + d->page_size > d->max_bytes)
+				continue;
+			d->cpu_bytes[c] += d->page_size;
 			if ((size_t)r < d->page_size)
 				memset(d->page + r, 0, d->page_size - r);
 			ret = tdat_write_page(d->w, c, d->page);
@@ -270,6 +508,13 @@ int rec_dom0_close(struct rec_dom0 *d)
 		tracefs_instance_destroy(d->inst);
 		tracefs_instance_free(d->inst);
 	}
+	if (d->old_depth) {
+		char val[16];
+
+		snprintf(val, sizeof(val), "%lu", d->old_depth - 1);
+		tracefs_instance_file_write(NULL, "max_graph_depth", val);
+	}
+	free(d->cpu_bytes);
 	free(d->fd);
 	free(d->page);
 	free(d);

@@ -418,8 +418,12 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 
 	if (!argv)
 		return tcx_fail(-ENOMEM, "out of memory");
+	/* the one clock, the one version we parse (the file we write may
+	 * still be 7), then the guest's own options as trace-cmd sends them */
 	argv[argc++] = "-C";
 	argv[argc++] = o->clock && *o->clock ? o->clock : "x86-tsc";
+	argv[argc++] = "--file-version";
+	argv[argc++] = "6";
 	for (int i = 0; i < o->nr_events; i++) {
 		argv[argc++] = "-e";
 		argv[argc++] = o->events[i];
@@ -429,9 +433,6 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 		argv[argc++] = "-b";
 		argv[argc++] = bkb;
 	}
-	/* the one version we parse; the file we write may still be 7 */
-	argv[argc++] = "--file-version";
-	argv[argc++] = "6";
 	for (int i = 0; i < o->nr_extra_args; i++)
 		argv[argc++] = o->extra_args[i];
 	req.argc = (uint32_t)argc;
@@ -450,6 +451,10 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 				     o->secret_len ? &g->auth : NULL, resp,
 				     ANSWER_MS, why, sizeof(why));
 	free(argv);
+	/* a guest without an event is refused alone (-ENOMSG): the others record */
+	if (ret == -EPERM && strstr(why, "no event"))
+		return tcx_fail(-ENOMSG, "guest %s lacks an event it was given: the agent "
+				"refused the session: %s", g->sp.name, why);
 	if (ret == -EPERM)
 		return tcx_fail(ret, "guest %s: the agent refused the session%s%s",
 			    g->sp.name, why[0] ? ": " : "", why);
@@ -493,6 +498,10 @@ static int connect_agent(struct rec_guest *g, const struct rec_guest_opts *o, in
 	int ret;
 
 	ret = rec_guest_parse_spec(o->spec, &g->sp);
+	if (!ret && o->name &&
+	    (!*o->name || strlen(o->name) >= sizeof(g->sp.name) || strchr(o->name, '/')))
+		ret = tcx_fail(-EINVAL, "-A %s --name \"%s\": 1..%zu characters, no '/'",
+			       o->spec, o->name, sizeof(g->sp.name) - 1);
 	if (!ret)
 		ret = rec_guest_parse_protos(g, o->tsync);
 	if (!ret)
@@ -500,6 +509,9 @@ static int connect_agent(struct rec_guest *g, const struct rec_guest_opts *o, in
 						  : net_connect(g, timeout);
 	if (ret)
 		return ret;
+	/* --name: the file and the GUEST entry, once the domain is found */
+	if (o->name)
+		snprintf(g->sp.name, sizeof(g->sp.name), "%s", o->name);
 	rec_guest_tsync_offer(g, o->cpu_khz);
 	path = rec_guest_file_path(o->output, g->sp.name);
 	if (!path || strlen(path) >= sizeof(g->path))

@@ -100,6 +100,7 @@ struct session {
 	struct rec_guest		**g;
 	struct rec_guest_summary	*gsum;
 	int				ng;
+	int				nrefused;	/* guests left out: an event missing */
 	bool				gclosed;
 	struct rec_guest_summary	gfail;	/* the guest whose open failed */
 	bool				has_gfail;
@@ -472,7 +473,9 @@ static void drain(struct session *ss)
 	check_sink(ss);
 	/* a read takes what the kernel has, a partial page too: not too often */
 	if (ss->d0 && !ss->err && tcx_clock_ns(CLOCK_MONOTONIC) >= ss->next_d0_ns) {
-		ss->next_d0_ns = tcx_clock_ns(CLOCK_MONOTONIC) + DOM0_READ_NS;
+		ss->next_d0_ns = tcx_clock_ns(CLOCK_MONOTONIC) +
+				 (ss->o->dom0 && ss->o->dom0->sleep_us ?
+				  ss->o->dom0->sleep_us * 1000ull : DOM0_READ_NS);
 		ret = rec_dom0_drain(ss->d0);
 		if (ret < 0)
 			fail(ss, ret, "%s: %s", ss->dom0_path, tcx_error());
@@ -486,8 +489,10 @@ static bool guests_sync(const struct rec_record_opts *o)
 {
 	const char *names[8];
 
-	/* the command line checked the offer; "none" offers nothing */
-	return o->nr_guests && tsync_parse_offer(o->tsync, names, 8) > 0;
+	/* the command line checked the offer; "none" offers nothing, and a
+	 * negative --tsync-interval turns time sync off */
+	return o->nr_guests && o->tsync_interval_ms >= 0 &&
+	       tsync_parse_offer(o->tsync, names, 8) > 0;
 }
 
 /*
@@ -559,7 +564,7 @@ static int guest_key(const struct session *ss, const char *spec, struct rec_gues
 }
 
 /*
- * Of the classes -A adds to a -M mask, those the guests need: HVM exits
+ * Of the classes -A adds to a --xen-events mask, those the guests need: HVM exits
  * for an HVM/PVH guest's markers, PV traps for a PV guest's (a PV dom0
  * makes many of those: not traced without a PV guest), GUEST (HVMOP) for
  * both; a network guest or an unknown name may be either.
@@ -584,7 +589,7 @@ static void narrow_mask(struct session *ss, uint32_t user, uint32_t mask)
 	if ((mask & ~(user | need)) && !rec_hvbuf_set_evt_mask(ss->hv, user | need))
 		mask = user | need;
 	if (mask != user)
-		note(ss, "-M %#x: adding %#x for the guests (vCPU runs%s)", user, mask & ~user,
+		note(ss, "--xen-events %#x: adding %#x for the guests (vCPU runs%s)", user, mask & ~user,
 		     mask & ~(user | CLS_SCHED) ? " and time sync" : "");
 }
 
@@ -659,7 +664,8 @@ static void open_failed(struct session *ss, const char *spec, int err)
 /*
  * Each -A in turn, once the hypervisor traces: the agents start tracing as
  * they send their metadata. A guest that cannot be opened ends the
- * recording before it starts.
+ * recording before it starts, but for one whose agent lacks an event it
+ * was given: that guest alone is left out.
  */
 static int open_guests(struct session *ss)
 {
@@ -681,12 +687,15 @@ static int open_guests(struct session *ss)
 	if (o->raw)
 		ss->taken[ss->ntaken++] = o->raw;
 	for (int i = 0; i < o->nr_guests; i++) {
+		const struct rec_guest_args *ga = o->guest_args ? &o->guest_args[i] : NULL;
 		struct rec_guest_opts go = {
 			.spec = o->guests[i], .output = o->output,
-			.events = o->events, .nr_events = o->nr_events,
-			.buffer_kb = o->buffer_kb, .host_traceid = REC_HOST_TRACEID,
+			.name = ga ? ga->name : NULL,
+			.extra_args = ga ? ga->argv : NULL, .nr_extra_args = ga ? ga->argc : 0,
+			.host_traceid = REC_HOST_TRACEID,
 			.mult = ss->mult, .shift = ss->shift,
-			.tsync = o->tsync, .tsync_interval = o->tsync_interval,
+			.tsync = o->tsync_interval_ms < 0 ? "none" : o->tsync,
+			.tsync_interval = o->tsync_interval_ms > 0 ? o->tsync_interval_ms / 1e3 : 0,
 			.cpu_khz = rec_hvbuf_cpu_khz(ss->hv),
 			.secret = o->secret, .secret_len = o->secret_len, .log = o->log,
 			.taken = ss->taken, .ntaken = ss->ntaken,
@@ -702,6 +711,13 @@ static int open_guests(struct session *ss)
 
 		/* refused before its file is made if that file is one of ours */
 		ret = rec_guest_open(&g, &go);
+		if (ret == -ENOMSG) {
+			/* its agent lacks an event: this guest alone is left out */
+			note(ss, "-A %s: %s; recording without it", o->guests[i], tcx_error());
+			ss->nrefused++;
+			ret = 0;
+			continue;
+		}
 		if (ret) {
 			open_failed(ss, o->guests[i], ret);
 			return tcx_fail(ret, "-A %s: %s", o->guests[i], tcx_error());
@@ -1260,8 +1276,8 @@ static int start_dom0(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	struct rec_dom0_opts d0 = {
-		.path = ss->dom0_tmp ? ss->dom0_tmp : ss->dom0_path, .events = o->events, .nr_events = o->nr_events,
-		.buffer_kb = o->buffer_kb, .traceid = rec_guest_traceid(0),
+		.path = ss->dom0_tmp ? ss->dom0_tmp : ss->dom0_path, .ft = o->dom0,
+		.traceid = rec_guest_traceid(0),
 		.mult = ss->mult, .shift = ss->shift,
 		.pids = &ss->child, .npids = ss->child > 0,
 	};

@@ -686,18 +686,15 @@ struct tdat_stats;
 /**
  * struct rec_dom0_opts - dom0's side of a recording
  * @path:	trace-dom0.dat
- * @events:	trace-cmd -e strings ("sys", "sys:event", "event", globs);
- *		none: REC_DOM0_DEFAULT_EVENT
- * @buffer_kb:	per-CPU buffer (0: the kernel's default)
+ * @ft:		the ftrace options (NULL: REC_DOM0_DEFAULT_EVENT, nothing else)
  * @traceid:	the file's TRACEID (the GUEST entry of dom0 in trace.dat)
  * @mult, @shift: TSC2NSEC (mult 0: none)
- * @pids, @npids: tasks to name "command" (not running yet)
+ * @pids, @npids: tasks to name "command" (not running yet); with @ft's
+ *		filter_command, the only tasks traced (with -P's)
  */
 struct rec_dom0_opts {
 	const char		*path;
-	const char *const	*events;
-	int			nr_events;
-	unsigned int		buffer_kb;
+	const struct rec_ftrace_opts *ft;
 	int			file_version;
 	uint64_t		traceid;
 	uint32_t		mult, shift;

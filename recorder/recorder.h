@@ -222,6 +222,72 @@ void rec_convert_summary_free(struct rec_convert_summary *sum);
 #define REC_DOM0_DEFAULT_EVENT	"sched:sched_switch"
 
 /**
+ * struct rec_event_sel - one -e of an instance, as trace-cmd takes it
+ * @event:	"sys", "sys:event" or "event", globs allowed
+ * @filter:	-f after it: the events' filter (NULL: none)
+ * @exclude:	given after -v: these events are turned off, not on
+ */
+struct rec_event_sel {
+	const char	*event;
+	const char	*filter;
+	bool		exclude;
+};
+
+/**
+ * struct rec_ftrace_opts - dom0's ftrace, trace-cmd record's options
+ * @events:	-e (with -f, -v); none: REC_DOM0_DEFAULT_EVENT
+ * @tracer:	-p: the instance's current_tracer (NULL: none)
+ * @funcs, @notrace, @graph: -l, -n, -g: set_ftrace_filter,
+ *		set_ftrace_notrace, set_graph_function of the instance
+ * @max_graph_depth: --max-graph-depth (0: not set; a global file)
+ * @stacktrace:	-T: the instance's stacktrace option
+ * @sleep_us:	-s: how often dom0's buffers are read (0: 200 ms)
+ * @max_kb:	-m: per-CPU KiB written at most into the file (0: no limit);
+ *		pages beyond it are counted lost
+ * @buffer_kb:	-b: per-CPU buffer (0: the kernel's default)
+ * @cpumask:	-M: tracing_cpumask of the instance, hex (NULL: all)
+ * @pids:	-P: set_event_pid (and set_ftrace_pid)
+ * @filter_command: -F: only the command's events
+ * @children:	-c: with -P or -F, their new children too
+ * @verbose:	--verbose: libtracefs' log level (-1: unchanged)
+ */
+struct rec_ftrace_opts {
+	const struct rec_event_sel *events;
+	int			nr_events;
+	const char		*tracer;
+	const char *const	*funcs;
+	int			nr_funcs;
+	const char *const	*notrace;
+	int			nr_notrace;
+	const char *const	*graph;
+	int			nr_graph;
+	unsigned int		max_graph_depth;
+	bool			stacktrace;
+	unsigned long		sleep_us;
+	unsigned long		max_kb;
+	unsigned int		buffer_kb;
+	const char		*cpumask;
+	const int		*pids;
+	int			nr_pids;
+	bool			filter_command;
+	bool			children;
+	int			verbose;
+};
+
+/**
+ * struct rec_guest_args - what follows one -A on the command line
+ * @name:	--name: the guest's name in its file name (trace-NAME.dat)
+ *		and GUEST entry (NULL: from the -A argument)
+ * @argv, @argc: its record options as words for the agent, sent in
+ *		TRACE_REQ after "-C x86-tsc --file-version 6"
+ */
+struct rec_guest_args {
+	const char		*name;
+	const char *const	*argv;
+	int			argc;
+};
+
+/**
  * struct rec_record_opts - one `record --xen`
  * @output:	the hypervisor's trace.dat; dom0's goes beside it with -dom0
  *		before the extension (trace-dom0.dat)
@@ -234,10 +300,18 @@ void rec_convert_summary_free(struct rec_convert_summary *sum);
  * @quiet:	no status line and no summary
  * @poll_ms:	wake up at least this often (0: 50)
  * @log:	warnings and the summary (NULL: none)
+ * @dom0:	dom0's ftrace (NULL: the defaults)
+ * @pages, @evt_mask, @cpumap: Xen's trace buffers: pages per pCPU, event
+ *		classes, pCPUs (--xen-pages, --xen-events, --xen-cpus; 0/NULL:
+ *		Xen's defaults)
  * @guests:	-A arguments: each guest's agent records into
  *		<output>-<name>.dat (rec_guest_parse_spec())
+ * @guest_args:	@nr_guests entries (NULL: none): each guest's --name and
+ *		options
  * @tsync:	time sync protocols offered to the guests (NULL: "xen,ptp")
- * @tsync_interval: seconds between time sync samples (0: start and end)
+ * @tsync_interval_ms: milliseconds between time sync samples, as
+ *		trace-cmd's --tsync-interval: 0 at the start and the end only,
+ *		negative no time sync at all
  * @secret, @secret_len: the shared secret for TCP/vsock agents
  * @guest_open_ms: each guest's whole open (0: REC_GUEST_OPEN_MS)
  * @guest_stop_ms: the stop of all guests together, from the end of the
@@ -249,22 +323,21 @@ struct rec_record_opts {
 	const char		*output;
 	const char		*raw;
 	const char		*summary_json;
-	const char *const	*events;
-	int			nr_events;
+	const struct rec_ftrace_opts *dom0;
 	bool			no_dom0;
 	unsigned long		pages;
 	uint32_t		evt_mask;
 	const uint8_t		*cpumap;
-	unsigned int		buffer_kb;
 	double			duration;
 	char *const		*command;
 	bool			quiet;
 	int			poll_ms;
 	FILE			*log;
 	const char *const	*guests;
+	const struct rec_guest_args *guest_args;
 	int			nr_guests;
 	const char		*tsync;
-	double			tsync_interval;
+	int			tsync_interval_ms;
 	const uint8_t		*secret;
 	size_t			secret_len;
 	int			guest_open_ms;
@@ -352,6 +425,8 @@ char *rec_guest_file_path(const char *output, const char *name);
 /**
  * struct rec_guest_opts - one -A guest
  * @spec:	the -A argument
+ * @name:	the guest's name (--name) instead of the -A argument's, in
+ *		its file name and GUEST entry (NULL: the argument's)
  * @output:	the host's trace.dat; the guest file goes beside it
  * @events:	-e for the guest's agent (none: the agent's default)
  * @buffer_kb:	-b: per-CPU buffer in the guest (0: the agent's)
@@ -381,9 +456,9 @@ char *rec_guest_file_path(const char *output, const char *name);
  * @max_meta:	the most metadata bytes (0: REC_GUEST_MAX_META)
  * @max_bytes:	page bytes written into the guest's file, at most (0: no
  *		limit); at the limit the guest's stream ends, not the recording
- * @extra_args: more record options for the agent, sent as they are (a
- *		stock trace-cmd agent may need some; ours refuses anything off
- *		its allow-list)
+ * @extra_args: more record options for the agent, sent as they are after
+ *		-C, --file-version, @events and @buffer_kb (ours refuses
+ *		anything off its allow-list)
  * @log:	warnings (NULL: none)
  * @taken, @ntaken: the files this run writes already (the host's, dom0's,
  *		--raw, other guests'): a guest whose file would be one of them
@@ -394,6 +469,7 @@ char *rec_guest_file_path(const char *output, const char *name);
  */
 struct rec_guest_opts {
 	const char		*spec;
+	const char		*name;
 	const char		*output;
 	const char *const	*events;
 	int			nr_events;
@@ -483,6 +559,8 @@ struct rec_guest_summary {
  * right before starting the host's own tracing. Clear errors (in @err)
  * for an unknown or dead guest, one without an agent, an agent that
  * refuses (its reason), bad metadata. Nothing is left on disk on failure.
+ * An agent refusing because the guest lacks an event it was given gives
+ * -ENOMSG: that guest alone fails (record --xen goes on without it).
  *
  * Time sync (@o->tsync): the protocols are offered in TRACE_REQ; if the
  * agent picks one, its stream is connected here. "ptp" samples once

@@ -1,9 +1,9 @@
 #!/bin/bash
 # The demonstration: a simulated Xen host (xensim, sim/hosts/two-guests.conf)
 # runs dom0 and two guests, each guest running `trace-cmd-xen agent --xen`;
-# `trace-cmd-xen record --xen -A guest1 -A guest2`, acting as dom0, records
-# the hypervisor through the simulator's drop-in Xen libraries, this
-# machine's real ftrace (dom0's side) and both guests through their agents
+# `trace-cmd-xen record --xen -A guest1 -e EVENT -A guest2 -e EVENT`,
+# acting as dom0, records the hypervisor through the simulator's drop-in
+# Xen libraries, this machine's real ftrace (dom0's side) and both guests through their agents
 # over the simulated libxenvchan, on one clock.
 #
 #   scripts/demo.sh [OUTDIR]      (./build.sh demo builds first)
@@ -61,10 +61,11 @@ for d in 1 2; do
 	done
 done
 
-echo "== trace-cmd-xen record --xen -A guest1 -A guest2, ${secs}s"
+echo "== trace-cmd-xen record --xen -e sched:sched_switch -A guest1 -e sched:sched_switch -A guest2 -e sched:sched_switch, ${secs}s"
 XENSIM_HOST=$host/h LD_LIBRARY_PATH=$build/sim \
 	"$build/trace-cmd-xen" record --xen -e sched:sched_switch \
-	-A guest1 -A guest2 --duration "$secs" -o "$out/trace.dat" \
+	-A guest1 -e sched:sched_switch -A guest2 -e sched:sched_switch \
+	--duration "$secs" -o "$out/trace.dat" \
 	--raw "$out/xen.bin" --summary-json "$out/summary.json"
 
 echo "== what was captured (summary.json)"

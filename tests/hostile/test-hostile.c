@@ -272,8 +272,12 @@ static long run_case(const struct hcase *c)
 	argv[n++] = "sched:sched_switch";
 	argv[n++] = "-A";
 	argv[n++] = "guest2";
+	argv[n++] = "-e";
+	argv[n++] = "sched:sched_switch";
 	argv[n++] = "-A";
 	argv[n++] = spec;
+	argv[n++] = "-e";
+	argv[n++] = "sched:sched_switch";
 	argv[n++] = "-o";
 	argv[n++] = tlib_path(outdir, "trace.dat");
 	argv[n++] = "--summary-json";

@@ -38,7 +38,12 @@ route ours record --xen
 route ours record --xen -h
 route ours record -e sched --xen
 route ours record -esched -q --xen
-route ours record -S 64 -c 0-3 --xen -A guest1
+route ours record --xen-pages 64 --xen-cpus 0-3 --xen -A guest1
+route ours record --xen-events sched -e sched -A guest1
+route ours record -M 3 -e sched -A guest1 -e irq --name g1 --xen
+route ours record -A guest1 -e sched -f 'prev_pid>0' -p function_graph --xen
+route stock record -c -F -e sched ls --xen
+route stock record -S -e sched
 route ours record --duration 5 --xen
 route ours record --summary-json=out.json --xen
 route stock record -e sched

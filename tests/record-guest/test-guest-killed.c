@@ -425,7 +425,7 @@ static void killed(const char *proto)
 	static struct shift sh;
 	char *gfile = tlib_path(outdir, "trace-guest1.dat"), log[400], rep[400];
 	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-A", "guest1", "--tsync",
-			 (char *)proto, "--tsync-interval", "1", "-o",
+			 (char *)proto, "--tsync-interval", "1000", "-o",
 			 tlib_path(outdir, "trace.dat"), NULL };
 	struct tracecmd_input *h;
 	struct tsync_clock clk;

@@ -19,6 +19,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -433,6 +434,115 @@ static void check_host_files(void)
 
 /* ---- the tests ---- */
 
+/* Every event of @file is sched_switch (dom0's file, through libtracecmd). */
+static uint64_t only_switches(const char *file, uint64_t *others)
+{
+	struct tracecmd_input *h = tracecmd_open(file, 0);
+	struct tep_handle *tep;
+	uint64_t n = 0;
+
+	*others = 0;
+	if (!h)
+		fail_msg("libtracecmd cannot open %s", file);
+	tep = tracecmd_get_tep(h);
+	/* dom0's file has a buffer per CPU of this machine */
+	for (long c = 0; c < sysconf(_SC_NPROCESSORS_CONF); c++) {
+		struct tep_record *r;
+
+		while ((r = tracecmd_read_data(h, (int)c))) {
+			struct tep_event *ev = tep_find_event_by_record(tep, r);
+
+			if (ev && !strcmp(ev->name, "sched_switch"))
+				n++;
+			else
+				(*others)++;
+			tracecmd_free_record(r);
+		}
+	}
+	tracecmd_close(h);
+	return n;
+}
+
+/*
+ * Per-instance options in one run: dom0 -e sched:sched_switch, guest1 -e
+ * sched:sched_switch, guest2 (named "web") -e sched:sched_wakeup. Each
+ * agent is asked for its guest's own events after -C x86-tsc
+ * --file-version 6, and each file holds those events only (time sync's
+ * print markers aside); then a guest lacking its event is left out alone.
+ */
+static void test_own_events(void **state)
+{
+	char *err = tlib_path(outdir, "err"), log[600], g1[600], g2[600], d0[600];
+	struct gread g;
+	uint64_t others, n;
+	pid_t pid;
+
+	(void)state;
+	start_xen_agent(gdom[0]);
+	/* guest2's kernel makes wakeups: what its agent is asked for */
+	pid = tlib_sim_guest(&sim, gdom[1], "sched/sched_wakeup", NULL);
+	if (pid < 0)
+		fail_msg("the agent of domain 2 does not advertise itself");
+	agents[nagents++] = pid;
+	snprintf(g1, sizeof(g1), "%s/trace-guest1.dat", outdir);
+	snprintf(g2, sizeof(g2), "%s/trace-web.dat", outdir);
+	snprintf(d0, sizeof(d0), "%s/trace-dom0.dat", outdir);
+	if (tcx_run(err, "record", "--xen", "-q", "-e", "sched:sched_switch", "-A", "guest1",
+		    "-e", "sched:sched_switch", "-A", "2", "--name", "web", "-e",
+		    "sched:sched_wakeup", "--duration", "1.5", "-o", tlib_path(outdir, "trace.dat"),
+		    NULL))
+		fail_msg("record failed, see %s", tlib_show(err));
+	for (int i = 0; i < 2; i++) {
+		snprintf(log, sizeof(log), "%s/agent%u.log", sim.tmp, gdom[i]);
+		if (!tlib_file_has(log, i ? "peer asks for: -C x86-tsc --file-version 6 -e "
+					    "sched:sched_wakeup\n"
+					  : "peer asks for: -C x86-tsc --file-version 6 -e "
+					    "sched:sched_switch\n"))
+			fail_msg("agent %u was not asked for its own event alone, see %s", gdom[i],
+				 tlib_show(log));
+	}
+	gread_file(g1, gvcpus[0], &g);
+	print_message("# guest1: %" PRIu64 " sched_switch, %" PRIu64 " print, %" PRIu64
+		      " other\n", g.switches, g.prints, g.other);
+	assert_true(g.switches > 0);
+	assert_int_equal(g.other, 0);
+	gread_file(g2, gvcpus[1], &g);
+	print_message("# web (guest2): %" PRIu64 " sched_switch, %" PRIu64 " print, %" PRIu64
+		      " other\n", g.switches, g.prints, g.other);
+	assert_int_equal(g.switches, 0);
+	assert_true(g.other > 0);
+	assert_false(exists(tlib_path(outdir, "trace-guest2.dat")));
+	n = only_switches(d0, &others);
+	print_message("# dom0: %" PRIu64 " sched_switch, %" PRIu64 " other\n", n, others);
+	assert_int_equal(others, 0);
+	check_host_files();
+	/* the stock trace-cmd reads the guest file with its own name */
+	{
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "trace-cmd report -i '%s' 2>/dev/null | "
+			 "grep -q sched_wakeup", g2);
+		assert_int_equal(system(cmd), 0);
+	}
+
+	/* guest2 lacks the event it is given: left out, the others record */
+	unlink(g1);
+	unlink(g2);
+	unlink(d0);
+	if (tcx_run(err, "record", "--xen", "-q", "-A", "guest1", "-e", "sched:sched_switch",
+		    "-A", "guest2", "-e", "nosuch:event", "--duration", "1", "-o",
+		    tlib_path(outdir, "trace.dat"), NULL))
+		fail_msg("record failed, see %s", tlib_show(err));
+	if (!tlib_file_has(err, "guest guest2 lacks an event") ||
+	    !tlib_file_has(err, "nosuch:event") || !tlib_file_has(err, "recording without it"))
+		fail_msg("no message naming guest2 and its event, see %s", tlib_show(err));
+	assert_false(exists(tlib_path(outdir, "trace-guest2.dat")));
+	gread_file(g1, gvcpus[0], &g);
+	assert_true(g.switches > 0);
+	assert_true(only_switches(d0, &others) > 0);
+	stop_agents();
+}
+
 /* Two guests, one by name, one by domid, for 2 s. */
 static void test_two_guests(void **state)
 {
@@ -446,8 +556,8 @@ static void test_two_guests(void **state)
 
 	for (int i = 0; i < 2; i++)
 		start_xen_agent(gdom[i]);
-	if (tcx_run(err, "record", "--xen", "-A", "guest1", "-A", "2", "-e",
-		    "sched:sched_switch", "--duration", "2", "-o", tlib_path(outdir, "trace.dat"),
+	if (tcx_run(err, "record", "--xen", "-e", "sched:sched_switch", "-A", "guest1", "-e",
+		    "sched:sched_switch", "-A", "2", "-e", "sched:sched_switch", "--duration", "2", "-o", tlib_path(outdir, "trace.dat"),
 		    "--summary-json", js, NULL))
 		fail_msg("record failed, see %s", tlib_show(err));
 	for (int i = 0; i < 2; i++)	/* nothing more for the simulator to count */
@@ -529,14 +639,14 @@ static void test_mask(void **state)
 
 	(void)state;
 	start_xen_agent(gdom[0]);
-	if (tcx_run(err, "record", "--xen", "-A", "guest1", "-M", "sched", "-e",
-		    "sched:sched_switch", "--duration", "1", "-o", tlib_path(outdir, "trace.dat"),
+	if (tcx_run(err, "record", "--xen", "--xen-events", "sched", "-e", "sched:sched_switch",
+		    "-A", "guest1", "-e", "sched:sched_switch", "--duration", "1", "-o", tlib_path(outdir, "trace.dat"),
 		    "--summary-json", js, NULL))
 		fail_msg("record failed, see %s", tlib_show(err));
 	assert_int_equal(tlib_sim_put(&sim, gdom[0], "tracing_on", "0\n"), 0);
 	stop_agents();
 	assert_int_equal(tlib_sim_stop(&sim), 0);
-	if (!tlib_file_has(err, "-M 0x2f000: adding 0x8080000 for the guests (vCPU runs and time sync)"))
+	if (!tlib_file_has(err, "--xen-events 0x2f000: adding 0x8080000 for the guests (vCPU runs and time sync)"))
 		fail_msg("no note of the classes added, see %s", tlib_show(err));
 	/*
 	 * Xen traced the PV class only until the guest's type was known
@@ -759,7 +869,8 @@ static void test_errors(void **state)
 	/* usage */
 	expect_fail(2, "--tsync bogus", "-A", "guest1", "--tsync", "bogus", NULL);
 	expect_fail(2, "--tsync xen,bogus", "-A", "guest1", "--tsync", "xen,bogus", NULL);
-	expect_fail(2, "--tsync-interval 0", "-A", "guest1", "--tsync-interval", "0", NULL);
+	expect_fail(2, "--tsync-interval 0.5: milliseconds", "-A", "guest1", "--tsync-interval",
+		    "0.5", NULL);
 	expect_fail(2, "--tsync-interval abc", "-A", "guest1", "--tsync-interval", "abc",
 		    NULL);
 	expect_fail(2, "--secret-file", "-A", "guest1", "--secret-file", tlib_path(outdir, "../nosecret"),
@@ -898,6 +1009,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_two_guests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_events, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_event, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigint, setup, teardown),

@@ -85,7 +85,7 @@ static const char *guest_json(const char *js, const char *name)
 	snprintf(key, sizeof(key), "{\"name\": \"%s\"", name);
 	p = strstr(js, key);
 	if (!p)
-		fail_msg("the summary names no guest %s", name);
+		fail_msg("the summary names no guest %s: %.300s", name, js);
 	return p;
 }
 
@@ -136,14 +136,16 @@ static void frozen_guest(bool second_signal)
 			 "-o", out, "--summary-json", js, "--guest-stop-timeout",
 			 second_signal ? "3600" : "1", NULL };
 	const char *g1, *g2;
-	char *text;
+	char *text, g2file[600];
 	pid_t pid, victim;
 
 	start_agent(1);
 	victim = start_agent(2);
 	pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", err);
 	assert_true(pid > 0);
-	for (int t = 0; t < 3000 && access(tlib_path(outdir, "trace-guest2.dat"), F_OK); t++)
+	/* one path: tlib_path()'s buffers rotate, and err and js are two of them */
+	snprintf(g2file, sizeof(g2file), "%s/trace-guest2.dat", outdir);
+	for (int t = 0; t < 3000 && access(g2file, F_OK); t++)
 		usleep(10 * 1000);
 	sleep(1);
 	kill(victim, SIGSTOP);
@@ -344,8 +346,8 @@ static void test_failed_start_keeps_files(void **state)
 	start_agent(1);
 	put_old_files();
 	assert_int_equal(wait_bounded(tlib_sim_spawn(&sim, (char *[]){ (char *)tlib_tcx(),
-		"record", "--xen", "-q", "--duration", "1", "-o", out, "--raw", raw, "-A", "guest1",
-		"-e", "sched:no_such_event", "--summary-json", js, NULL }, -1, "/dev/null", err),
+		"record", "--xen", "-q", "--duration", "1", "-o", out, "--raw", raw,
+		"-e", "sched:no_such_event", "-A", "guest1", "--summary-json", js, NULL }, -1, "/dev/null", err),
 		60), 1);
 	assert_true(tlib_file_has(err, "no_such_event"));
 	assert_old_files();

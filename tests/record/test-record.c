@@ -374,7 +374,7 @@ static void test_stress(void **state)
 {
 	char *out = tlib_path(sim.tmp, "trace.dat"), *js = tlib_path(sim.tmp, "sum.json");
 	char *err = tlib_path(sim.tmp, "err");
-	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "--no-dom0", "-S", "2",
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "--no-dom0", "--xen-pages", "2",
 			 "-o", out, "--summary-json", js, "--duration", "1", NULL };
 	struct hvread hr;
 	struct tlib_truth t;
@@ -472,7 +472,7 @@ static void test_sigint(void **state)
 static void test_errors(void **state)
 {
 	char *out = tlib_path(sim.tmp, "t.dat"), *err = tlib_path(sim.tmp, "err");
-	char *badmask[] = { (char *)tlib_tcx(), "record", "--xen", "-M", "bogus", "-o", out, NULL };
+	char *badmask[] = { (char *)tlib_tcx(), "record", "--xen", "--xen-events", "bogus", "-o", out, NULL };
 	char *badev[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-e", "nosuch:nosuch_ev",
 			  "-o", out, NULL };
 	char *badout[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-o",

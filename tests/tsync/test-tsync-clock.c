@@ -190,8 +190,9 @@ static int capture(void **state)
 {
 	static char text[1 << 16];
 	char out[400], js[400], log[400];
-	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "--no-dom0", "-e", "sched", "-A",
-			 "1", "-A", "2", "-A", "3", "--tsync-interval", "0.5", "--duration",
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "--no-dom0", "-A", "1", "-e", "sched",
+			 "-A", "2", "-e", "sched", "-A", "3", "-e", "sched", "--tsync-interval", "500",
+			 "--duration",
 			 DURATION, "-o", out, "--summary-json", js, NULL };
 	int st;
 

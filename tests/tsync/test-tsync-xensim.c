@@ -1307,8 +1307,8 @@ static void test_record_cmd(void **state)
 	static char text[1 << 16], json[1 << 14];
 	char out[400], js[400], log[400], gfile[420];
 	/* -e: the events the simulated guest kernels emit (their formats) */
-	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "--no-dom0", "-e", "sched", "-A",
-			 "1", "-A", "3", "--tsync-interval", "0.5", "--duration", "2", "-o", out,
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "--no-dom0", "-A", "1", "-e", "sched",
+			 "-A", "3", "-e", "sched", "--tsync-interval", "500", "--duration", "2", "-o", out,
 			 "--summary-json", js, NULL };
 	struct tlib_truth tr;
 	pid_t rec, agent[2];

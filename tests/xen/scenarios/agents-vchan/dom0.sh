@@ -75,10 +75,11 @@ DOG=$!
 # and a PV dom0's own traps and hypercalls (every page fault, iret, event
 # channel of the recorder and the vchan traffic) outran dom0's decoding
 # under TCG (the ASan build): a 6 s capture was still being decoded minutes
-# later. -M sched: the vCPU runs the guests' pseudo tasks need.
+# later. --xen-events sched: the vCPU runs the guests' pseudo tasks need.
 exec 3>&1
-{ ASAN_OPTIONS=handle_abort=1 trace-cmd-xen record --xen -A pv -A pv1 --tsync none --guest-open-timeout 120 --guest-stop-timeout 60 \
-	-M sched -e sched:sched_switch --duration 6 \
+{ ASAN_OPTIONS=handle_abort=1 trace-cmd-xen record --xen --tsync none --guest-open-timeout 120 --guest-stop-timeout 60 \
+	--xen-events sched -e sched:sched_switch -A pv -e sched:sched_switch \
+	-A pv1 -e sched:sched_switch --duration 6 \
 	-o "$RESULTS/trace.dat" --summary-json "$RESULTS/summary.json" 2>&1 1>&3
   echo $? > /tmp/record-rc; } |
 	while IFS= read -r l; do echo "[up $(cut -d' ' -f1 /proc/uptime)] $l"; done \

@@ -15,7 +15,7 @@ xl destroy pv
 exit 7
 EOS
 mark "RECORD START"
-trace-cmd-xen record --xen -e sched:sched_switch -e irq -S 256 \
+trace-cmd-xen record --xen -e sched:sched_switch -e irq --xen-pages 256 \
 	-o "$RESULTS/trace.dat" --raw "$RESULTS/xentrace.bin" \
 	--summary-json "$RESULTS/summary.json" -- sh /tmp/boot-guest.sh \
 	2> "$RESULTS/record.err"

@@ -14,7 +14,7 @@ guest_final_domid hvm "$1" "$RESULTS/domid" || exit 1
 exit 0
 EOS
 mark "RECORD START"
-trace-cmd-xen record --xen --no-dom0 -M gen,sched,hvm,pv,guest -S 256 \
+trace-cmd-xen record --xen --no-dom0 --xen-events gen,sched,hvm,pv,guest --xen-pages 256 \
 	-o /tmp/trace.dat --raw "$RESULTS/xentrace.bin" -- sh /tmp/wait-guest.sh "$id" \
 	2> "$RESULTS/record.err"
 rc=$?
@@ -30,9 +30,9 @@ until [ "$(xenstore-read /local/domain/$id/data/trace-cmd-xen/state 2>/dev/null)
 	[ "$(cut -d. -f1 /proc/uptime)" -ge $end ]; do sleep 0.5; done
 mark "AGENT READY hvm domid=$id"
 mkdir -p "$RESULTS/agent"
-trace-cmd-xen record --xen -A hvm --no-dom0 -M sched -S 256 -e sched:sched_switch \
+trace-cmd-xen record --xen --no-dom0 --xen-events sched --xen-pages 256 -A hvm -e sched:sched_switch \
 	--guest-open-timeout 120 --guest-stop-timeout 60 \
-	--duration 6 --tsync-interval 2 -o "$RESULTS/agent/trace.dat" \
+	--duration 6 --tsync-interval 2000 -o "$RESULTS/agent/trace.dat" \
 	--summary-json "$RESULTS/agent/summary.json" 2> "$RESULTS/agent/record.err"
 arc=$?
 cat "$RESULTS/agent/record.err"

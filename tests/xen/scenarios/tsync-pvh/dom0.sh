@@ -18,7 +18,7 @@ xl destroy "$name"
 exit 0
 EOS
 mark "RECORD START"
-trace-cmd-xen record --xen --no-dom0 -M gen,sched,hvm,pv,guest -S 256 \
+trace-cmd-xen record --xen --no-dom0 --xen-events gen,sched,hvm,pv,guest --xen-pages 256 \
 	-o "$RESULTS/trace.dat" --raw "$RESULTS/xentrace.bin" -- sh /tmp/boot-guest.sh "$cfg" "$name" \
 	2> "$RESULTS/record.err"
 rc=$?
