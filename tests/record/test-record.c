@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 #include <trace-cmd/trace-cmd.h>
+#include <tracefs.h>
 
 #include "recorder-internal.h"
 #include "tlib.h"
@@ -439,6 +440,77 @@ static void test_command(void **state)
 	tracecmd_close(h);
 }
 
+/* Whether this kernel lets an instance of ours write @file (some deny it). */
+static bool instance_may_write(const char *file, const char *val)
+{
+	char name[64];
+	struct tracefs_instance *inst;
+	bool ok;
+
+	snprintf(name, sizeof(name), "tcx-test-probe-%d", (int)getpid());
+	inst = tracefs_instance_create(name);
+	assert_non_null(inst);
+	ok = tracefs_instance_file_write(inst, file, val) >= 0;
+	tracefs_instance_destroy(inst);
+	tracefs_instance_free(inst);
+	return ok;
+}
+
+/*
+ * dom0's trace-cmd options on the real kernel: -f filters dom0's events,
+ * -M keeps them to CPU 0; -l needs set_ftrace_filter, which some kernels
+ * deny: then the error says so and names the file.
+ */
+static void test_dom0_options(void **state)
+{
+	char *out = tlib_path(sim.tmp, "trace.dat"), *err = tlib_path(sim.tmp, "err");
+	char *filt[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-e", "sched:sched_switch",
+			 "-f", "prev_pid>0", "-M", "1", "-o", out, "--", "/bin/sh", "-c",
+			 "for i in 1 2 3 4 5 6 7 8; do sleep 0.05; done", NULL };
+	char *func[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-l", "schedule", "-o",
+			 out, "--duration", "0.3", NULL };
+	struct tracecmd_input *h;
+	struct tep_handle *tep;
+	uint64_t n = 0, bad = 0, other_cpu = 0;
+	int rc;
+
+	assert_int_equal(tlib_sim_run(&sim, filt, "/dev/null", err), 0);
+	h = tracecmd_open(tlib_path(sim.tmp, "trace-dom0.dat"), 0);
+	assert_non_null(h);
+	tep = tracecmd_get_tep(h);
+	for (long c = 0; c < sysconf(_SC_NPROCESSORS_CONF); c++) {
+		struct tep_record *r;
+
+		while ((r = tracecmd_read_data(h, (int)c))) {
+			struct tep_event *ev = tep_find_event_by_record(tep, r);
+			unsigned long long pid = 0;
+
+			if (!ev || strcmp(ev->name, "sched_switch") ||
+			    tep_get_field_val(NULL, ev, "prev_pid", r, &pid, 0) || !pid)
+				bad++;
+			other_cpu += c != 0;
+			n++;
+			tracecmd_free_record(r);
+		}
+	}
+	tracecmd_close(h);
+	print_message("# -f 'prev_pid>0' -M 1: %lu events, %lu not matching, %lu off CPU 0\n",
+		      (unsigned long)n, (unsigned long)bad, (unsigned long)other_cpu);
+	assert_true(n > 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(other_cpu, 0);
+
+	rc = tlib_sim_run(&sim, func, "/dev/null", err);
+	if (instance_may_write("set_ftrace_filter", "schedule")) {
+		assert_int_equal(rc, 0);
+	} else {
+		assert_int_equal(rc, 1);
+		if (!tlib_file_has(err, "-l schedule needs to write \"schedule\" to the tracefs "
+				   "file set_ftrace_filter, which the kernel denies"))
+			fail_msg("no message naming set_ftrace_filter: %s", tlib_show(err));
+	}
+}
+
 static void test_sigint(void **state)
 {
 	char *out = tlib_path(sim.tmp, "trace.dat"), *raw = tlib_path(sim.tmp, "raw.bin");
@@ -584,6 +656,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drainable, setup_basic, cleanup),
 		cmocka_unit_test_setup_teardown(test_stress, setup_stress, cleanup),
 		cmocka_unit_test_setup_teardown(test_command, setup_basic, cleanup),
+		cmocka_unit_test_setup_teardown(test_dom0_options, setup_basic, cleanup),
 		cmocka_unit_test_setup_teardown(test_sigint, setup_basic, cleanup),
 		cmocka_unit_test_setup_teardown(test_errors, setup_basic, cleanup),
 	};
