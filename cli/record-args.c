@@ -19,7 +19,7 @@
 #include "tmsg.h"
 #include "tsync.h"
 
-#define FOR_CPUS "trace-cmd-xen records its own instance"
+#define OWN_INSTANCE "trace-cmd-xen records its own instance"
 
 const struct cli_rec_opt cli_rec_opts[] = {
 	/* trace-cmd record's, as trace-cmd takes them */
@@ -50,18 +50,18 @@ const struct cli_rec_opt cli_rec_opts[] = {
 	{ "--quiet", CLI_REC_GLOBAL, NULL },
 	{ "--tsync-interval", CLI_REC_GLOBAL, NULL },
 	{ "--tsc2nsec", CLI_REC_GLOBAL, NULL },
-	{ "-a", CLI_REC_REFUSED, FOR_CPUS ", not every instance: use the stock "
+	{ "-a", CLI_REC_REFUSED, OWN_INSTANCE ", not every instance: use the stock "
 	  "trace-cmd record -a (without --xen)" },
 	{ "--func-stack", CLI_REC_REFUSED, "not passed to the agents: use -T for stack "
 	  "traces of events" },
-	{ "--no-filter", CLI_REC_REFUSED, FOR_CPUS " and filters out nothing of its "
+	{ "--no-filter", CLI_REC_REFUSED, OWN_INSTANCE " and filters out nothing of its "
 	  "own: leave it out" },
 	{ "-R", CLI_REC_REFUSED, "event triggers are not set: use -f filters" },
 	{ "--user", CLI_REC_REFUSED, "the command runs as you: run it with "
 	  "`-- runuser -u USER -- COMMAND`" },
-	{ "-d", CLI_REC_REFUSED, FOR_CPUS " and never turns the global function tracer "
+	{ "-d", CLI_REC_REFUSED, OWN_INSTANCE " and never turns the global function tracer "
 	  "on: leave it out" },
-	{ "-D", CLI_REC_REFUSED, FOR_CPUS " and never touches global tracing files: "
+	{ "-D", CLI_REC_REFUSED, OWN_INSTANCE " and never touches global tracing files: "
 	  "leave it out" },
 	{ "-O", CLI_REC_REFUSED, "trace options are not set: -T sets stacktrace" },
 	{ "-r", CLI_REC_REFUSED, "the recorder's priority is not set: run it under "

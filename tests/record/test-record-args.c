@@ -283,7 +283,22 @@ static int run_example(const char *example, bool guest, struct cli_rec_args *a)
 	return parse_v(a, w);
 }
 
-static void check_row(const char *opt, const char *example, int where)
+/* @a and @b the same but for backquotes. */
+static bool same_text(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		while (*a == '`')
+			a++;
+		while (*b == '`')
+			b++;
+		if (*a != *b)
+			return false;
+		if (!*a)
+			return true;
+	}
+}
+
+static void check_row(const char *opt, const char *example, int where, const char *notes)
 {
 	const struct cli_rec_opt *o = NULL;
 	struct cli_rec_args a;
@@ -296,6 +311,9 @@ static void check_row(const char *opt, const char *example, int where)
 		fail_msg("%s: in the table, not in the parser's", opt);
 	if ((int)o->where != where)
 		fail_msg("%s: the table says %d, the parser %d", opt, where, o->where);
+	/* a refusal's reason is the parser's, word for word */
+	if (where == CLI_REC_REFUSED && !same_text(notes, o->why))
+		fail_msg("%s: the table says \"%s\", the parser \"%s\"", opt, notes, o->why);
 	dom0 = run_example(example, false, &a);
 	if (where == CLI_REC_REFUSED && !(dom0 == CLI_EXIT_USAGE && o->why &&
 					  strstr(a.err, o->why)))
@@ -358,13 +376,13 @@ static void test_doc_table(void **state)
 		else if (!strncmp(line, "## ", 3))
 			section = 0;
 		/* the rows of options, not the header's rule */
-		if (!section || cells(line, cell, 4) < 3 || cell[0][0] != '-' ||
+		if (!section || cells(line, cell, 4) < 4 || cell[0][0] != '-' ||
 		    !cell[0][strspn(cell[0], "-")])
 			continue;
 		if (where_of(cell[2]) < 0)
 			fail_msg("%s: \"%s\" is none of the table's words", cell[0], cell[2]);
 		if (section == 1) {
-			check_row(cell[0], cell[1], where_of(cell[2]));
+			check_row(cell[0], cell[1], where_of(cell[2]), cell[3]);
 			rows++;
 			continue;
 		}
