@@ -655,6 +655,7 @@ static void open_failed(struct session *ss, const char *spec, int err)
 		snprintf(s->abandoned, sizeof(s->abandoned), "open");
 	s->error = err;
 	s->tsync_bound_ns = -1;
+	s->tsync_first_s = -1;
 	ss->has_gfail = true;
 }
 
