@@ -55,6 +55,7 @@ struct rec_guest {
 	FILE *log;
 	int close_ms;
 	uint64_t open_by;		/* rec_guest_open()'s deadline */
+	uint64_t open_t0;		/* when it began */
 	_Atomic uint64_t cutoff;	/* rec_guest_set_deadline()'s (0: none) */
 	uint64_t max_bytes;		/* page bytes into the file (0: no limit) */
 	size_t max_meta;

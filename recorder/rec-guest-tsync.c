@@ -220,7 +220,8 @@ static void tsync_sample(struct rec_guest *g, const char *when)
 		rec_guest_tnote(g, "the %s sample failed (%s): no more samples", when,
 		      ret == -ETIMEDOUT ? "no answer" : strerror(-ret));
 	} else {
-		g->sum.tsync_samples++;
+		if (!g->sum.tsync_samples++)
+			g->sum.tsync_first_s = (tcx_now_ns() - g->open_t0) / 1e9;
 	}
 	pthread_mutex_unlock(&g->lock);
 }

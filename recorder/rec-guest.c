@@ -479,6 +479,8 @@ static struct rec_guest *guest_new(const struct rec_guest_opts *o)
 	pthread_cond_init(&g->tcond, &ca);
 	pthread_condattr_destroy(&ca);
 	g->log = o->log;
+	g->open_t0 = tcx_now_ns();
+	g->sum.tsync_first_s = -1;
 	g->close_ms = o->close_timeout_ms > 0 ? o->close_timeout_ms : CLOSE_MS;
 	g->open_by = tcx_now_ns() + (uint64_t)(o->open_timeout_ms > 0 ? o->open_timeout_ms :
 					       REC_GUEST_OPEN_MS) * 1000000ull;
@@ -957,6 +959,11 @@ void rec_guest_summary_json(const struct rec_guest_summary *s, FILE *f)
 		s->tsync_rounds, s->tsync_refused);
 	if (s->tsync_bound_ns >= 0)
 		fprintf(f, "%" PRId64, s->tsync_bound_ns);
+	else
+		fputs("null", f);
+	fputs(", \"first_sample_s\": ", f);
+	if (s->tsync_first_s >= 0)
+		fprintf(f, "%.6f", s->tsync_first_s);
 	else
 		fputs("null", f);
 	fputs(", \"note\": ", f);

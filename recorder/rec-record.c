@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -108,6 +109,7 @@ struct session {
 	/* what was started, for the cleanup */
 	bool				d0_tried;
 	bool				started;
+	uint64_t			setup_ns;	/* the guests' opens, all of them */
 	int				gofd;		/* the held command's pipe */
 	struct cpu_run			*runs;	/* per pCPU, for the time sync */
 	uint64_t			nruns;
@@ -658,19 +660,78 @@ static void open_failed(struct session *ss, const char *spec, int err)
 		snprintf(s->abandoned, sizeof(s->abandoned), "open");
 	s->error = err;
 	s->tsync_bound_ns = -1;
+	s->tsync_first_s = -1;
 	ss->has_gfail = true;
 }
 
+/* One guest's open, in a thread of its own. */
+struct opener {
+	struct rec_guest_opts go;
+	struct rec_guest *g;
+	int ret;
+	char err[TCX_ERROR_MAX];
+	pthread_t th;
+	bool joinable;
+};
+
+static void *open_one(void *arg)
+{
+	struct opener *op = arg;
+
+	op->ret = rec_guest_open(&op->g, &op->go);
+	if (op->ret)
+		snprintf(op->err, sizeof(op->err), "%s", tcx_error());
+	return NULL;
+}
+
+/* Every guest at once; each open ends by its own deadline (rec_guest_open). */
+static void open_all(struct opener *op, int n)
+{
+	sigset_t all, old;
+
+	/* the signals stay with the record command's own thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < n; i++)
+		op[i].joinable = n > 1 && !pthread_create(&op[i].th, NULL, open_one, &op[i]);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	for (int i = 0; i < n; i++)
+		if (!op[i].joinable)
+			open_one(&op[i]);	/* no thread: here, in turn */
+	for (int i = 0; i < n; i++)
+		if (op[i].joinable)
+			pthread_join(op[i].th, NULL);
+}
+
+/* Two guests that resolved to one file: refused, as a file of the run's own. */
+static int distinct_guest_files(const struct opener *op, int n, const char *const *spec)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = 0; op[i].g && j < i; j++)
+			if (op[j].g && rec_same_file(rec_guest_output(op[i].g),
+						     rec_guest_output(op[j].g)))
+				return tcx_fail(-EEXIST, "-A %s: guest %s: its file %s is that of "
+						"-A %s: record each guest once", spec[i],
+						rec_guest_name(op[i].g), rec_guest_output(op[i].g),
+						spec[j]);
+	return 0;
+}
+
 /*
- * Each -A in turn, once the hypervisor traces: the agents start tracing as
- * they send their metadata. A guest that cannot be opened ends the
- * recording before it starts, but for one whose agent lacks an event it
- * was given: that guest alone is left out.
+ * Every -A at once, once the hypervisor traces: the agents start tracing
+ * as they send their metadata. Each guest's open runs in its own thread to
+ * its own absolute deadline, so a slow or hostile guest delays the
+ * recording's start by at most its --guest-open-timeout, and the others'
+ * handshakes and time sync setup go on meanwhile. A guest that cannot be
+ * opened ends the recording before it starts, but for one whose agent
+ * lacks an event it was given: that guest alone is left out.
  */
 static int open_guests(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
-	int ret = check_guests_once(ss);
+	uint64_t t0 = tcx_now_ns();
+	struct opener *op;
+	int ret = check_guests_once(ss), bad = -1;
 
 	if (ret)
 		return ret;
@@ -679,8 +740,11 @@ static int open_guests(struct session *ss)
 	if (!ss->g || !ss->gsum)
 		return tcx_fail(-ENOMEM, "out of memory");
 	ss->taken = calloc((size_t)o->nr_guests + 3, sizeof(*ss->taken));
-	if (!ss->taken)
+	op = calloc((size_t)o->nr_guests, sizeof(*op));
+	if (!ss->taken || !op) {
+		free(op);
 		return tcx_fail(-ENOMEM, "out of memory");
+	}
 	ss->taken[ss->ntaken++] = o->output;
 	if (ss->dom0_path)
 		ss->taken[ss->ntaken++] = ss->dom0_path;
@@ -688,7 +752,8 @@ static int open_guests(struct session *ss)
 		ss->taken[ss->ntaken++] = o->raw;
 	for (int i = 0; i < o->nr_guests; i++) {
 		const struct rec_guest_args *ga = o->guest_args ? &o->guest_args[i] : NULL;
-		struct rec_guest_opts go = {
+
+		op[i].go = (struct rec_guest_opts){
 			.spec = o->guests[i], .output = o->output,
 			.name = ga ? ga->name : NULL,
 			.extra_args = ga ? ga->argv : NULL, .nr_extra_args = ga ? ga->argc : 0,
@@ -698,6 +763,7 @@ static int open_guests(struct session *ss)
 			.tsync_interval = o->tsync_interval_ms > 0 ? o->tsync_interval_ms / 1e3 : 0,
 			.cpu_khz = rec_hvbuf_cpu_khz(ss->hv),
 			.secret = o->secret, .secret_len = o->secret_len, .log = o->log,
+			/* the run's own files; the guests' among themselves below */
 			.taken = ss->taken, .ntaken = ss->ntaken,
 			.open_timeout_ms = o->guest_open_ms, .max_cpus = o->guest_max_cpus,
 			/* one knob for the stop: the guests' common deadline */
@@ -706,25 +772,34 @@ static int open_guests(struct session *ss)
 			.max_meta = o->guest_max_meta, .max_bytes = o->guest_max_bytes,
 			.stage = true,
 		};
-		struct rec_guest *g;
-		int dom;
-
-		/* refused before its file is made if that file is one of ours */
-		ret = rec_guest_open(&g, &go);
-		if (ret == -ENOMSG) {
+	}
+	open_all(op, o->nr_guests);
+	/* the opened ones are the session's, closed with it whatever failed */
+	for (int i = 0; i < o->nr_guests; i++) {
+		if (op[i].g) {
+			ss->g[ss->ng++] = op[i].g;
+			ss->taken[ss->ntaken++] = rec_guest_output(op[i].g);
+		} else if (op[i].ret == -ENOMSG) {
 			/* its agent lacks an event: this guest alone is left out */
-			note(ss, "-A %s: %s; recording without it", o->guests[i], tcx_error());
+			note(ss, "-A %s: %s; recording without it", o->guests[i], op[i].err);
 			ss->nrefused++;
-			ret = 0;
-			continue;
+		} else if (bad < 0) {
+			bad = i;	/* the first -A that failed is the one reported */
 		}
-		if (ret) {
-			open_failed(ss, o->guests[i], ret);
-			return tcx_fail(ret, "-A %s: %s", o->guests[i], tcx_error());
-		}
-		ss->g[ss->ng++] = g;
-		ss->taken[ss->ntaken++] = rec_guest_output(g);
-		dom = rec_guest_domid(g);
+	}
+	ss->setup_ns = tcx_now_ns() - t0;
+	if (bad >= 0) {
+		tcx_fail(op[bad].ret, "%s", op[bad].err);
+		open_failed(ss, o->guests[bad], op[bad].ret);
+		ret = tcx_fail(op[bad].ret, "-A %s: %s", o->guests[bad], op[bad].err);
+	}
+	if (!ret)
+		ret = distinct_guest_files(op, o->nr_guests, o->guests);
+	free(op);
+	for (int i = 0; !ret && i < ss->ng; i++) {
+		struct rec_guest *g = ss->g[i];
+		int dom = rec_guest_domid(g);
+
 		if (dom < 0)
 			continue;
 		/* every vCPU gets its pseudo task, run or not, under the guest's name */
@@ -736,7 +811,7 @@ static int open_guests(struct session *ss)
 		if (ret)
 			return tcx_fail(ret, "guest %s: %s", rec_guest_name(g), strerror(-ret));
 	}
-	return 0;
+	return ret;
 }
 
 /*
@@ -982,6 +1057,7 @@ static void summary_json(const struct session *ss, FILE *f)
 	}
 	fprintf(f, "%s],\n", ss->ng || ss->has_gfail ? "\n  " : "");
 	fprintf(f, "  \"guests_stop_cut\": %s,\n", ss->stop_cut ? "true" : "false");
+	fprintf(f, "  \"guests_setup_s\": %.6f,\n", ss->setup_ns / 1e9);
 	fprintf(f, "  \"domains\": [");
 	for (int i = 0; i < ss->ndoms; i++) {
 		fprintf(f, "%s{\"dom\": %u, \"name\": ", i ? ", " : "", ss->doms[i].dom);

@@ -516,6 +516,8 @@ struct rec_guest_opts {
  *		a gap no clock has)
  * @tsync_bound_ns: xen: the largest error of any offset used, ns; -1 when
  *		there is none (ptp, an assumed offset, no sync)
+ * @tsync_first_s: seconds from the start of the guest's open to its first
+ *		time sync sample done (the session's setup); -1: none
  * @options_dropped: options of the agent's metadata not written into the
  *		file (not on dom0's allow-list, or failing its checks)
  * @header_page_differs: the agent's header page text was not dom0's own
@@ -542,6 +544,7 @@ struct rec_guest_summary {
 	bool		tsync_shift;
 	uint32_t	tsync_samples, tsync_rounds, tsync_refused;
 	int64_t		tsync_bound_ns;
+	double		tsync_first_s;
 	char		tsync_note[256];
 	uint32_t	options_dropped;
 	bool		header_page_differs;

@@ -2,9 +2,12 @@
 /*
  * Interdomain event channels and grants of the simulated host, enough for
  * libxenvchan: unbound ports bound once by the peer (so one client per
- * server), notify/mask/unmask as the evtchn driver does, pages shared from
- * a pool in the machine memory, and the notify-on-unmap the gntalloc and
- * gntdev drivers perform when a process goes away.
+ * server), notify/mask/unmask as the evtchn driver does, and grants: each
+ * domain has its own grant table with Xen's default size (max_grant_frames
+ * 64 of 512 v1 entries), backed by its own slice of the machine memory, and
+ * each mapping domain its own maptrack (max_maptrack_frames 1024), so one
+ * guest exhausting its table leaves the others alone. Also the notify-on-
+ * unmap the gntalloc and gntdev drivers perform when a process goes away.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,8 +15,8 @@
 
 #include "xsim-chan.h"
 
-#define MAX_PORTS	1024
-#define MAX_MAPS	1024
+#define MAX_PORTS	4096
+#define MAX_MAPS	8192	/* map calls (each of a run of pages) */
 #define FIRST_PORT	10
 
 struct port {
@@ -33,7 +36,7 @@ struct unmap_notify {
 
 struct share {
 	bool used, head;	/* head: first page of one share call */
-	uint32_t dom, peer;
+	uint32_t peer;
 	uint32_t count;		/* on the head */
 	int client;
 	uint32_t gen;
@@ -42,33 +45,42 @@ struct share {
 	unsigned int maps;
 };
 
+/* A domain's grant table (its entries, on first use) and its maptrack. */
+struct gtab {
+	bool used;
+	uint32_t dom;
+	uint32_t granted;	/* entries in use */
+	uint32_t mapped;	/* maptrack entries in use (pages it maps) */
+	struct share *s;	/* XSIM_GNT_ENTRIES, NULL until it grants */
+};
+
 struct map {
 	bool used;
 	int client;
-	uint32_t page, count;
+	uint32_t dom;		/* the mapping domain */
+	struct gtab *t;		/* the granter's table */
+	uint32_t ref, count;
 	struct unmap_notify nt;
 };
 
 struct xsim_chan {
 	uint8_t *pool;
-	uint32_t pages;
 	void (*deliver)(void *arg, int client, uint32_t gen, uint32_t port);
 	void *arg;
 	struct port p[MAX_PORTS];
 	struct map m[MAX_MAPS];
-	struct share s[];
+	struct gtab t[XSIM_GNT_TABLES];
 };
 
-struct xsim_chan *xsim_chan_new(uint8_t *pool, uint32_t pages,
+struct xsim_chan *xsim_chan_new(uint8_t *pool,
 				void (*deliver)(void *, int, uint32_t, uint32_t),
 				void *arg)
 {
-	struct xsim_chan *ch = calloc(1, sizeof(*ch) + pages * sizeof(ch->s[0]));
+	struct xsim_chan *ch = calloc(1, sizeof(*ch));
 
 	if (!ch)
 		return NULL;
 	ch->pool = pool;
-	ch->pages = pages;
 	ch->deliver = deliver;
 	ch->arg = arg;
 	return ch;
@@ -76,7 +88,41 @@ struct xsim_chan *xsim_chan_new(uint8_t *pool, uint32_t pages,
 
 void xsim_chan_free(struct xsim_chan *ch)
 {
+	for (unsigned int i = 0; i < XSIM_GNT_TABLES; i++)
+		free(ch->t[i].s);
 	free(ch);
+}
+
+/* Domain @dom's table; made on first use if @make (NULL: none, or all taken). */
+static struct gtab *table(struct xsim_chan *ch, uint32_t dom, bool make)
+{
+	struct gtab *free_slot = NULL;
+
+	for (unsigned int i = 0; i < XSIM_GNT_TABLES; i++) {
+		if (ch->t[i].used && ch->t[i].dom == dom)
+			return &ch->t[i];
+		if (!ch->t[i].used && !free_slot)
+			free_slot = &ch->t[i];
+	}
+	if (!make || !free_slot)
+		return NULL;
+	*free_slot = (struct gtab){ .used = true, .dom = dom };
+	return free_slot;
+}
+
+uint32_t xsim_chan_page(const struct xsim_chan *ch, uint32_t dom, uint32_t ref)
+{
+	for (unsigned int i = 0; i < XSIM_GNT_TABLES; i++)
+		if (ch->t[i].used && ch->t[i].dom == dom)
+			return i * XSIM_GNT_ENTRIES + ref;
+	return UINT32_MAX;
+}
+
+static uint8_t *page_of(struct xsim_chan *ch, const struct gtab *t, uint32_t ref)
+{
+	size_t page = (size_t)(t - ch->t) * XSIM_GNT_ENTRIES + ref;
+
+	return ch->pool + page * XSIM_PAGE_SIZE;
 }
 
 static struct port *find(struct xsim_chan *ch, uint32_t dom, uint32_t port)
@@ -200,13 +246,13 @@ int xsim_chan_unbind(struct xsim_chan *ch, int client, uint32_t dom,
 	return 0;
 }
 
-static void fire_unmap_notify(struct xsim_chan *ch, uint32_t page,
+static void fire_unmap_notify(struct xsim_chan *ch, uint8_t *page,
 			      struct unmap_notify *nt)
 {
 	if (!nt->on)
 		return;
 	nt->on = false;
-	ch->pool[(size_t)page * XSIM_PAGE_SIZE + nt->off] = 0;
+	page[nt->off] = 0;
 	xsim_chan_notify(ch, nt->dom, nt->port);
 }
 
@@ -214,87 +260,108 @@ int xsim_chan_share(struct xsim_chan *ch, int client, uint32_t gen,
 		    uint32_t dom, uint32_t peer, uint32_t count, int32_t nt_off,
 		    uint32_t nt_port, uint32_t *refs)
 {
+	struct gtab *t;
 	uint32_t run = 0;
 
-	if (!count || count > ch->pages || nt_off >= (int32_t)XSIM_PAGE_SIZE)
+	if (!count || nt_off >= (int32_t)XSIM_PAGE_SIZE)
 		return -EINVAL;
-	for (uint32_t i = 0; i < ch->pages; i++) {
-		run = ch->s[i].used ? 0 : run + 1;
+	t = table(ch, dom, true);
+	if (!t)
+		return -ENOSPC;
+	/* as gntalloc: more than the table holds is no space, not bad input */
+	if (count > XSIM_GNT_ENTRIES - XSIM_GNT_RESERVED ||
+	    t->granted + count > XSIM_GNT_ENTRIES - XSIM_GNT_RESERVED)
+		return -ENOSPC;
+	if (!t->s) {
+		t->s = calloc(XSIM_GNT_ENTRIES, sizeof(*t->s));
+		if (!t->s)
+			return -ENOMEM;
+	}
+	/* the first refs are Xen's own (console, xenstore): never handed out */
+	for (uint32_t i = XSIM_GNT_RESERVED; i < XSIM_GNT_ENTRIES; i++) {
+		run = t->s[i].used ? 0 : run + 1;
 		if (run < count)
 			continue;
 		i = i + 1 - count;
-		memset(ch->pool + (size_t)i * XSIM_PAGE_SIZE, 0,
-		       (size_t)count * XSIM_PAGE_SIZE);
+		memset(page_of(ch, t, i), 0, (size_t)count * XSIM_PAGE_SIZE);
 		for (uint32_t k = 0; k < count; k++) {
-			ch->s[i + k] = (struct share){ .used = true, .dom = dom,
-						       .peer = peer,
-						       .client = client,
-						       .gen = gen };
-			refs[k] = i + k;	/* the grant ref is the page */
+			t->s[i + k] = (struct share){ .used = true, .peer = peer,
+						      .client = client, .gen = gen };
+			refs[k] = i + k;
 		}
-		ch->s[i].head = true;
-		ch->s[i].count = count;
+		t->s[i].head = true;
+		t->s[i].count = count;
 		if (nt_off >= 0)
-			ch->s[i].nt = (struct unmap_notify){ true, nt_off, dom,
-							     nt_port };
+			t->s[i].nt = (struct unmap_notify){ true, nt_off, dom,
+							    nt_port };
+		t->granted += count;
 		return 0;
 	}
-	return -ENOMEM;
+	return -ENOSPC;		/* entries left, but not @count in a row */
 }
 
-static void maybe_free(struct xsim_chan *ch, uint32_t head)
+static void maybe_free(struct gtab *t, uint32_t head)
 {
-	struct share *h = &ch->s[head];
+	struct share *h = &t->s[head];
 	uint32_t n = h->count;
 
 	if (!h->released)
 		return;
 	for (uint32_t k = 0; k < n; k++)
-		if (ch->s[head + k].maps)
+		if (t->s[head + k].maps)
 			return;
 	for (uint32_t k = 0; k < n; k++)
-		memset(&ch->s[head + k], 0, sizeof(ch->s[0]));
+		memset(&t->s[head + k], 0, sizeof(t->s[0]));
+	t->granted -= n;
 }
 
-static uint32_t head_of(struct xsim_chan *ch, uint32_t page)
+static uint32_t head_of(const struct gtab *t, uint32_t ref)
 {
-	while (page && !ch->s[page].head)
-		page--;
-	return page;
+	while (ref && !t->s[ref].head)
+		ref--;
+	return ref;
 }
 
 int xsim_chan_unshare(struct xsim_chan *ch, int client, uint32_t dom,
 		      uint32_t ref)
 {
+	struct gtab *t = table(ch, dom, false);
 	struct share *h;
 
-	if (ref >= ch->pages || !ch->s[ref].head || ch->s[ref].dom != dom ||
-	    ch->s[ref].client != client || ch->s[ref].released)
+	if (!t || !t->s || ref >= XSIM_GNT_ENTRIES || !t->s[ref].head ||
+	    t->s[ref].client != client || t->s[ref].released)
 		return -EINVAL;
-	h = &ch->s[ref];
+	h = &t->s[ref];
 	h->nt.on = false;	/* a clean unshare notifies through the ring */
 	h->released = true;
-	maybe_free(ch, ref);
+	maybe_free(t, ref);
 	return 0;
 }
 
 int xsim_chan_map(struct xsim_chan *ch, int client, uint32_t dom,
 		  uint32_t granter, uint32_t count, const uint32_t *refs,
-		  int32_t nt_off, uint32_t nt_port)
+		  int32_t nt_off, uint32_t nt_port, uint32_t *page)
 {
+	struct gtab *t = table(ch, granter, false), *mine;
 	struct map *m = NULL;
 
+	if (!t || !t->s || !count)
+		return -EINVAL;
 	/* a map is remembered by its first page: runs of refs only */
 	for (uint32_t k = 1; k < count; k++)
 		if (refs[k] != refs[0] + k)
 			return -EINVAL;
 	for (uint32_t k = 0; k < count; k++) {
-		const struct share *s = refs[k] < ch->pages ? &ch->s[refs[k]] : NULL;
+		const struct share *s = refs[k] < XSIM_GNT_ENTRIES ? &t->s[refs[k]] : NULL;
 
-		if (!s || !s->used || s->released || s->dom != granter ||
-		    s->peer != dom)
+		if (!s || !s->used || s->released || s->peer != dom)
 			return -EINVAL;
 	}
+	/* the mapper's maptrack: Xen answers GNTST_no_device_space, which
+	 * gntdev turns into EINVAL */
+	mine = table(ch, dom, true);
+	if (!mine || mine->mapped + count > XSIM_MAPTRACK_ENTRIES)
+		return -EINVAL;
 	for (int i = 0; i < MAX_MAPS; i++)
 		if (!ch->m[i].used) {
 			m = &ch->m[i];
@@ -303,36 +370,56 @@ int xsim_chan_map(struct xsim_chan *ch, int client, uint32_t dom,
 	if (!m)
 		return -ENOSPC;
 	for (uint32_t k = 0; k < count; k++)
-		ch->s[refs[k]].maps++;
-	*m = (struct map){ .used = true, .client = client, .page = refs[0],
-			   .count = count };
+		t->s[refs[k]].maps++;
+	mine->mapped += count;
+	*m = (struct map){ .used = true, .client = client, .dom = dom, .t = t,
+			   .ref = refs[0], .count = count };
 	if (nt_off >= 0 && nt_off < (int32_t)XSIM_PAGE_SIZE)
 		m->nt = (struct unmap_notify){ true, nt_off, dom, nt_port };
+	*page = (uint32_t)(t - ch->t) * XSIM_GNT_ENTRIES + refs[0];
 	return 0;
 }
 
 static void drop_map(struct xsim_chan *ch, struct map *m, bool notify)
 {
+	struct gtab *t = m->t, *mine = table(ch, m->dom, false);
+
 	if (notify)
-		fire_unmap_notify(ch, m->page, &m->nt);
+		fire_unmap_notify(ch, page_of(ch, t, m->ref), &m->nt);
 	for (uint32_t k = 0; k < m->count; k++)
-		if (ch->s[m->page + k].maps)
-			ch->s[m->page + k].maps--;
-	maybe_free(ch, head_of(ch, m->page));
+		if (t->s[m->ref + k].maps)
+			t->s[m->ref + k].maps--;
+	if (mine)
+		mine->mapped -= m->count;
+	maybe_free(t, head_of(t, m->ref));
 	memset(m, 0, sizeof(*m));
 }
 
-int xsim_chan_unmap(struct xsim_chan *ch, int client, uint32_t ref)
+int xsim_chan_unmap(struct xsim_chan *ch, int client, uint32_t granter,
+		    uint32_t ref)
 {
-	for (int i = 0; i < MAX_MAPS; i++) {
+	struct gtab *t = table(ch, granter, false);
+
+	for (int i = 0; t && i < MAX_MAPS; i++) {
 		struct map *m = &ch->m[i];
 
-		if (m->used && m->client == client && m->page == ref) {
+		if (m->used && m->client == client && m->t == t && m->ref == ref) {
 			drop_map(ch, m, false);
 			return 0;
 		}
 	}
 	return -EINVAL;
+}
+
+void xsim_chan_usage(const struct xsim_chan *ch, uint32_t dom, uint32_t *granted,
+		     uint32_t *mapped)
+{
+	*granted = *mapped = 0;
+	for (unsigned int i = 0; i < XSIM_GNT_TABLES; i++)
+		if (ch->t[i].used && ch->t[i].dom == dom) {
+			*granted = ch->t[i].granted;
+			*mapped = ch->t[i].mapped;
+		}
 }
 
 void xsim_chan_drop(struct xsim_chan *ch, int client)
@@ -341,13 +428,17 @@ void xsim_chan_drop(struct xsim_chan *ch, int client)
 	for (int i = 0; i < MAX_MAPS; i++)
 		if (ch->m[i].used && ch->m[i].client == client)
 			drop_map(ch, &ch->m[i], true);
-	for (uint32_t i = 0; i < ch->pages; i++) {
-		struct share *s = &ch->s[i];
+	for (unsigned int n = 0; n < XSIM_GNT_TABLES; n++) {
+		struct gtab *t = &ch->t[n];
 
-		if (s->used && s->head && s->client == client && !s->released) {
-			fire_unmap_notify(ch, i, &s->nt);
-			s->released = true;
-			maybe_free(ch, i);
+		for (uint32_t i = 0; t->s && i < XSIM_GNT_ENTRIES; i++) {
+			struct share *s = &t->s[i];
+
+			if (s->used && s->head && s->client == client && !s->released) {
+				fire_unmap_notify(ch, page_of(ch, t, i), &s->nt);
+				s->released = true;
+				maybe_free(t, i);
+			}
 		}
 	}
 	for (int i = 0; i < MAX_PORTS; i++)

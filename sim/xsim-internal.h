@@ -10,9 +10,7 @@
 #include <stdio.h>
 
 #include "xsim.h"
-
-/* Pages shared by grants (vchan rings: up to 2 x 256 + 1 per channel). */
-#define XSIM_GNT_POOL	4096
+#include "xsim-chan.h"
 
 /* Longest marker kept: its event must fit the short ring-buffer header. */
 #define XSIM_MARKER_MAX	92

@@ -36,11 +36,12 @@ enum xsim_op {
 	XSIM_OP_EVT_INTERDOMAIN, /* a0 remote domid, a1 remote port -> port */
 	XSIM_OP_EVT_NOTIFY,	/* a0 port; no reply (see xsim_post) */
 	XSIM_OP_GNT_SHARE,	/* a0 peer, a1 count, a2 notify byte (-1 none),
-				 * a3 notify port -> data u32 refs */
+				 * a3 notify port -> data u32 refs, a0 page
+				 * of the first */
 	XSIM_OP_GNT_UNSHARE,	/* a0 first ref */
 	XSIM_OP_GNT_MAP,	/* a0 granter, a1 count, a2/a3 as share, data
 				 * u32 refs -> a0 page of the first ref */
-	XSIM_OP_GNT_UNMAP,	/* a0 first ref */
+	XSIM_OP_GNT_UNMAP,	/* a0 first ref, a1 granter */
 	XSIM_OP_GTSC,		/* a0 domid, a1 vcpu (one it lacks: 0), a2 host
 				 * TSC -> a0 ratio, a1 frac, a2 s(t0), a3 drift
 				 * ppm (s64), a4 the vCPU's offset at a2, a5 the

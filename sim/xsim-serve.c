@@ -26,7 +26,7 @@
 #include "xsim-proto.h"
 #include "xsim-xs.h"
 
-#define MAX_CLIENTS	128
+#define MAX_CLIENTS	1024	/* a shim handle each: ~40 per recorded 4-vCPU guest */
 #define MAX_WATCHES	512
 #define TBUF_FIRST_PORT	5
 
@@ -496,22 +496,28 @@ static int op_gnt(struct server *s, int i, struct xsim_msg *m, uint8_t *data,
 		ret = xsim_chan_share(s->ch, i, c->gen, c->domid, m->a[0], count,
 				      (int32_t)m->a[2], m->a[3],
 				      (uint32_t *)data);
-		if (!ret)
+		if (!ret) {
 			*rlen = count * 4;
+			m->a[0] = s->h->pool_base +
+				  xsim_chan_page(s->ch, c->domid, ((uint32_t *)data)[0]);
+		}
 		return ret;
 	case XSIM_OP_GNT_UNSHARE:
 		return xsim_chan_unshare(s->ch, i, c->domid, m->a[0]);
-	case XSIM_OP_GNT_MAP:
+	case XSIM_OP_GNT_MAP: {
+		uint32_t page;
+
 		if (m->len < count * 4ull || !count)
 			return -EINVAL;
 		ret = xsim_chan_map(s->ch, i, c->domid, m->a[0], count,
 				    (const uint32_t *)data, (int32_t)m->a[2],
-				    m->a[3]);
+				    m->a[3], &page);
 		if (!ret)
-			m->a[0] = s->h->pool_base + ((const uint32_t *)data)[0];
+			m->a[0] = s->h->pool_base + page;
 		return ret;
+	}
 	case XSIM_OP_GNT_UNMAP:
-		return xsim_chan_unmap(s->ch, i, m->a[0]);
+		return xsim_chan_unmap(s->ch, i, m->a[1], m->a[0]);
 	}
 	return -EINVAL;
 }
@@ -720,7 +726,7 @@ int xsim_host_serve(struct xsim_host *h, volatile int *stop)
 	s->h = h;
 	s->virq_owner = -1;
 	s->ch = xsim_chan_new(h->mem + h->pool_base * XSIM_PAGE_SIZE,
-			      XSIM_GNT_POOL, deliver_port, s);
+			      deliver_port, s);
 	if (!s->ch) {
 		free(s);
 		return -ENOMEM;

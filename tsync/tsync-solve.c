@@ -420,15 +420,30 @@ static uint64_t boundary(const struct tsync_epoch *e, const struct tsync_epoch *
 	return (uint64_t)b;
 }
 
-/* Points of vCPU @v from its epochs (those of @src_v when it has none). */
+/* The guest time a drifting epoch's offset stands for: the middle of its rounds. */
+static uint64_t mid_time(const struct tsync_epoch *e)
+{
+	return e->g_first + (e->g_last - e->g_first) / 2;
+}
+
+/*
+ * Points of vCPU @v from its epochs (those of @src_v when it has none). A
+ * drifting offset gets one point per epoch, where it was measured: the
+ * reader interpolates between them, and past the first and last pairs it
+ * extrapolates along the rate they measured. Holding an offset over its
+ * epoch's rounds, or past the last one, would add the drift over that time
+ * to the error, beyond any round's bracket.
+ */
 static int build_points(const struct tsync_solve_opts *o, const struct tsync_solution *s,
 			uint32_t src_v, struct pts *p)
 {
+	bool jumped = false;	/* nb: the handover after a jump */
 	uint64_t nb = 0;
 	int ret = 0;
 
 	for (uint32_t i = 0, k = 0; i < s->nepochs && !ret; i++) {
 		const struct tsync_epoch *e = &s->epochs[i], *next = NULL;
+		bool drift_next, moving;
 		uint64_t t0, t1;
 
 		if (e->vcpu != src_v)
@@ -438,21 +453,24 @@ static int build_points(const struct tsync_solve_opts *o, const struct tsync_sol
 				next = &s->epochs[j];
 				break;
 			}
-		t0 = k == 0 ? (o->g_start < e->g_first ? o->g_start : e->g_first) : nb;
-		/* a drifting offset is best extrapolated along its slope, which
-		 * the reader does past the first and last pairs */
-		if (k == 0 && next && next->drift)
-			t0 = e->g_first;
-		if (next && next->drift) {
-			/* the reader interpolates between the two epochs */
-			t1 = e->g_last > t0 ? e->g_last : t0;
-			nb = next->g_first > t1 ? next->g_first :
-			     t1 < UINT64_MAX ? t1 + 1 : t1;
+		drift_next = next && next->drift;
+		moving = e->drift || drift_next;
+		if (k == 0)
+			t0 = moving ? mid_time(e) :
+			     o->g_start < e->g_first ? o->g_start : e->g_first;
+		else if (jumped)
+			t0 = nb;
+		else
+			t0 = mid_time(e);	/* drifted here from the last epoch */
+		jumped = false;
+		if (drift_next || (!next && e->drift)) {
+			t1 = mid_time(e) > t0 ? mid_time(e) : t0;
 		} else if (next) {
 			nb = boundary(e, next);
 			t1 = nb ? nb - 1 : 0;
-		} else if (e->drift) {
-			t1 = e->g_last;
+			if (t1 < t0)
+				t1 = t0;
+			jumped = true;
 		} else {
 			t1 = o->g_end > e->g_last ? o->g_end : e->g_last;
 		}
@@ -460,6 +478,52 @@ static int build_points(const struct tsync_solve_opts *o, const struct tsync_sol
 		k++;
 	}
 	return ret;
+}
+
+/*
+ * What the reader's extrapolation adds before the first and after the
+ * last point of a drifting vCPU, up to its events' range: the line through
+ * two points each within its bound b_a (the nearer) and b_b, @d apart, is
+ * off by at most b_a + (b_a + b_b) * x / d at x past the nearer.
+ */
+static uint64_t extrap_bound(const struct tsync_solve_opts *o, const struct tsync_solution *s,
+			     uint32_t v)
+{
+	const struct tsync_epoch *f[2] = { NULL, NULL }, *l[2] = { NULL, NULL };
+	long double worst = 0;
+
+	for (uint32_t i = 0; i < s->nepochs; i++) {
+		const struct tsync_epoch *e = &s->epochs[i];
+
+		if (e->vcpu != v)
+			continue;
+		if (!f[0])
+			f[0] = e;
+		else if (!f[1])
+			f[1] = e;
+		l[1] = l[0];
+		l[0] = e;
+	}
+	/* only where the points are the epochs' middles */
+	if (f[1] && f[1]->drift) {
+		uint64_t a = mid_time(f[0]), d = mid_time(f[1]) - a;
+
+		if (o->g_start < a && d)
+			worst = f[0]->widest + (long double)(f[0]->widest + f[1]->widest) *
+				(a - o->g_start) / d;
+	}
+	if (l[1] && l[0]->drift) {
+		uint64_t a = mid_time(l[0]), d = a - mid_time(l[1]);
+		long double w;
+
+		if (o->g_end > a && d) {
+			w = l[0]->widest + (long double)(l[0]->widest + l[1]->widest) *
+			    (o->g_end - a) / d;
+			if (w > worst)
+				worst = w;
+		}
+	}
+	return worst >= (long double)UINT64_MAX ? UINT64_MAX : (uint64_t)ceill(worst);
 }
 
 static int finish(const struct tsync_solve_opts *o, struct tsync_solution *s,
@@ -679,6 +743,12 @@ int tsync_solve(const struct tsync_solve_opts *o, const struct tsync_gmark *g, s
 
 		if (out->pv_confirmed)
 			b = 0;
+		if (b > out->bound)
+			out->bound = b;
+	}
+	for (uint32_t v = 0; v < o->nvcpu && !out->pv_confirmed; v++) {
+		uint64_t b = extrap_bound(o, out, v);
+
 		if (b > out->bound)
 			out->bound = b;
 	}

@@ -192,7 +192,8 @@ struct libxenvchan *libxenvchan_server_init(struct xentoollog_logger *logger,
 	if (gnt_call(p, &m, NULL, 0, refs, sizeof(refs)) < 0)
 		goto fail;
 	p->ref0 = refs[0];
-	p->map = map_pool(p, p->conn.pool_base + refs[0], p->pages);
+	/* the refs are our table's; the reply says where its pages are */
+	p->map = map_pool(p, m.a[0], p->pages);
 	if (!p->map)
 		goto fail;
 	c->ring = (struct vchan_interface *)p->map;
@@ -210,9 +211,13 @@ struct libxenvchan *libxenvchan_server_init(struct xentoollog_logger *logger,
 	if (advertise(c, domain, refs[0]))
 		goto fail;
 	return c;
-fail:
+fail: {
+	int err = errno;	/* what failed, not what the cleanup did */
+
 	release(c);
+	errno = err;
 	return NULL;
+}
 fail_alloc:
 	free(c);
 	free(p);

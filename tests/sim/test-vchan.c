@@ -4,7 +4,8 @@
  * in a guest, under its data/) and the recorder (client, dom0) will use it:
  * rendezvous through xenstore, in-page and 1 MiB rings, one client per
  * server, close removing the path while the peer drains, a vanished server
- * seen by its client, and xenstore permissions on the advertisement.
+ * seen by its client, xenstore permissions on the advertisement, and each
+ * domain's own grant table: one guest exhausting it fails alone.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -238,6 +240,61 @@ static void test_server_crash(void **state)
 	close(pfd[1]);
 }
 
+/* Domain @dom serves 1 MiB rings both ways (513 grants) at path @i. */
+static struct libxenvchan *big_server(const char *dom, int i, int *err)
+{
+	struct libxenvchan *s;
+	char path[96];
+
+	snprintf(path, sizeof(path), "/local/domain/%s/data/tcx/g%d", dom, i);
+	setenv("XENSIM_DOMID", dom, 1);
+	errno = 0;
+	s = libxenvchan_server_init(NULL, 0, path, 1 << 20, 1 << 20);
+	*err = errno;
+	setenv("XENSIM_DOMID", "0", 1);
+	return s;
+}
+
+/*
+ * Xen gives each domain its own grant table (64 frames of 512 entries by
+ * default): guest 1 granting until its table is full gets ENOSPC, as
+ * gntalloc answers, after 32760 / 513 = 63 vchans; guest 2 still grants,
+ * and guest 1 again once it closes one.
+ */
+static void test_grant_table_per_domain(void **state)
+{
+	enum { MAX = 80 };
+	struct libxenvchan *s[MAX] = { 0 }, *other, *c;
+	int n = 0, err = 0;
+
+	(void)state;
+	while (n < MAX) {
+		s[n] = big_server("1", n, &err);
+		if (!s[n])
+			break;
+		n++;
+	}
+	fprintf(stderr, "# guest 1: %d vchans of 513 grants, then: %s\n", n, strerror(err));
+	assert_int_equal(n, (64 * 512 - 8) / 513);
+	assert_int_equal(err, ENOSPC);
+	/* the other guest's table is its own */
+	other = big_server("2", 0, &err);
+	assert_non_null(other);
+	/* and works: dom0 maps its rings */
+	c = libxenvchan_client_init(NULL, 2, "/local/domain/2/data/tcx/g0");
+	assert_non_null(c);
+	c->blocking = 1;
+	assert_int_equal(libxenvchan_send(c, "grant", 5), 5);
+	libxenvchan_close(c);
+	libxenvchan_close(other);
+	/* guest 1's entries come back as it closes a vchan */
+	libxenvchan_close(s[n - 1]);
+	s[n - 1] = big_server("1", n - 1, &err);
+	assert_non_null(s[n - 1]);
+	for (int i = 0; i < n; i++)
+		libxenvchan_close(s[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -245,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_big_rings),
 		cmocka_unit_test(test_close_removes_path),
 		cmocka_unit_test(test_server_crash),
+		cmocka_unit_test(test_grant_table_per_domain),
 	};
 
 	return cmocka_run_group_tests_name("xensim vchan", tests, setup,
