@@ -201,8 +201,9 @@ static int look_first(struct conv *c)
 
 /*
  * Room per pCPU from the file size (events take about 1.5x their records'
- * bytes), so that a big capture's regions rarely grow; never below tdat's
- * default (0).
+ * bytes), so that a capture's regions rarely grow: each growth inserts
+ * a range, and ext4 writes back everything behind it first. Captures under
+ * 4 MiB a pCPU keep tdat's default (0).
  */
 static uint64_t region_size(const struct conv *c)
 {
@@ -213,7 +214,7 @@ static uint64_t region_size(const struct conv *c)
 	for (int i = 0; i < c->ncpus; i++)
 		n += c->has_data && c->has_data[i];
 	room = n ? (uint64_t)c->st.st_size / n * 8 / 5 : 0;
-	if (room <= (256ull << 20))
+	if (room <= (4ull << 20))
 		return 0;
 	return (room + (1 << 20) - 1) & ~((1ull << 20) - 1);
 }
