@@ -76,15 +76,19 @@ ok $? "lintian on the .changes and its .debs: exit $st, no error" ||
 grep -v '^E: ' "$tmp/lintian" | sed 's/^/# lintian: /'
 
 # --- a fresh Debian 12 root ---
-# the mirror this machine's apt uses for bookworm, else mmdebstrap's own
-mirror=$(apt-get indextargets --format '$(REPO_URI)' 'Identifier: Packages' \
-	'Codename: bookworm' 'Component: main' 2>/dev/null | head -1)
+# the Debian 12 archive this machine's apt uses (its updates and security
+# too: the packages depend on the versions built against), else
+# mmdebstrap's own default
+mirrors=()
+while read -r uri suite; do
+	case $suite in bookworm|bookworm-*) mirrors+=("deb $uri $suite main") ;; esac
+done < <(apt-get indextargets --format '$(REPO_URI) $(CODENAME)' \
+	'Identifier: Packages' 'Component: main' 'Origin: Debian' 2>/dev/null | sort -u)
 root=$(mktemp -d "$out/root.XXXXXX")
 mmdebstrap --variant=apt --include=trace-cmd,man-db --skip=cleanup/apt/lists \
-	bookworm "$root" ${mirror:+"deb $mirror bookworm main"} \
-	</dev/null >"$tmp/mmdebstrap" 2>&1
+	bookworm "$root" "${mirrors[@]}" </dev/null >"$tmp/mmdebstrap" 2>&1
 st=$?
-ok $st "mmdebstrap bookworm (${mirror:-its default mirror}) with the stock trace-cmd: exit $st" ||
+ok $st "mmdebstrap bookworm (${mirrors[*]:-its default mirror}) with the stock trace-cmd: exit $st" ||
 	{ tail -20 "$tmp/mmdebstrap" | sed 's/^/#   /'; skip_rest "no root"; }
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
 
@@ -116,11 +120,16 @@ ok $? "dpkg-divert: /usr/bin/trace-cmd to /usr/bin/trace-cmd.distrib by trace-cm
 ok $? "the stock trace-cmd is /usr/bin/trace-cmd.distrib, unchanged; /usr/bin/trace-cmd is the front"
 [ -L "$root/etc/systemd/system/multi-user.target.wants/trace-cmd-xen-agent.service" ]
 ok $? "trace-cmd-xen-agent.service is enabled (it runs in Xen guests only)"
-MANPATH=$root/usr/share/man systemd-analyze verify --root="$root" \
-	/lib/systemd/system/trace-cmd-xen-agent.service >"$tmp/verify" 2>&1
+# as installed, its binary and man page found in the root (the root has
+# no systemd of its own to verify with)
+unit=$root/lib/systemd/system/trace-cmd-xen-agent.service
+sed "s|^ExecStart=|ExecStart=$root|" "$unit" >"$tmp/trace-cmd-xen-agent.service" 2>&1
+MANPATH=$root/usr/share/man systemd-analyze verify "$tmp/trace-cmd-xen-agent.service" \
+	>"$tmp/verify" 2>&1
 st=$?
-[ "$st" -eq 0 ] && [ ! -s "$tmp/verify" ]
-ok $? "systemd-analyze verify --root on the installed unit: exit $st, nothing to say" ||
+[ "$st" -eq 0 ] && [ ! -s "$tmp/verify" ] &&
+	grep -qx 'ExecStart=/usr/bin/trace-cmd-xen-agent $TRACE_CMD_XEN_AGENT_OPTS' "$unit"
+ok $? "systemd-analyze verify on the installed unit: exit $st, nothing to say; it runs /usr/bin/trace-cmd-xen-agent" ||
 	sed 's/^/#   /' "$tmp/verify"
 
 # --- use ---
