@@ -28,17 +28,8 @@ for prog in dpkg-buildpackage lintian mmdebstrap unshare; do
 done
 
 # --- build, or take the build of the same tree ---
-files() {	# the tree's files, NUL-separated: git's view, or all of them
-	if git -C "$src" rev-parse --show-toplevel >/dev/null 2>&1 &&
-	   [ "$(git -C "$src" rev-parse --show-toplevel)" = "$(cd "$src" && pwd -P)" ]; then
-		git -C "$src" ls-files -z --cached --others --exclude-standard |
-			(cd "$src" && xargs -0 sh -c 'for f; do [ -f "$f" ] && printf "%s\0" "$f"; done' sh)
-	else
-		(cd "$src" && find . -path ./build -prune -o -path './build-*' -prune -o \
-			-path ./.git -prune -o -type f -print0 | sed -z 's|^\./||')
-	fi
-}
-key=$(files | LC_ALL=C sort -z | (cd "$src" && xargs -0 sha256sum) | sha256sum | cut -c1-16)
+files() { "$src/tests/package/source-key.sh" --list "$src"; }
+key=$("$src/tests/package/source-key.sh" "$src")
 debs=$out/debs-$key
 if [ -f "$debs/done" ]; then
 	ok 0 "dpkg-buildpackage -b: the packages of this tree ($key), built before"
