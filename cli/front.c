@@ -110,8 +110,8 @@ static int same_file(const char *a, const char *b)
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* trace-cmd-xen next to our own binary, whatever PATH says */
-static int ours_path(char *buf, size_t size)
+/* @prog (trace-cmd-xen...) next to our own binary, whatever PATH says */
+static int ours_path(char *buf, size_t size, const char *prog)
 {
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -122,7 +122,7 @@ static int ours_path(char *buf, size_t size)
 	self[n] = '\0';
 	slash = strrchr(self, '/');
 	*slash = '\0';
-	if ((size_t)snprintf(buf, size, "%s/trace-cmd-xen", self) >= size)
+	if ((size_t)snprintf(buf, size, "%s/%s", self, prog) >= size)
 		return tcx_fail(-ENAMETOOLONG, "%s: path too long", self);
 	return 0;
 }
@@ -137,7 +137,18 @@ int main(int argc, char **argv)
 			if (strcmp(argv[1], cmds[i].name) ||
 			    !wants_ours(&cmds[i], argc, argv))
 				continue;
-			if (ours_path(path, sizeof(path))) {
+			/*
+			 * a guest has trace-cmd-xen-agent (its package) and
+			 * maybe no trace-cmd-xen: that one first, without
+			 * the word "agent"
+			 */
+			if (!strcmp(argv[1], "agent") &&
+			    !ours_path(path, sizeof(path), "trace-cmd-xen-agent") &&
+			    !access(path, X_OK)) {
+				argv[1] = path;
+				execv(path, argv + 1);
+			}
+			if (ours_path(path, sizeof(path), "trace-cmd-xen")) {
 				fprintf(stderr, "trace-cmd: %s\n", tcx_error());
 				return 1;
 			}

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fake-trace-cmd: stands in for the stock trace-cmd (installed as
- * trace-cmd) and for trace-cmd-xen (installed as that) in test-front.sh.
+ * trace-cmd), for trace-cmd-xen and for trace-cmd-xen-agent (installed as
+ * those) in test-front.sh.
  * Writes to $FAKE_OUT which it is, its pid and argv one word a line; then
  * FAKE=stdin copies stdin there, FAKE=kill dies of SIGTERM; exits
  * $FAKE_STATUS. A script could not: the kernel hides its argv[0].
@@ -31,7 +32,9 @@ int main(int argc, char **argv)
 	if (!f)
 		return 99;
 	fprintf(f, "%s pid=%d argv0=%s\n",
-		strcmp(base, "trace-cmd-xen") ? "stock" : "ours", (int)getpid(), argv[0]);
+		!strcmp(base, "trace-cmd-xen") ? "ours" :
+		!strcmp(base, "trace-cmd-xen-agent") ? "agent" : "stock",
+		(int)getpid(), argv[0]);
 	for (int i = 1; i < argc; i++)
 		fprintf(f, "%s\n", argv[i]);
 	if (what && !strcmp(what, "stdin"))

@@ -1,25 +1,33 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# trace-cmd-xen agent's mistakes, TAP: each names what is wrong (not the
+# The agent's mistakes, TAP, from `trace-cmd-xen agent` and from the
+# guests' trace-cmd-xen-agent alike: each names what is wrong (not the
 # usage only) and exits 2 (usage) or 1 (failure).
 #
-#   test-agent-usage.sh TRACE_CMD_XEN
+#   test-agent-usage.sh TRACE_CMD_XEN TRACE_CMD_XEN_AGENT
 set -u
-tcx=$1
+tcx=$1 agent=$2
 n=0 failed=0
 
 check() {	# status pattern args...
-	local want=$1 pat=$2 out st; shift 2
-	out=$(timeout 20 "$tcx" agent "$@" 2>&1 >/dev/null)
-	st=$?
-	n=$((n + 1))
-	if [ "$st" -eq "$want" ] && printf '%s\n' "$out" | grep -qF -- "$pat"; then
-		echo "ok $n - agent $*: exit $st, says: $pat"
-	else
-		echo "not ok $n - agent $*: exit $st (want $want), said:"
+	local want=$1 pat=$2 out st name; shift 2
+	for name in "trace-cmd-xen agent" trace-cmd-xen-agent; do
+		if [ "$name" = trace-cmd-xen-agent ]; then
+			out=$(timeout 20 "$agent" "$@" 2>&1 >/dev/null)
+		else
+			out=$(timeout 20 "$tcx" agent "$@" 2>&1 >/dev/null)
+		fi
+		st=$?
+		n=$((n + 1))
+		if [ "$st" -eq "$want" ] && printf '%s\n' "$out" | grep -qF -- "$pat" &&
+		   printf '%s\n' "$out" | grep -q "^$name: "; then
+			echo "ok $n - $name $*: exit $st, says: $pat"
+			continue
+		fi
+		echo "not ok $n - $name $*: exit $st (want $want), said:"
 		printf '%s\n' "$out" | sed 's/^/#   /'
 		failed=$((failed + 1))
-	fi
+	done
 }
 
 check 2 "-N 10.0.0.1: --secret-file FILE (hosts must know its secret) or --insecure" \

@@ -93,6 +93,19 @@ is "$(sed -n '1s/.*pid=\([0-9]*\).*/\1/p' "$FAKE_OUT")" "$pid" \
 PATH=/nonexistent "$tmp/bin/trace-cmd" record --xen >/dev/null 2>&1
 is "$(awk '{ print $1; exit }' "$FAKE_OUT")" ours "trace-cmd-xen is found next to the front, PATH aside"
 
+# a guest's install: trace-cmd-xen-agent next to the front runs the agent
+cp "$fake_tc" "$tmp/bin/trace-cmd-xen-agent"
+route agent agent --xen --domid 3
+is "$(tail -n +2 "$FAKE_OUT" | tr '\n' '|')" "--xen|--domid|3|" \
+	"trace-cmd agent --xen --domid 3 -> trace-cmd-xen-agent --xen --domid 3"
+route stock agent -N 10.0.0.1
+route agent agent -N 10.0.0.1 --insecure
+route ours record --xen
+rm "$tmp/bin/trace-cmd-xen"
+route agent agent --xen
+mv "$tmp/bin/trace-cmd-xen-agent" "$tmp/bin/trace-cmd-xen"
+route ours agent --xen
+
 # installed over the stock trace-cmd: a refusal, not a loop
 mv "$fake_stock" "$fake_stock.real"
 cp "$fake_front" "$fake_stock"

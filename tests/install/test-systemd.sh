@@ -3,7 +3,7 @@
 # trace-cmd-xen-agent.service, TAP: installed with meson install into a
 # temporary DESTDIR, `systemd-analyze verify` finds nothing to say about it
 # (its binary, its man page), its options file is the one installed, and
-# its command line is the agent's.
+# its command line is the guests' agent binary's.
 #
 #   test-systemd.sh BUILD_DIR UNIT_PATH DEFAULTS_PATH
 set -u
@@ -39,16 +39,16 @@ ok $? "systemd-analyze verify reports a bad Restart= and a missing binary"
 
 grep -qx "EnvironmentFile=-$defaults" "$dest$unit"
 ok $? "EnvironmentFile=-$defaults, the file installed"
-[ -x "$dest$bin" ] && [ "$(basename "$bin")" = trace-cmd-xen ] &&
-	[ "${exec_line#* }" = 'agent $TRACE_CMD_XEN_AGENT_OPTS' ]
-ok $? "ExecStart=$exec_line: the installed trace-cmd-xen"
+[ -x "$dest$bin" ] && [ "$(basename "$bin")" = trace-cmd-xen-agent ] &&
+	[ "${exec_line#* }" = '$TRACE_CMD_XEN_AGENT_OPTS' ]
+ok $? "ExecStart=$exec_line: the installed trace-cmd-xen-agent"
 grep -qx 'Environment=TRACE_CMD_XEN_AGENT_OPTS=--xen' "$dest$unit"
 ok $? "without an options file it runs agent --xen"
 ! grep -q '^TRACE_CMD_XEN_AGENT_OPTS' "$dest$defaults"
 ok $? "the installed options file sets nothing until edited"
 
 # what it runs, here (no Xen): the agent's message, as the journal gets it
-"$dest$bin" agent --xen >"$tmp/out" 2>&1
+"$dest$bin" --xen >"$tmp/out" 2>&1
 st=$?
 [ "$st" -eq 1 ] && grep -q "not a Xen guest" "$tmp/out"
 ok $? "its command outside Xen: exit 1 and says it is not a Xen guest" ||

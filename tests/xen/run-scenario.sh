@@ -69,6 +69,8 @@ CPU=qemu64,+svm,+npt	# +npt gives Xen HAP, which PVH/HVM need (no shadow paging 
 DOM0_MEM=1024M
 DOM0_BINARIES=""	# executables put in dom0's PATH: a name is a project
 GUEST_BINARIES=""	# executable (from BUILDDIR), an absolute path a host one
+GUEST_ROOT=""		# a host directory copied over every guest's root (a
+			# package unpacked with dpkg-deb -x)
 XEN_EXTRA=""		# appended to Xen's command line
 HVM=0			# 1: dom0 gets the qemu-xen device model, hvmloader, SeaBIOS
 OPT_IN=""		# VAR: with --tap (meson) run only if $VAR is 1 (costly scenarios)
@@ -217,6 +219,7 @@ overlays() {
 	install -m755 "$HERE/initramfs/domU-init" "$S/domU/init"
 	install -m644 "$HERE/initramfs/lib.sh" "$S/domU/tcx/lib.sh"
 	[ -d "$SCEN/guest" ] && cp -rL "$SCEN/guest/." "$S/domU/scenario/"
+	[ -n "$GUEST_ROOT" ] && cp -a "$GUEST_ROOT/." "$S/domU/"
 	# shellcheck disable=SC2086
 	add_binaries "$S/domU" $GUEST_BINARIES
 	mkcpio "$S/domU" "$RUN/domU-overlay.cpio.gz"

@@ -12,9 +12,27 @@ while [ $i -lt "$ncpu" ]; do
 	fi
 	i=$((i + 1))
 done
+# The agent package's files, when the host put them here: started as its
+# unit does (no systemd here, so without the unit's sandbox): Environment=,
+# then the options file of EnvironmentFile=, then ExecStart= with
+# $TRACE_CMD_XEN_AGENT_OPTS split into words. Its libraries are in
+# /opt/tcx/lib. Else the build's trace-cmd-xen agent.
+unit=/lib/systemd/system/trace-cmd-xen-agent.service
+if [ -f "$unit" ]; then
+	eval "export $(sed -n 's/^Environment=//p' "$unit")"
+	envfile=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$unit")
+	# shellcheck disable=SC1090
+	[ -f "$envfile" ] && . "$envfile"
+	eval "set -- $(sed -n 's/^ExecStart=//p' "$unit")"
+	mark "AGENT FROM PACKAGE: $*"
+	export LD_LIBRARY_PATH=/opt/tcx/lib
+else
+	set -- trace-cmd-xen agent --xen
+	mark "AGENT FROM BUILD: $*"
+fi
 # the agent's log (stderr, unbuffered) stamped with the guest's uptime: how
 # long a session's setup takes in the guest
-{ trace-cmd-xen agent --xen 2>&1; echo $? > /tmp/agent-rc; } |
+{ "$@" 2>&1; echo $? > /tmp/agent-rc; } |
 	while IFS= read -r l; do echo "[up $(cut -d' ' -f1 /proc/uptime)] $l"; done &
 AGENT=$!
 mark "AGENT STARTED cpus=$ncpu"
