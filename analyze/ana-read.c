@@ -474,8 +474,11 @@ static void runstate(struct reader *rd, int vi, uint64_t t, int pcpu, int old, i
 
 	if (new >= ANA_NSTATES || old >= ANA_NSTATES)
 		return;
-	if (s->state > ANA_RUNNING)
+	/* as xenalyze, runstates count from the vCPU's first run on */
+	if (s->state > ANA_RUNNING && s->seen_run)
 		charge(v, s->state, clip_len(rd->r, s->state_tsc, t));
+	if (new == ANA_RUNNING)
+		s->seen_run = true;
 	s->state = new;
 	s->state_tsc = t;
 	if (new == ANA_RUNNING) {
@@ -497,10 +500,11 @@ static void runstate(struct reader *rd, int vi, uint64_t t, int pcpu, int old, i
 			s->wake_tsc = 0;
 		}
 	} else if (old == ANA_RUNNING) {
-		if (new == ANA_RUNNABLE)
-			close_exit(s, t);
 		bound(rd, vi, t, pcpu, ANA_B_END);
 	}
+	/* xenalyze ends a pending exit when its vCPU is preempted or woken */
+	if (new == ANA_RUNNABLE)
+		close_exit(s, t);
 	if (new == ANA_RUNNABLE && (old == ANA_BLOCKED || old == ANA_OFFLINE))
 		s->wake_tsc = t ? t : 1;
 	else if (new != ANA_RUNNING)
@@ -954,6 +958,7 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 	/* what was still running or waiting at the end */
 	{
 		uint64_t end = r->win_end < r->last_tsc ? r->win_end : r->last_tsc;
+		bool cut = r->win_end < r->last_tsc;
 
 		if (r->win_end == UINT64_MAX || r->win_end > r->last_tsc)
 			r->win_end = r->last_tsc;
@@ -966,7 +971,12 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 			    r->pcpus[s->run_pcpu].last_tsc > s->run_start)
 				period(rd, &r->vcpus[i], s->run_start,
 				       r->pcpus[s->run_pcpu].last_tsc, s->run_pcpu);
-			if (s->state > ANA_RUNNING)
+			/*
+			 * A state still open at the end of the file has no known
+			 * end, and xenalyze leaves it out; one open at a --to cut
+			 * ran at least to the cut.
+			 */
+			if (s->state > ANA_RUNNING && s->seen_run && cut)
 				charge(&r->vcpus[i], s->state, clip_len(r, s->state_tsc, end));
 		}
 	}

@@ -35,6 +35,7 @@ struct ana_vstate {
 	int state;			/* -1 unknown */
 	uint64_t state_tsc;
 	bool running;
+	bool seen_run;			/* has run since the trace started */
 	uint64_t run_start;
 	int run_pcpu, last_pcpu;
 	uint64_t wake_tsc;		/* 0: no wake pending */
