@@ -14,6 +14,7 @@ benches=(
 	bench/record-bench
 	bench/agent-bench
 	bench/tsync-bench
+	bench/analyze-bench
 )
 rc=0
 for b in "${benches[@]}"; do

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * analyze-bench: records per CPU-second of `trace-cmd-xen analyze` on a
+ * synthetic capture of about 20 M Xen records (converted to a trace.dat),
+ * against `xenalyze --summary` on the same capture, in the same run.
+ * Target: at least as fast as xenalyze, with flat memory (max RSS printed,
+ * for the full capture and for a tenth of it).
+ *
+ *   analyze-bench [RECORDS] [DIR]
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "xtgen.h"
+
+struct run {
+	double cpu, wall;
+	long rss_kb;
+	int status;
+};
+
+static double tv(const struct timeval *t)
+{
+	return t->tv_sec + t->tv_usec / 1e6;
+}
+
+/* Run @cmd through sh with stdout to /dev/null; its CPU time and max RSS. */
+static struct run measure(const char *cmd)
+{
+	struct run r = { 0 };
+	struct rusage ru;
+	struct timeval a, b;
+	pid_t pid;
+	int st;
+
+	gettimeofday(&a, NULL);
+	pid = fork();
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || wait4(pid, &st, 0, &ru) < 0) {
+		r.status = -1;
+		return r;
+	}
+	gettimeofday(&b, NULL);
+	r.cpu = tv(&ru.ru_utime) + tv(&ru.ru_stime);
+	r.wall = tv(&b) - tv(&a);
+	r.rss_kb = ru.ru_maxrss;
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return r;
+}
+
+static int make_capture(const char *bin, const char *dat, uint64_t want, uint64_t *records)
+{
+	struct xtgen_params p;
+	struct xtgen_truth *t = calloc(1, sizeof(*t));
+	FILE *f;
+	char cmd[2048];
+	int ret;
+
+	if (!t)
+		return -1;
+	xtgen_defaults(&p);
+	p.ncpus = 4;
+	p.epochs = 4;
+	f = fopen("/dev/null", "w");
+	if (!f || xtgen_write(&p, f, t)) {
+		free(t);
+		return -1;
+	}
+	fclose(f);
+	p.epochs = want / (t->records / 4) + 1;
+	f = fopen(bin, "w");
+	if (!f || xtgen_write(&p, f, t) || fclose(f)) {
+		free(t);
+		return -1;
+	}
+	*records = t->records;
+	free(t);
+	snprintf(cmd, sizeof(cmd), "%s convert -q %s -o %s --cpu-hz 2400000000", TCX_BIN, bin,
+		 dat);
+	ret = system(cmd);
+	return ret ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t want = argc > 1 ? strtoull(argv[1], NULL, 0) : 20000000;
+	const char *dir = argc > 2 ? argv[2] : "/tmp";
+	char bin[512], dat[512], sbin[512], sdat[512], cmd[2048];
+	uint64_t records, small;
+	struct run xa, an, an_small;
+	double rx, ra;
+	bool met;
+
+	snprintf(bin, sizeof(bin), "%s/analyze-bench-%d.bin", dir, (int)getpid());
+	snprintf(dat, sizeof(dat), "%s/analyze-bench-%d.dat", dir, (int)getpid());
+	snprintf(sbin, sizeof(sbin), "%s/analyze-bench-%d-small.bin", dir, (int)getpid());
+	snprintf(sdat, sizeof(sdat), "%s/analyze-bench-%d-small.dat", dir, (int)getpid());
+	printf("analyze-bench: writing a capture of about %" PRIu64 " records\n", want);
+	fflush(stdout);
+	if (make_capture(bin, dat, want, &records) ||
+	    make_capture(sbin, sdat, want / 10, &small)) {
+		fprintf(stderr, "analyze-bench: could not write the captures in %s\n", dir);
+		return 1;
+	}
+	/* both read the files once first, so neither pays for the page cache */
+	snprintf(cmd, sizeof(cmd), "cat %s %s > /dev/null", bin, dat);
+	measure(cmd);
+	snprintf(cmd, sizeof(cmd), "xenalyze --summary %s > /dev/null 2>&1", bin);
+	xa = measure(cmd);
+	snprintf(cmd, sizeof(cmd), "%s analyze %s > /dev/null", TCX_BIN, dat);
+	an = measure(cmd);
+	snprintf(cmd, sizeof(cmd), "%s analyze %s > /dev/null", TCX_BIN, sdat);
+	an_small = measure(cmd);
+	unlink(bin);
+	unlink(dat);
+	unlink(sbin);
+	unlink(sdat);
+	if (xa.status || an.status || an_small.status) {
+		fprintf(stderr, "analyze-bench: a run failed (xenalyze %d, analyze %d, %d)\n",
+			xa.status, an.status, an_small.status);
+		return 1;
+	}
+	rx = records / xa.cpu;
+	ra = records / an.cpu;
+	printf("records          %" PRIu64 " Xen records (4 pCPUs, 3 domains x 2 vCPUs, HVM + PV)\n",
+	       records);
+	printf("xenalyze -s      %.2f CPU-s (%.2f s wall), %.1f M records/CPU-s, max RSS %ld KiB\n",
+	       xa.cpu, xa.wall, rx / 1e6, xa.rss_kb);
+	printf("analyze          %.2f CPU-s (%.2f s wall), %.1f M records/CPU-s, max RSS %ld KiB\n",
+	       an.cpu, an.wall, ra / 1e6, an.rss_kb);
+	printf("analyze (1/10)   max RSS %ld KiB for %" PRIu64 " records\n", an_small.rss_kb,
+	       small);
+	met = ra >= rx;
+	printf("ratio            %.2fx xenalyze: target (>= 1.00x) %s\n", ra / rx,
+	       met ? "met" : "NOT met");
+	/* flat: the full capture takes at most 1.5x the memory of a tenth of it */
+	printf("memory           %s (%ld KiB vs %ld KiB for a tenth)\n",
+	       an.rss_kb <= an_small.rss_kb * 3 / 2 ? "flat" : "NOT flat", an.rss_kb,
+	       an_small.rss_kb);
+	return 0;
+}
