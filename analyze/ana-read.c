@@ -34,6 +34,7 @@
 /* One pCPU's pages in the mapping, and the walk's position. */
 struct stream {
 	const uint8_t *page, *end;	/* current page, end of this CPU's pages */
+	const uint8_t *keep;		/* pages before this one are released */
 	const uint8_t *data;		/* current page's data */
 	uint32_t commit, pos;
 	uint64_t ts;			/* time reached in the page */
@@ -120,6 +121,11 @@ static int stream_next(struct reader *rd, struct stream *s)
 
 		if (s->pos >= s->commit) {
 			s->page += rd->psize;
+			/* flat memory: the mapping's pages read are let go, 1 MiB at a time */
+			if (s->keep && s->page - s->keep >= (1 << 20)) {
+				madvise((void *)s->keep, s->page - s->keep, MADV_DONTNEED);
+				s->keep = s->page;
+			}
 			if (s->page >= s->end) {
 				s->done = true;
 				return 0;
@@ -865,6 +871,7 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 			if (!sp[c].present)
 				continue;
 			s->page = map + sp[c].first_off;
+			s->keep = sysconf(_SC_PAGESIZE) <= (long)rd->psize ? s->page : NULL;
 			s->end = s->page + sp[c].npages * rd->psize;
 			s->done = false;
 			if (page_open(rd, s) || (ret = stream_next(rd, s)) < 0) {
