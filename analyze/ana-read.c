@@ -4,8 +4,8 @@
  *
  * libtracecmd opens the file, parses the formats and says where each CPU's
  * pages lie (its first record, and tracecmd_read_at() for which CPU owns a
- * page). The pages themselves are then walked straight from a read-only
- * mapping: libtracecmd hands out times already converted to ns by the
+ * page). The pages themselves are then read (a buffer of 256 KiB per pCPU)
+ * and walked here: libtracecmd hands out times already converted to ns by the
  * file's TSC2NSEC, which loses the cycle xenalyze counts in, and its
  * per-record allocation and lookups cost more than the analysis. The
  * pCPUs' streams are merged by TSC (a vCPU's wake and its run are on
@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,10 +30,14 @@
 #define COMMIT_MASK		((1u << 27) - 1)
 #define MAX_TYPES		65536
 
-/* One pCPU's pages in the mapping, and the walk's position. */
+#define CHUNK			(256 << 10)
+
+/* One pCPU's pages, read a chunk at a time, and the walk's position. */
 struct stream {
-	const uint8_t *page, *end;	/* current page, end of this CPU's pages */
-	const uint8_t *keep;		/* pages before this one are released */
+	int fd;
+	uint64_t off, end_off;		/* file: next chunk to read, end of this CPU's pages */
+	uint8_t *buf;			/* the chunk */
+	const uint8_t *page, *bend;	/* current page in it, end of what it holds */
 	const uint8_t *data;		/* current page's data */
 	uint32_t commit, pos;
 	uint64_t ts;			/* time reached in the page */
@@ -53,7 +56,7 @@ struct reader {
 	uint32_t *hkeys, *hvals;
 	unsigned int hsize;
 
-	size_t psize;
+	size_t psize, chunk;
 	int long_size;
 	uint8_t kind[MAX_TYPES];
 	struct ana_field pid, rs_dom, rs_vcpu, rs_old, rs_new, cr_dom, cr_vcpu;
@@ -113,6 +116,31 @@ static int page_open(struct reader *rd, struct stream *s)
 	return 0;
 }
 
+/* The next chunk of @s's pages; 0 at their end, 1, or -errno. */
+static int refill(struct reader *rd, struct stream *s)
+{
+	size_t n = s->end_off - s->off < rd->chunk ? s->end_off - s->off : rd->chunk;
+	size_t got = 0;
+
+	if (!n)
+		return 0;
+	while (got < n) {
+		ssize_t k = pread(s->fd, s->buf + got, n - got, s->off + got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return tcx_fail(k < 0 ? -errno : -EBADMSG, "reading at offset %llu: %s",
+					(unsigned long long)(s->off + got),
+					k < 0 ? strerror(errno) : "the file ends early");
+		got += k;
+	}
+	s->off += n;
+	s->page = s->buf;
+	s->bend = s->buf + n;
+	return 1;
+}
+
 /* Move @s to its next event; s->done at the end of its pages. */
 static int stream_next(struct reader *rd, struct stream *s)
 {
@@ -121,14 +149,13 @@ static int stream_next(struct reader *rd, struct stream *s)
 
 		if (s->pos >= s->commit) {
 			s->page += rd->psize;
-			/* flat memory: the mapping's pages read are let go, 1 MiB at a time */
-			if (s->keep && s->page - s->keep >= (1 << 20)) {
-				madvise((void *)s->keep, s->page - s->keep, MADV_DONTNEED);
-				s->keep = s->page;
-			}
-			if (s->page >= s->end) {
-				s->done = true;
-				return 0;
+			if (s->page >= s->bend) {
+				int ret = refill(rd, s);
+
+				if (ret <= 0) {
+					s->done = true;
+					return ret;
+				}
 			}
 			if (page_open(rd, s))
 				return -EBADMSG;
@@ -721,18 +748,23 @@ void ana_free(struct ana_result *r)
 	free(r);
 }
 
-/* The last event of a stream's last page: its raw TSC. */
-static uint64_t last_ts(struct reader *rd, const uint8_t *first, uint64_t npages)
+/* The last event of a CPU's last page (at file offset @off): its raw TSC. */
+static uint64_t last_ts(struct reader *rd, int fd, uint64_t off)
 {
-	struct stream s = { .page = first + (npages - 1) * rd->psize,
-			    .end = first + npages * rd->psize };
+	uint8_t *pg = malloc(rd->psize);
+	struct stream s = { .fd = fd, .buf = pg, .page = pg, .bend = pg + rd->psize };
 	uint64_t t = 0;
 
-	if (page_open(rd, &s))
+	if (!pg)
 		return 0;
+	if (pread(fd, pg, rd->psize, off) != (ssize_t)rd->psize || page_open(rd, &s)) {
+		free(pg);
+		return 0;
+	}
 	t = s.ts;
 	while (stream_next(rd, &s) == 1)
 		t = s.ev_ts;
+	free(pg);
 	return t;
 }
 
@@ -788,9 +820,8 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 	struct tracecmd_input *h = NULL;
 	struct stream *st = NULL;
 	struct cpu_span *sp = NULL;
-	uint8_t *map = MAP_FAILED;
 	struct stat sb;
-	int fd = -1, ncpus, ret = -EINVAL;
+	int fd = -1, ncpus = 0, ret = -EINVAL;
 	uint64_t fsize = 0, hz;
 
 	if (!opts)
@@ -842,12 +873,9 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 		tcx_fail(-EINVAL, "%s: no CPU data", path);
 		goto fail;
 	}
-	map = mmap(NULL, fsize, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED) {
-		tcx_fail(-errno, "%s: mmap: %s", path, strerror(errno));
-		goto fail;
-	}
-	madvise(map, fsize, MADV_SEQUENTIAL);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	/* flat memory: each pCPU's pages go through a buffer of their own */
+	rd->chunk = rd->psize > CHUNK ? rd->psize : CHUNK / rd->psize * rd->psize;
 	r->npcpus = ncpus;
 	r->pcpus = calloc(ncpus, sizeof(*r->pcpus));
 	st = calloc(ncpus, sizeof(*st));
@@ -870,11 +898,16 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 			s->done = true;
 			if (!sp[c].present)
 				continue;
-			s->page = map + sp[c].first_off;
-			s->keep = sysconf(_SC_PAGESIZE) <= (long)rd->psize ? s->page : NULL;
-			s->end = s->page + sp[c].npages * rd->psize;
+			s->fd = fd;
+			s->off = sp[c].first_off;
+			s->end_off = s->off + sp[c].npages * rd->psize;
+			s->buf = malloc(rd->chunk);
+			if (!s->buf) {
+				tcx_fail(-ENOMEM, "out of memory");
+				goto fail;
+			}
 			s->done = false;
-			if (page_open(rd, s) || (ret = stream_next(rd, s)) < 0) {
+			if (refill(rd, s) <= 0 || page_open(rd, s) || (ret = stream_next(rd, s)) < 0) {
 				tcx_fail(-EBADMSG, "%s: CPU %d: %s", path, c, tcx_error());
 				goto fail;
 			}
@@ -882,7 +915,8 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 				continue;
 			r->pcpus[c].present = true;
 			r->pcpus[c].first_tsc = s->ev_ts;
-			r->pcpus[c].last_tsc = last_ts(rd, s->page, sp[c].npages);
+			r->pcpus[c].last_tsc = last_ts(rd, fd, sp[c].first_off +
+							       (sp[c].npages - 1) * rd->psize);
 			if (r->pcpus[c].last_tsc < s->ev_ts)
 				r->pcpus[c].last_tsc = s->ev_ts;
 			if (s->ev_ts < r->first_tsc)
@@ -998,8 +1032,6 @@ fail:
 	ana_free(r);
 	r = NULL;
 out:
-	if (map != MAP_FAILED)
-		munmap(map, fsize);
 	if (fd >= 0)
 		close(fd);
 	if (h)
@@ -1011,6 +1043,9 @@ out:
 		free(rd->reason_idx);
 		free(rd);
 	}
+	if (st)
+		for (int c = 0; c < ncpus; c++)
+			free(st[c].buf);
 	free(st);
 	free(sp);
 	return r;
