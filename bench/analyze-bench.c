@@ -19,6 +19,8 @@
 
 #include "xtgen.h"
 
+static int gen_capture(const char *bin, const char *dat, uint64_t want, uint64_t *records);
+
 struct run {
 	double cpu, wall;
 	long rss_kb;
@@ -57,7 +59,36 @@ static struct run measure(const char *cmd)
 	return r;
 }
 
+/*
+ * In a child of its own: the generator's memory would otherwise stay in
+ * this process and count in the max RSS of every child forked after it.
+ */
 static int make_capture(const char *bin, const char *dat, uint64_t want, uint64_t *records)
+{
+	int fds[2], st;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		uint64_t recs = 0;
+		int ret = gen_capture(bin, dat, want, &recs);
+
+		n = write(fds[1], &recs, sizeof(recs));
+		_exit(ret || n != sizeof(recs) ? 1 : 0);
+	}
+	close(fds[1]);
+	n = pid > 0 ? read(fds[0], records, sizeof(*records)) : -1;
+	close(fds[0]);
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ||
+	    n != sizeof(*records))
+		return -1;
+	return 0;
+}
+
+static int gen_capture(const char *bin, const char *dat, uint64_t want, uint64_t *records)
 {
 	struct xtgen_params p;
 	struct xtgen_truth *t = calloc(1, sizeof(*t));
