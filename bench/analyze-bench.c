@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tlib.h"
 #include "xtgen.h"
 
 static int gen_capture(const char *bin, const char *dat, uint64_t want, uint64_t *records);
@@ -32,30 +33,32 @@ static double tv(const struct timeval *t)
 	return t->tv_sec + t->tv_usec / 1e6;
 }
 
-/* Run @cmd through sh with stdout to /dev/null; its CPU time and max RSS. */
-static struct run measure(const char *cmd)
+/*
+ * Run @argv with stdout and stderr to /dev/null: its CPU time (this
+ * process's children's rusage before and after) and its peak RSS (VmHWM
+ * after its exec, which a forked child's ru_maxrss does not give: it
+ * starts from the parent's peak).
+ */
+static struct run measure(char *const argv[])
 {
+	struct tlib_spawn_opts o = { .out = "/dev/null", .err = "/dev/null" };
 	struct run r = { 0 };
-	struct rusage ru;
-	struct timeval a, b;
+	struct rusage a, b;
+	struct timeval wa, wb;
 	pid_t pid;
-	int st;
 
-	gettimeofday(&a, NULL);
-	pid = fork();
-	if (pid == 0) {
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || wait4(pid, &st, 0, &ru) < 0) {
+	getrusage(RUSAGE_CHILDREN, &a);
+	gettimeofday(&wa, NULL);
+	pid = tlib_spawn(argv, &o);
+	if (pid < 0) {
 		r.status = -1;
 		return r;
 	}
-	gettimeofday(&b, NULL);
-	r.cpu = tv(&ru.ru_utime) + tv(&ru.ru_stime);
-	r.wall = tv(&b) - tv(&a);
-	r.rss_kb = ru.ru_maxrss;
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r.status = tlib_wait_bounded(pid, 3600, &r.rss_kb, NULL);
+	gettimeofday(&wb, NULL);
+	getrusage(RUSAGE_CHILDREN, &b);
+	r.cpu = tv(&b.ru_utime) + tv(&b.ru_stime) - tv(&a.ru_utime) - tv(&a.ru_stime);
+	r.wall = tv(&wb) - tv(&wa);
 	return r;
 }
 
@@ -125,7 +128,7 @@ int main(int argc, char **argv)
 {
 	uint64_t want = argc > 1 ? strtoull(argv[1], NULL, 0) : 20000000;
 	const char *dir = argc > 2 ? argv[2] : "/tmp";
-	char bin[512], dat[512], sbin[512], sdat[512], cmd[2048];
+	char bin[512], dat[512], sbin[512], sdat[512];
 	uint64_t records, small;
 	struct run xa, an, an_small;
 	double rx, ra;
@@ -143,14 +146,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* both read the files once first, so neither pays for the page cache */
-	snprintf(cmd, sizeof(cmd), "cat %s %s > /dev/null", bin, dat);
-	measure(cmd);
-	snprintf(cmd, sizeof(cmd), "xenalyze --summary %s > /dev/null 2>&1", bin);
-	xa = measure(cmd);
-	snprintf(cmd, sizeof(cmd), "%s analyze %s > /dev/null", TCX_BIN, dat);
-	an = measure(cmd);
-	snprintf(cmd, sizeof(cmd), "%s analyze %s > /dev/null", TCX_BIN, sdat);
-	an_small = measure(cmd);
+	{
+		char *cat[] = { "cat", bin, dat, NULL };
+		char *xa_argv[] = { "xenalyze", "--summary", bin, NULL };
+		char *an_argv[] = { TCX_BIN, "analyze", dat, NULL };
+		char *sm_argv[] = { TCX_BIN, "analyze", sdat, NULL };
+
+		measure(cat);
+		xa = measure(xa_argv);
+		an = measure(an_argv);
+		an_small = measure(sm_argv);
+	}
 	unlink(bin);
 	unlink(dat);
 	unlink(sbin);
