@@ -680,20 +680,36 @@ struct cpu_span {
 	bool present;
 };
 
-/* Where @cpu's pages are: its first record's page, then a search for its last page. */
-static int cpu_pages(struct tracecmd_input *h, int cpu, size_t psize, uint64_t fsize,
-		     struct cpu_span *sp)
+/* @cpu's first record: its page, and its time as libtracecmd gives it. */
+static void cpu_first(struct tracecmd_input *h, int cpu, size_t psize, struct cpu_span *sp)
 {
 	struct tep_record *rec = tracecmd_read_cpu_first(h, cpu);
-	uint64_t lo, hi, maxp;
 
 	memset(sp, 0, sizeof(*sp));
 	if (!rec)
-		return 0;
+		return;
 	sp->first_off = rec->offset & ~((uint64_t)psize - 1);
 	sp->first_ns = rec->ts;
+	sp->present = true;
 	tracecmd_free_record(rec);
-	maxp = (fsize - sp->first_off) / psize;
+}
+
+/*
+ * How many pages @cpu has, none past @limit (the next CPU's first page, or
+ * the end of the file). Each tracecmd_read_at() faults in the file around
+ * the page it reads, so when another CPU's data follows, one look at the
+ * last page before it usually settles it; else a search.
+ */
+static void cpu_pages(struct tracecmd_input *h, int cpu, size_t psize, uint64_t limit,
+		      bool dense, struct cpu_span *sp)
+{
+	uint64_t lo, hi, maxp;
+
+	maxp = (limit - sp->first_off) / psize;
+	if (dense && maxp && page_of_cpu(h, sp->first_off + (maxp - 1) * psize, cpu)) {
+		sp->npages = maxp;
+		return;
+	}
 	/* lo pages known to be ours, hi known not to be (or past the file) */
 	lo = 1;
 	hi = 2;
@@ -712,8 +728,6 @@ static int cpu_pages(struct tracecmd_input *h, int cpu, size_t psize, uint64_t f
 			hi = mid;
 	}
 	sp->npages = lo;
-	sp->present = true;
-	return 0;
 }
 
 static int cmp_vcpu(const void *a, const void *b)
@@ -890,12 +904,25 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 	{
 		uint64_t best_span = 0, hz_num = 0, hz_den = 0;
 
+		for (int c = 0; c < ncpus; c++)
+			cpu_first(h, c, rd->psize, &sp[c]);
 		for (int c = 0; c < ncpus; c++) {
 			struct stream *s = &st[c];
 			uint64_t lns;
 
-			cpu_pages(h, c, rd->psize, fsize, &sp[c]);
+			uint64_t limit = fsize;
+			bool dense = false;
+
+			for (int o = 0; o < ncpus; o++) {
+				if (sp[o].present && sp[o].first_off > sp[c].first_off &&
+				    sp[o].first_off < limit) {
+					limit = sp[o].first_off;
+					dense = true;
+				}
+			}
 			s->done = true;
+			if (sp[c].present)
+				cpu_pages(h, c, rd->psize, limit, dense, &sp[c]);
 			if (!sp[c].present)
 				continue;
 			s->fd = fd;
@@ -950,6 +977,12 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 		}
 		r->cpu_hz = hz;
 	}
+	/*
+	 * libtracecmd is done: closing it now unmaps the file regions its
+	 * page lookups faulted in (tens of MB on a large file).
+	 */
+	tracecmd_close(h);
+	h = NULL;
 	r->win_start = r->first_tsc + (uint64_t)((long double)opts->from_ns * hz / 1e9L);
 	r->win_end = opts->to_ns ?
 		r->first_tsc + (uint64_t)((long double)opts->to_ns * hz / 1e9L) : UINT64_MAX;
