@@ -355,11 +355,6 @@ static int apply_events(struct agent_trace *tr, const struct agent_record_opts *
 				return ret;
 			continue;
 		}
-		if (!tr->inst) {
-			ret = for_each_match(tr, spec, enable_one, NULL, &found);
-			if (ret)
-				return ret;
-		}
 		if (o->filters[i][0]) {
 			struct filter_try t = { .filter = o->filters[i] };
 
@@ -375,6 +370,12 @@ static int apply_events(struct agent_trace *tr, const struct agent_record_opts *
 						strerror(t.err ? -t.err : ENOENT),
 						t.err == -ENOENT ?
 						": this kernel has no filter file" : "");
+		}
+		/* a simulated kernel traces at once: filtered before enabled */
+		if (!tr->inst) {
+			ret = for_each_match(tr, spec, enable_one, NULL, &found);
+			if (ret)
+				return ret;
 		}
 	}
 	return 0;
@@ -463,7 +464,6 @@ static int apply_funcs(struct agent_trace *tr, const struct agent_record_opts *o
 static int apply_tracer(struct agent_trace *tr, const struct agent_record_opts *o)
 {
 	bool function = !strncmp(o->tracer, "function", 8);
-	char *here, *top = NULL;
 	int ret;
 
 	if (o->graph_depth >= 0) {
@@ -477,6 +477,25 @@ static int apply_tracer(struct agent_trace *tr, const struct agent_record_opts *
 					t ? "the global " : "", "max_graph_depth",
 					ret == -ENOENT ? "this kernel has none" : strerror(-ret));
 	}
+	if (!o->tracer[0] || !strcmp(o->tracer, "nop"))
+		return 0;
+	if (function && tr->inst && (ret = need_ftrace_enabled(tr)))
+		return ret;
+	ret = put(tr, false, "current_tracer", o->tracer, false);
+	if (ret)
+		return tcx_fail(ret, "-p %s: the kernel refused it in current_tracer "
+				"(%s)%s", o->tracer, strerror(-ret),
+				ret == -EPERM ? ": this kernel denies function "
+				"tracing (ftrace_enabled or lockdown)" : "");
+	return 0;
+}
+
+/* -p: a tracer our instance offers, checked before its lists are set. */
+static int check_tracer(struct agent_trace *tr, const struct agent_record_opts *o)
+{
+	char *here, *top = NULL;
+	int ret;
+
 	if (!o->tracer[0] || !strcmp(o->tracer, "nop"))
 		return 0;
 	here = read_file(tr, false, "available_tracers");
@@ -497,14 +516,6 @@ static int apply_tracer(struct agent_trace *tr, const struct agent_record_opts *
 		return ret;
 	}
 	free(here);
-	if (function && tr->inst && (ret = need_ftrace_enabled(tr)))
-		return ret;
-	ret = put(tr, false, "current_tracer", o->tracer, false);
-	if (ret)
-		return tcx_fail(ret, "-p %s: the kernel refused it in current_tracer "
-				"(%s)%s", o->tracer, strerror(-ret),
-				ret == -EPERM ? ": this kernel denies function "
-				"tracing (ftrace_enabled or lockdown)" : "");
 	return 0;
 }
 
@@ -527,6 +538,8 @@ int agent_apply(struct agent_trace *tr, const struct agent_record_opts *o)
 				       tr->inst ? "the kernel refused it" :
 				       "this simulated kernel has none");
 	}
+	if (!ret)
+		ret = check_tracer(tr, o);
 	if (!ret)
 		ret = apply_funcs(tr, o);
 	if (!ret)

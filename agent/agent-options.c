@@ -128,7 +128,8 @@ static int add_func(struct agent_record_opts *o, enum agent_func_list l,
 	return 0;
 }
 
-/* --verbose: a level 0..6 or libtracefs' name of one; alone, "info" */
+/* --verbose: a level 0..6 or libtracefs' name of one; alone, "info"; the
+ * next word is the level if it is one (the stock trace-cmd's form) */
 static int set_verbose(struct agent_record_opts *o, const char *v)
 {
 	static const char *const names[] = {
@@ -263,8 +264,15 @@ int agent_parse_record_args(int argc, const char *const *argv,
 					      "-m takes a size in KiB per CPU, 1..262144 (got \"%.32s\")",
 					      val ? val : "");
 			o->max_kb = (unsigned int)v;
-		} else if (!strcmp(a, "--verbose") || !strncmp(a, "--verbose=", 10)) {
-			ret = set_verbose(o, a[9] ? a + 10 : NULL);
+		} else if (!strncmp(a, "--verbose=", 10)) {
+			ret = set_verbose(o, a + 10);
+		} else if (!strcmp(a, "--verbose")) {
+			/* trace-cmd sends --verbose=2 as two words */
+			ret = set_verbose(o, NULL);
+			if (!ret && i + 1 < argc && !set_verbose(o, argv[i + 1]))
+				i++;
+			else
+				o->verbose = 4;
 		} else if (is_opt(a, "-b")) {
 			val = value_of(argc, argv, &i, "-b");
 			if (!val || tcx_parse_uint(val, AGENT_MAX_BUFFER_KB, &v) || !v)

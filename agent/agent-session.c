@@ -429,6 +429,7 @@ static uint64_t stop_streams(struct session *s, unsigned int *refused)
 			fprintf(s->log, "agent: cpu%d: -m %u KiB reached: %llu more "
 				"pages read and not sent\n", c, s->tr.max_kb,
 				(unsigned long long)s->streams[c].capped_pages);
+		s->streams[c].capped_pages = 0;
 		*refused += s->streams[c].refused;
 		s->streams[c].refused = 0;
 		free((char *)s->streams[c].raw_path);

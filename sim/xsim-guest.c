@@ -722,10 +722,9 @@ static bool in_list(const char *list, const char *name, bool *empty)
 	char buf[1024], *save = NULL;
 
 	*empty = true;
-	snprintf(buf, sizeof(buf), "%s", list);
+	/* the kernel shows "#### all functions enabled ####" for none */
+	snprintf(buf, sizeof(buf), "%s", list[0] == '#' ? "" : list);
 	for (char *w = strtok_r(buf, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
-		if (w[0] == '#')
-			continue;
 		*empty = false;
 		if (!fnmatch(w, name, 0))
 			return true;
@@ -766,7 +765,7 @@ static void refresh_tracer(struct xsim_guest *g)
 
 			if ((e1 || in) && !out)
 				fmask |= 1u << i;
-			if (e3 ? root : funcs[i].parent < 0)
+			if (!e3 ? root : funcs[i].parent < 0)
 				gmask |= 1u << i;
 		}
 		__atomic_store_n(&g->func_mask, fmask, __ATOMIC_RELAXED);
@@ -1218,8 +1217,10 @@ static void refresh(struct xsim_guest *g)
 		if (buf[0] == '1')
 			en |= events[i].bit;
 	}
-	__atomic_store_n(&g->enabled, en, __ATOMIC_RELAXED);
+	/* filters first: an event enabled with its filter is never
+	 * produced without it */
 	refresh_filters(g);
+	__atomic_store_n(&g->enabled, en, __ATOMIC_RELAXED);
 	refresh_tracer(g);
 	/* a written clock name becomes the bracketed list again */
 	get_file(g->dir, "trace_clock", buf, sizeof(buf));
