@@ -106,7 +106,7 @@ static int authenticate(struct session *s, const struct tmsg_trace_req *req)
 static int read_request(struct session *s, struct agent_record_opts *o)
 {
 	struct tmsg_trace_req req;
-	char why[256];
+	char why[TMSG_MAX_REASON];
 	int ret;
 
 	/* In slices, so that a signal is not kept waiting by a silent peer. */
@@ -487,7 +487,7 @@ static uint64_t new_trace_id(void)
 static int run_session(struct session *s)
 {
 	struct agent_record_opts o;
-	char why[256];
+	char why[TMSG_MAX_REASON];
 	uint8_t *meta = NULL;
 	size_t meta_len = 0;
 	unsigned int refused = 0;
