@@ -131,9 +131,10 @@ static char *file_path(struct agent_trace *tr, bool top, const char *file)
 }
 
 /*
- * Write @text to @file of the instance (@top: of the whole kernel), saving
- * it first where no instance's end will undo it. @why says how the kernel
- * answered. Returns 0 or -errno.
+ * Write @text to @file of the instance (@top: of the whole kernel; @append:
+ * after what is there), saving it first where no instance's end will undo
+ * it. Returns 0, -ENOENT if the kernel has no such file, or the write's
+ * -errno (how the kernel answered).
  */
 static int put(struct agent_trace *tr, bool top, const char *file,
 	       const char *text, bool append)
