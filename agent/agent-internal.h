@@ -12,6 +12,7 @@
 #include "tmsg.h"
 
 struct tracefs_instance;
+struct agent_saved;
 
 /* An event by name, as found in a tracing directory. */
 struct agent_event {
@@ -32,6 +33,11 @@ struct agent_trace {
 	int ncpus;
 	uint32_t page_size;
 	int version;
+	struct agent_saved *saved;	/* files to write back (apply.c) */
+	int nr_saved;
+	bool loglevel_set;
+	unsigned int sleep_us;		/* -s: streams' nap (0: default) */
+	unsigned int max_kb;		/* -m: per CPU (0: no limit) */
 };
 
 /* Set by SIGINT/SIGTERM: finish the session, restore tracefs, stop. */
@@ -45,6 +51,14 @@ bool agent_is_tracefs(const char *dir);
 /* A simulated kernel: match events, count CPUs (simdir.c). */
 int agent_sim_setup(struct agent_trace *tr, const char *dir,
 		    const struct agent_record_opts *o);
+/*
+ * The options beyond events, clock and buffer size (apply.c), on our
+ * instance or a simulated kernel; on failure the reason in tcx_error(),
+ * naming the file the kernel refused. What it changed outside the instance
+ * is written back by agent_apply_restore() (from agent_trace_teardown()).
+ */
+int agent_apply(struct agent_trace *tr, const struct agent_record_opts *o);
+void agent_apply_restore(struct agent_trace *tr);
 /* trace_pipe_raw of @cpu (malloc'ed). */
 char *agent_trace_raw_path(struct agent_trace *tr, int cpu);
 void agent_trace_teardown(struct agent_trace *tr);
@@ -80,6 +94,9 @@ struct agent_stream {
 	atomic_int *stop;		/* drain and finish */
 	FILE *log;
 	bool no_splice;			/* tests: read() even over a socket */
+	unsigned int nap_us;		/* -s: nap when empty (0: POLL_MS) */
+	uint64_t max_pages;		/* -m: send no more (0: no limit) */
+	uint64_t capped_pages;		/* read past -m and not sent */
 	pthread_t th;
 	bool started;
 	int err;

@@ -106,7 +106,7 @@ static int authenticate(struct session *s, const struct tmsg_trace_req *req)
 static int read_request(struct session *s, struct agent_record_opts *o)
 {
 	struct tmsg_trace_req req;
-	char why[256];
+	char why[TMSG_MAX_REASON];
 	int ret;
 
 	/* In slices, so that a signal is not kept waiting by a silent peer. */
@@ -404,6 +404,14 @@ static int start_streams(struct session *s)
 		st->log = s->log;
 		st->auth = s->auth.done ? &s->auth : NULL;
 		st->token_ms = TOKEN_MS;
+		st->nap_us = s->tr.sleep_us;
+		/* -m counts pages in copy_pages(), which only read() does */
+		st->max_pages = (uint64_t)s->tr.max_kb * 1024 /
+				s->tr.page_size;
+		if (s->tr.max_kb && !st->max_pages)
+			st->max_pages = 1;
+		if (st->max_pages)
+			st->no_splice = true;
 		ret = st->raw_path ? agent_stream_start(st) : -ENOMEM;
 	}
 	return ret;
@@ -417,6 +425,11 @@ static uint64_t stop_streams(struct session *s, unsigned int *refused)
 	for (int c = 0; s->streams && c < s->tr.ncpus; c++) {
 		agent_stream_join(&s->streams[c]);
 		pages += s->streams[c].pages;
+		if (s->streams[c].capped_pages)
+			fprintf(s->log, "agent: cpu%d: -m %u KiB reached: %llu more "
+				"pages read and not sent\n", c, s->tr.max_kb,
+				(unsigned long long)s->streams[c].capped_pages);
+		s->streams[c].capped_pages = 0;
 		*refused += s->streams[c].refused;
 		s->streams[c].refused = 0;
 		free((char *)s->streams[c].raw_path);
@@ -474,7 +487,7 @@ static uint64_t new_trace_id(void)
 static int run_session(struct session *s)
 {
 	struct agent_record_opts o;
-	char why[256];
+	char why[TMSG_MAX_REASON];
 	uint8_t *meta = NULL;
 	size_t meta_len = 0;
 	unsigned int refused = 0;

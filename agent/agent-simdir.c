@@ -2,9 +2,11 @@
 /*
  * A simulated guest kernel: a directory shaped like tracefs, with
  * events/<system>/<event>/format, events/header_page, per_cpu/cpuN/
- * trace_pipe_raw fed by the simulator, and maybe trace_clock. The agent
- * reads it as it is: no instance, nothing written, and the names it uses
- * come from listing the directory, never from the peer.
+ * trace_pipe_raw fed by the simulator, and maybe trace_clock. There is no
+ * instance: the agent writes the control files the directory has (enable,
+ * filter, current_tracer, ...; agent-apply.c, which writes them back at the
+ * end), and the names it uses come from listing the directory, never from
+ * the peer.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -180,18 +182,31 @@ int agent_sim_setup(struct agent_trace *tr, const char *dir,
 		goto fail;
 	}
 	for (int i = 0; i < o->nr_events; i++) {
+		if (o->exclude[i])
+			continue;	/* agent_apply() drops them, in order */
 		if (add_event(tr, o->events[i])) {
 			tcx_fail(-EINVAL, "no event matches \"%s\"",
 				 o->events[i]);
 			goto fail;
 		}
 	}
-	if (!o->nr_events && add_event(tr, AGENT_DEFAULT_EVENT)) {
+	if (!agent_opts_enabled(o) && add_event(tr, AGENT_DEFAULT_EVENT)) {
 		tcx_fail(-EINVAL, "no " AGENT_DEFAULT_EVENT " in %s", dir);
+		goto fail;
+	}
+	if (agent_apply(tr, o))
+		goto fail;
+	if (!tr->nr_events) {
+		tcx_fail(-EINVAL, "-v excluded every event -e matched");
 		goto fail;
 	}
 	return 0;
 fail:
-	agent_trace_teardown(tr);
-	return -EINVAL;
+	{
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", tcx_error());
+		agent_trace_teardown(tr);
+		return tcx_fail(-EINVAL, "%s", why);
+	}
 }

@@ -70,11 +70,17 @@ static unsigned int page_fill(const uint8_t *page, uint32_t page_size)
 	return (unsigned int)(commit * 4 / (page_size - hdr));
 }
 
-/* POLL_MS, but wake up early on stop. */
+/* POLL_MS (or -s), but wake up early on stop. */
 static void nap(struct agent_stream *s)
 {
-	for (int i = 0; i < POLL_MS / 10 && !*s->stop; i++)
-		usleep(10 * 1000);
+	unsigned int left = s->nap_us ? s->nap_us : POLL_MS * 1000;
+
+	while (left && !*s->stop) {
+		unsigned int n = left < 10000 ? left : 10000;
+
+		usleep(n);
+		left -= n;
+	}
 }
 
 /* A connection waiting for its token. */
@@ -430,6 +436,16 @@ static int copy_pages(struct agent_stream *s, int raw,
 			memset(buf + used + n, 0, got - (size_t)n);
 			partial = page_fill(buf + used + got - s->page_size,
 					    s->page_size) < 3;
+			if (s->max_pages && s->pages >= s->max_pages) {
+				/* -m: read, so that the buffer does not
+				 * fill, but no more sent */
+				s->capped_pages += got / s->page_size;
+				if (!partial)
+					continue;
+				if (!*s->stop)
+					nap(s);
+				continue;
+			}
 			used += got;
 			s->pages += got / s->page_size;
 			if (used < cap && !partial)

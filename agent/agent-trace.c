@@ -121,21 +121,32 @@ int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
 		goto fail;
 	}
 	for (int i = 0; i < o->nr_events; i++) {
+		if (o->exclude[i])
+			continue;	/* agent_apply(), in order */
 		if (tdat_enable_event(tr->inst, o->events[i]) < 0) {
 			tcx_fail(-EINVAL, "no event matches \"%s\"",
 				 o->events[i]);
 			goto fail;
 		}
 	}
-	if (!o->nr_events && tdat_enable_event(tr->inst, AGENT_DEFAULT_EVENT) < 0) {
+	if (!agent_opts_enabled(o) &&
+	    tdat_enable_event(tr->inst, AGENT_DEFAULT_EVENT) < 0) {
 		tcx_fail(-EINVAL, "cannot enable " AGENT_DEFAULT_EVENT);
 		goto fail;
 	}
+	if (agent_apply(tr, o))
+		goto fail;
 	tr->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 	return 0;
 fail:
-	agent_trace_teardown(tr);
-	return -EINVAL;
+	{
+		/* the reason survives the teardown's writes */
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", tcx_error());
+		agent_trace_teardown(tr);
+		return tcx_fail(-EINVAL, "%s", why);
+	}
 }
 
 char *agent_trace_raw_path(struct agent_trace *tr, int cpu)
@@ -156,13 +167,16 @@ void agent_trace_teardown(struct agent_trace *tr)
 	free(tr->events);
 	tr->sim_dir = NULL;
 	tr->events = NULL;
-	if (!tr->inst)
-		return;
-	tracefs_trace_off(tr->inst);
-	/* Destroying the instance drops its buffers, events and clock. */
-	tracefs_instance_destroy(tr->inst);
-	tracefs_instance_free(tr->inst);
-	tr->inst = NULL;
+	if (tr->inst) {
+		tracefs_trace_off(tr->inst);
+		/* Destroying the instance drops its buffers, events, clock,
+		 * tracer and options. */
+		tracefs_instance_destroy(tr->inst);
+		tracefs_instance_free(tr->inst);
+		tr->inst = NULL;
+	}
+	/* then the global files (and a simulated kernel's) */
+	agent_apply_restore(tr);
 }
 
 int agent_trace_on(struct agent_trace *tr, bool on)
@@ -320,7 +334,7 @@ void agent_kallsyms_prime(void)
 /*
  * Kernel symbols and printk formats, as trace-cmd's agent sends them, so
  * that the host's report can name functions and print bprint events. A
- * simulated kernel has printk_formats at most.
+ * simulated kernel has printk_formats and its own kallsyms at most.
  */
 static void add_symbols(struct agent_trace *tr, struct tdat_writer *w)
 {
@@ -342,6 +356,12 @@ static void add_symbols(struct agent_trace *tr, struct tdat_writer *w)
 	text = read_whole(path, &len);
 	if (text)
 		tdat_set_printk(w, text, len);
+	free(text);
+	/* a simulated kernel's symbols: its tracing dir's kallsyms */
+	snprintf(path, sizeof(path), "%s/kallsyms", tr->sim_dir);
+	text = read_whole(path, &len);
+	if (text && len)
+		tdat_set_kallsyms(w, text, len);
 	free(text);
 }
 

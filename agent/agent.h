@@ -21,20 +21,57 @@
 #define AGENT_MAX_BUFFER_KB	(256 * 1024)	/* per CPU */
 #define AGENT_DEFAULT_EVENT	"sched:sched_switch"
 
+#define AGENT_MAX_FILTER	256	/* -f: bytes, with the NUL */
+#define AGENT_MAX_FUNCS		32	/* -l, -n, -g: names each */
+#define AGENT_FUNC_LEN		64	/* a function name or glob, with the NUL */
+#define AGENT_MAX_GRAPH_DEPTH	255
+#define AGENT_MAX_SLEEP_US	1000000	/* -s */
+#define AGENT_MAX_VERBOSE	6	/* --verbose: libtracefs' levels */
+
+/* The function lists of struct agent_record_opts, by option. */
+enum agent_func_list {
+	AGENT_FUNC_FILTER,	/* -l: set_ftrace_filter */
+	AGENT_FUNC_NOTRACE,	/* -n: set_ftrace_notrace */
+	AGENT_FUNC_GRAPH,	/* -g: set_graph_function */
+	AGENT_NR_FUNC_LISTS
+};
+
 /**
  * struct agent_record_opts - what a peer may ask for, after the allow-list
  * @events:	   -e: "system", "event", "system:event" (globs with '*')
- * @nr_events:	   how many; 0 means AGENT_DEFAULT_EVENT
+ * @filters:	   -f after an -e: that event's filter ("" none)
+ * @exclude:	   -v before an -e: that event is disabled, not enabled
+ * @nr_events:	   how many (both kinds); none enabled means
+ *		   AGENT_DEFAULT_EVENT
  * @buffer_kb:	   -b: ring-buffer size per CPU in KiB (0: leave as is)
  * @clock:	   -C: trace clock ("" : leave as is)
  * @file_version:  --file-version: 6 (default) or 7
+ * @tracer:	   -p: a tracer from a fixed list ("": none)
+ * @funcs:	   -l, -n, -g: function names or globs
+ * @nr_funcs:	   how many in each list
+ * @graph_depth:   --max-graph-depth (-1: leave as is)
+ * @stacktrace:	   -T: a stack trace with every event
+ * @sleep_us:	   -s: how long a CPU's stream naps when its buffer is
+ *		   empty (0: the agent's default)
+ * @max_kb:	   -m: KiB of pages sent per CPU at most (0: no limit)
+ * @verbose:	   --verbose[=LEVEL]: libtracefs' log level (-1: leave)
  */
 struct agent_record_opts {
 	char events[AGENT_MAX_EVENTS][128];
+	char filters[AGENT_MAX_EVENTS][AGENT_MAX_FILTER];
+	bool exclude[AGENT_MAX_EVENTS];
 	int nr_events;
 	unsigned int buffer_kb;
 	char clock[32];
 	int file_version;
+	char tracer[32];
+	char funcs[AGENT_NR_FUNC_LISTS][AGENT_MAX_FUNCS][AGENT_FUNC_LEN];
+	int nr_funcs[AGENT_NR_FUNC_LISTS];
+	int graph_depth;
+	bool stacktrace;
+	unsigned int sleep_us;
+	unsigned int max_kb;
+	int verbose;
 };
 
 /**
@@ -42,8 +79,10 @@ struct agent_record_opts {
  * @argc, @argv: the record options the peer sent
  * @o:		 filled on success
  *
- * Accepts -e EVENT, -b KB, -C CLOCK, --file-version N and --compression
- * none (also in their joined forms: -eEVENT, --file-version=N). Anything else, commands
+ * Accepts -e EVENT [-f FILTER], -v -e EVENT, -p TRACER, -l/-n/-g FUNC,
+ * --max-graph-depth N, -T, -s USECS, -m KB, -b KB, -C CLOCK,
+ * --file-version N, --verbose[=LEVEL] and --compression none (also in
+ * their joined forms: -eEVENT, --file-version=N). Anything else, commands
  * included, is refused (-EPERM); malformed values give -EINVAL.
  *
  * Returns 0, or a negative errno value with the reason, to be sent back
@@ -51,6 +90,11 @@ struct agent_record_opts {
  */
 int agent_parse_record_args(int argc, const char *const *argv,
 			    struct agent_record_opts *o);
+
+/**
+ * agent_opts_enabled - how many of @o's events are enabled (not -v)
+ */
+int agent_opts_enabled(const struct agent_record_opts *o);
 
 /**
  * struct agent_config - how the agent serves

@@ -10,9 +10,18 @@
  * per_cpu/cpuN/trace_marker_raw (not in a real tracefs): a marker written
  * there is stamped when vCPU N runs, into its buffer, as the kernel does
  * for a writer running on CPU N.
+ *
+ * The kernel's settings are honoured as libtracefs writes them: each event's
+ * enable and filter (field comparisons with &&, ||, parentheses), and
+ * current_tracer: function and function_graph produce ftrace's function,
+ * funcgraph_entry and funcgraph_exit records of a small call tree (the
+ * symbols in tracing/kallsyms, not in a real tracefs), within
+ * set_ftrace_filter, set_ftrace_notrace, set_graph_function and
+ * max_graph_depth.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +37,37 @@
 #define FLUSH_AFTER_MS	50		/* partial pages reach readers this late */
 
 /* Event ids of the simulated guest kernel, as its format files say. */
-enum { ID_PRINT = 5, ID_RAW = 19, ID_SWITCH = 316, ID_WAKEUP = 318 };
+enum {
+	ID_FUNC = 1, ID_PRINT = 5, ID_GRAPH_EXIT = 10, ID_GRAPH_ENTRY = 11,
+	ID_RAW = 19, ID_SWITCH = 316, ID_WAKEUP = 318
+};
+
+#define MAX_FILTER_NODES	32
+#define MAX_FUNC_GLOBS		32
+
+/* A compiled event filter: leaves compare a field with a number. */
+struct fnode {
+	enum { F_CMP, F_AND, F_OR } kind;
+	int op;				/* F_CMP: '=', '!', '<', '>', 'l' (<=), 'g' (>=) */
+	unsigned int off, size;		/* F_CMP: the field */
+	bool sign;
+	int64_t val;
+	int l, r;			/* F_AND, F_OR: node indices */
+};
+
+struct filter {
+	struct fnode n[MAX_FILTER_NODES];
+	int nr, root;			/* root < 0: none */
+	char text[256];			/* as last read */
+};
+
+/* Globs of one function list file (set_ftrace_filter, ...). */
+struct globs {
+	char g[MAX_FUNC_GLOBS][64];
+	int nr;
+};
+
+enum { TR_NOP, TR_FUNCTION, TR_GRAPH };
 
 struct gcpu {
 	pthread_mutex_t lock;
@@ -40,6 +79,8 @@ struct gcpu {
 	uint64_t page_ts, last_ts;	/* guest TSC */
 	uint64_t opened_host;		/* host TSC when the page was opened */
 	uint64_t events, pages, dropped;
+	uint64_t filtered;		/* events a filter rejected */
+	uint64_t funcs;			/* function tracer records */
 	bool in_task;			/* the guest task (not idle) runs */
 };
 
@@ -53,6 +94,14 @@ struct xsim_guest {
 	int marker_fd, raw_fd;
 	int on;				/* tracing_on, atomically */
 	unsigned int enabled;		/* EV_* bits, atomically */
+	pthread_mutex_t flock;		/* the filters, tracer and lists */
+	struct filter filter[4];	/* by index in events[] */
+	int tracer;			/* TR_*, atomically */
+	unsigned int func_mask;		/* funcs[] traced, atomically */
+	unsigned int graph_mask;	/* funcs[] a graph starts at */
+	int graph_depth;		/* 0: no limit */
+	unsigned int filtered_on;	/* events[] bits with a filter */
+	char lists[4][1024];		/* the function files, as last read */
 	pthread_mutex_t qlock;
 	struct xsim_action q[64];
 	unsigned int qhead, qlen;
@@ -68,10 +117,36 @@ static const char common_fields[] =
 	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
 	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
 
+/* A numeric field a filter may name. */
+struct ffield {
+	const char *name;
+	unsigned int off, size;
+	bool sign;
+};
+
+static const struct ffield common_ffields[] = {
+	{ "common_type", 0, 2, false }, { "common_flags", 2, 1, false },
+	{ "common_preempt_count", 3, 1, false }, { "common_pid", 4, 4, true },
+};
+
+static const struct ffield switch_ffields[] = {
+	{ "prev_pid", 24, 4, true }, { "prev_prio", 28, 4, true },
+	{ "prev_state", 32, 8, true }, { "next_pid", 56, 4, true },
+	{ "next_prio", 60, 4, true }, { NULL, 0, 0, false },
+};
+
+static const struct ffield wakeup_ffields[] = {
+	{ "pid", 24, 4, true }, { "prio", 28, 4, true },
+	{ "target_cpu", 32, 4, true }, { NULL, 0, 0, false },
+};
+
+static const struct ffield no_ffields[] = { { NULL, 0, 0, false } };
+
 static const struct {
 	const char *sys, *name;
 	int id, bit;
 	const char *fields, *fmt;
+	const struct ffield *ff;
 } events[] = {
 	{ "sched", "sched_switch", ID_SWITCH, EV_SWITCH,
 	  "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
@@ -83,22 +158,72 @@ static const struct {
 	  "\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n",
 	  "\"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s ==> next_comm=%s next_pid=%d next_prio=%d\", "
 	  "REC->prev_comm, REC->prev_pid, REC->prev_prio, REC->prev_state ? __print_flags(REC->prev_state, \"|\", { 0x01, \"S\" }, { 0x02, \"D\" }) : \"R\", "
-	  "REC->next_comm, REC->next_pid, REC->next_prio" },
+	  "REC->next_comm, REC->next_pid, REC->next_prio", switch_ffields },
 	{ "sched", "sched_wakeup", ID_WAKEUP, EV_WAKEUP,
 	  "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
 	  "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
 	  "\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n"
 	  "\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n",
-	  "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu" },
+	  "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu",
+	  wakeup_ffields },
 	{ "ftrace", "print", ID_PRINT, EV_PRINT,
 	  "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n",
-	  "\"%ps: %s\", (void *)REC->ip, REC->buf" },
+	  "\"%ps: %s\", (void *)REC->ip, REC->buf", no_ffields },
 	{ "ftrace", "raw_data", ID_RAW, EV_RAW,
 	  "\tfield:unsigned int id;\toffset:8;\tsize:4;\tsigned:0;\n"
 	  "\tfield:char buf[];\toffset:12;\tsize:0;\tsigned:0;\n",
-	  "\"id:%04x %08x\", REC->id, (int)REC->buf[0]" },
+	  "\"id:%04x %08x\", REC->id, (int)REC->buf[0]", no_ffields },
 };
+
+/* ftrace's own records of the function tracers: formats only, no enable
+ * or filter file (as in the kernel), produced by current_tracer alone. */
+static const struct {
+	const char *name;
+	int id;
+	const char *fields, *fmt;
+} tracer_events[] = {
+	{ "function", ID_FUNC,
+	  "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
+	  "\tfield:unsigned long parent_ip;\toffset:16;\tsize:8;\tsigned:0;\n",
+	  "\" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip" },
+	{ "funcgraph_entry", ID_GRAPH_ENTRY,
+	  "\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n"
+	  "\tfield:int depth;\toffset:16;\tsize:4;\tsigned:1;\n",
+	  "\"--> %ps (%d)\", (void *)REC->func, REC->depth" },
+	{ "funcgraph_exit", ID_GRAPH_EXIT,
+	  "\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n"
+	  "\tfield:int depth;\toffset:16;\tsize:4;\tsigned:1;\n"
+	  "\tfield:unsigned int overrun;\toffset:20;\tsize:4;\tsigned:0;\n"
+	  "\tfield:unsigned long long calltime;\toffset:24;\tsize:8;\tsigned:0;\n"
+	  "\tfield:unsigned long long rettime;\toffset:32;\tsize:8;\tsigned:0;\n",
+	  "\"<-- %ps (%d) (start: %llx  end: %llx) over: %d\", (void *)REC->func, "
+	  "REC->depth, REC->calltime, REC->rettime, REC->depth" },
+};
+
+/*
+ * The simulated kernel's functions and the call trees its tasks run
+ * (parent index, -1 for a root, in call order). Roots are called from
+ * CALLER, which is no traceable function.
+ */
+#define CALLER	0xffffffff81000100ull
+static const struct {
+	const char *name;
+	uint64_t addr;
+	int parent;
+} funcs[] = {
+	{ "schedule", 0xffffffff81100000ull, -1 },
+	{ "__schedule", 0xffffffff81100100ull, 0 },
+	{ "pick_next_task_fair", 0xffffffff81100200ull, 1 },
+	{ "update_curr", 0xffffffff81100300ull, 2 },
+	{ "finish_task_switch", 0xffffffff81100400ull, 1 },
+	{ "vfs_read", 0xffffffff81200000ull, -1 },
+	{ "rw_verify_area", 0xffffffff81200100ull, 5 },
+	{ "vfs_write", 0xffffffff81200200ull, -1 },
+	{ "rw_verify_area", 0xffffffff81200100ull, 7 },
+	{ "__fsnotify_parent", 0xffffffff81200300ull, 7 },
+};
+#define NR_FUNCS	(int)(sizeof(funcs) / sizeof(funcs[0]))
 
 static const char header_page[] =
 	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
@@ -217,7 +342,11 @@ static const struct {
 	{ "buffer_total_size_kb", "1408\n" },
 	{ "buffer_percent", "50\n" },
 	{ "current_tracer", "nop\n" },
-	{ "available_tracers", "nop\n" },
+	{ "available_tracers", "function_graph function nop\n" },
+	{ "set_ftrace_filter", "#### all functions enabled ####\n" },
+	{ "set_ftrace_notrace", "" },
+	{ "set_graph_function", "#### all functions enabled ####\n" },
+	{ "max_graph_depth", "0\n" },
 	{ "set_event", "" },
 	{ "saved_cmdlines", "1 init\n" },
 	{ "printk_formats", "" },
@@ -273,6 +402,29 @@ static int make_tree(struct xsim_guest *g)
 	}
 	if ((ret = xsim_put_file(g->dir, "available_events", text)))
 		return ret;
+	for (size_t i = 0; i < sizeof(tracer_events) / sizeof(tracer_events[0]); i++) {
+		char fmt[4096];
+
+		snprintf(name, sizeof(name), "events/ftrace/%s", tracer_events[i].name);
+		if ((ret = mkdirs(g->dir, name)))
+			return ret;
+		snprintf(fmt, sizeof(fmt), "name: %s\nID: %d\nformat:\n%s%s\nprint fmt: %s\n",
+			 tracer_events[i].name, tracer_events[i].id, common_fields,
+			 tracer_events[i].fields, tracer_events[i].fmt);
+		snprintf(name, sizeof(name), "events/ftrace/%s/format",
+			 tracer_events[i].name);
+		if ((ret = xsim_put_file(g->dir, name, fmt)))
+			return ret;
+	}
+	/* the guest's /proc/kallsyms, for the host's report */
+	text[0] = '\0';
+	for (int i = 0; i < NR_FUNCS; i++)
+		if (!strstr(text, funcs[i].name))
+			snprintf(text + strlen(text), sizeof(text) - strlen(text),
+				 "%016llx T %s\n", (unsigned long long)funcs[i].addr,
+				 funcs[i].name);
+	if ((ret = xsim_put_file(g->dir, "kallsyms", text)))
+		return ret;
 	for (unsigned int c = 0; c < g->nvcpus; c++) {
 		snprintf(name, sizeof(name), "per_cpu/cpu%u", c);
 		if ((ret = mkdirs(g->dir, name)))
@@ -319,6 +471,9 @@ struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom,
 	g->frac = xsim_frac_bits(h->conf.vendor);
 	g->marker_fd = g->raw_fd = -1;
 	pthread_mutex_init(&g->qlock, NULL);
+	pthread_mutex_init(&g->flock, NULL);
+	for (size_t i = 0; i < sizeof(g->filter) / sizeof(g->filter[0]); i++)
+		g->filter[i].root = -1;
 	for (unsigned int c = 0; c < XSIM_MAX_VCPUS; c++) {
 		g->cpu[c].fd = g->cpu[c].mfd[0] = g->cpu[c].mfd[1] = -1;
 		pthread_mutex_init(&g->cpu[c].lock, NULL);
@@ -351,6 +506,307 @@ fail:
 	xsim_guest_free(g);
 	errno = -ret;
 	return NULL;
+}
+
+/* ---- event filters ---- */
+
+struct lexer {
+	const char *p;
+	const struct ffield *ff;	/* the event's, then common_ffields */
+	struct filter *f;
+	bool bad;
+};
+
+static void skip_ws(struct lexer *lx)
+{
+	while (*lx->p == ' ' || *lx->p == '\t' || *lx->p == '\n')
+		lx->p++;
+}
+
+static bool accept(struct lexer *lx, const char *tok)
+{
+	skip_ws(lx);
+	if (strncmp(lx->p, tok, strlen(tok)))
+		return false;
+	lx->p += strlen(tok);
+	return true;
+}
+
+static int new_node(struct lexer *lx)
+{
+	if (lx->f->nr >= MAX_FILTER_NODES) {
+		lx->bad = true;
+		return 0;
+	}
+	memset(&lx->f->n[lx->f->nr], 0, sizeof(lx->f->n[0]));
+	return lx->f->nr++;
+}
+
+static const struct ffield *find_field(const struct ffield *ff, const char *name,
+				       size_t n)
+{
+	for (int i = 0; ff[i].name; i++)
+		if (strlen(ff[i].name) == n && !strncmp(ff[i].name, name, n))
+			return &ff[i];
+	for (size_t i = 0; i < sizeof(common_ffields) / sizeof(common_ffields[0]); i++)
+		if (strlen(common_ffields[i].name) == n &&
+		    !strncmp(common_ffields[i].name, name, n))
+			return &common_ffields[i];
+	return NULL;
+}
+
+static int parse_or(struct lexer *lx);
+
+/* FIELD OP NUMBER, or ( EXPR ) */
+static int parse_cmp(struct lexer *lx)
+{
+	static const struct { const char *tok; int op; } ops[] = {
+		{ "==", '=' }, { "!=", '!' }, { "<=", 'l' }, { ">=", 'g' },
+		{ "<", '<' }, { ">", '>' },
+	};
+	const struct ffield *fld;
+	const char *name;
+	char *end;
+	int i, k;
+
+	if (accept(lx, "(")) {
+		k = parse_or(lx);
+		if (!accept(lx, ")"))
+			lx->bad = true;
+		return k;
+	}
+	skip_ws(lx);
+	name = lx->p;
+	while ((*lx->p >= 'a' && *lx->p <= 'z') || (*lx->p >= '0' && *lx->p <= '9') ||
+	       *lx->p == '_')
+		lx->p++;
+	fld = find_field(lx->ff, name, (size_t)(lx->p - name));
+	if (!fld) {
+		lx->bad = true;
+		return 0;
+	}
+	for (i = 0; i < 6 && !accept(lx, ops[i].tok); i++)
+		;
+	if (i == 6) {
+		lx->bad = true;
+		return 0;
+	}
+	k = new_node(lx);
+	if (lx->bad)
+		return 0;
+	skip_ws(lx);
+	lx->f->n[k].kind = F_CMP;
+	lx->f->n[k].op = ops[i].op;
+	lx->f->n[k].off = fld->off;
+	lx->f->n[k].size = fld->size;
+	lx->f->n[k].sign = fld->sign;
+	errno = 0;
+	lx->f->n[k].val = strtoll(lx->p, &end, 0);
+	if (end == lx->p || errno)
+		lx->bad = true;
+	lx->p = end;
+	return k;
+}
+
+static int parse_and(struct lexer *lx)
+{
+	int l = parse_cmp(lx);
+
+	while (!lx->bad && accept(lx, "&&")) {
+		int r = parse_cmp(lx), k = new_node(lx);
+
+		if (lx->bad)
+			break;
+		lx->f->n[k] = (struct fnode){ .kind = F_AND, .l = l, .r = r };
+		l = k;
+	}
+	return l;
+}
+
+static int parse_or(struct lexer *lx)
+{
+	int l = parse_and(lx);
+
+	while (!lx->bad && accept(lx, "||")) {
+		int r = parse_and(lx), k = new_node(lx);
+
+		if (lx->bad)
+			break;
+		lx->f->n[k] = (struct fnode){ .kind = F_OR, .l = l, .r = r };
+		l = k;
+	}
+	return l;
+}
+
+/* @text into @f; "none", "0" or nothing: no filter. False if it does not
+ * parse (then no filter either). */
+static bool compile_filter(struct filter *f, const struct ffield *ff, const char *text)
+{
+	struct lexer lx = { .p = text, .ff = ff, .f = f };
+
+	f->nr = 0;
+	f->root = -1;
+	skip_ws(&lx);
+	if (!*lx.p || !strncmp(lx.p, "none", 4) || !strcmp(lx.p, "0") ||
+	    !strcmp(lx.p, "0\n"))
+		return true;
+	f->root = parse_or(&lx);
+	skip_ws(&lx);
+	if (lx.bad || *lx.p) {
+		f->root = -1;
+		return false;
+	}
+	return true;
+}
+
+static int64_t field_val(const uint8_t *e, const struct fnode *n)
+{
+	int64_t v = 0;
+
+	switch (n->size) {
+	case 1: { uint8_t x; memcpy(&x, e + n->off, 1); v = n->sign ? (int64_t)(int8_t)x : (int64_t)x; break; }
+	case 2: { uint16_t x; memcpy(&x, e + n->off, 2); v = n->sign ? (int64_t)(int16_t)x : (int64_t)x; break; }
+	case 4: { uint32_t x; memcpy(&x, e + n->off, 4); v = n->sign ? (int64_t)(int32_t)x : (int64_t)x; break; }
+	default: memcpy(&v, e + n->off, 8); break;
+	}
+	return v;
+}
+
+static bool eval(const struct filter *f, int k, const uint8_t *e)
+{
+	const struct fnode *n = &f->n[k];
+	int64_t v;
+
+	if (n->kind == F_AND)
+		return eval(f, n->l, e) && eval(f, n->r, e);
+	if (n->kind == F_OR)
+		return eval(f, n->l, e) || eval(f, n->r, e);
+	v = field_val(e, n);
+	switch (n->op) {
+	case '=': return v == n->val;
+	case '!': return v != n->val;
+	case '<': return v < n->val;
+	case '>': return v > n->val;
+	case 'l': return v <= n->val;
+	default:  return v >= n->val;
+	}
+}
+
+/* Whether event @idx of events[] with payload @e passes its filter. */
+static bool passes(struct xsim_guest *g, int idx, const uint8_t *e)
+{
+	bool ok = true;
+
+	if (!(__atomic_load_n(&g->filtered_on, __ATOMIC_RELAXED) & (1u << idx)))
+		return true;
+	pthread_mutex_lock(&g->flock);
+	if (g->filter[idx].root >= 0)
+		ok = eval(&g->filter[idx], g->filter[idx].root, e);
+	pthread_mutex_unlock(&g->flock);
+	return ok;
+}
+
+static int event_index(int bit)
+{
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
+		if (events[i].bit == bit)
+			return (int)i;
+	return 0;
+}
+
+/* ---- the function tracers ---- */
+
+/* Whether @name matches a word of the function list @list. */
+static bool in_list(const char *list, const char *name, bool *empty)
+{
+	char buf[1024], *save = NULL;
+
+	*empty = true;
+	/* the kernel shows "#### all functions enabled ####" for none */
+	snprintf(buf, sizeof(buf), "%s", list[0] == '#' ? "" : list);
+	for (char *w = strtok_r(buf, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+		*empty = false;
+		if (!fnmatch(w, name, 0))
+			return true;
+	}
+	return false;
+}
+
+/* The tracer and its function lists, into masks over funcs[]. */
+static void refresh_tracer(struct xsim_guest *g)
+{
+	static const char *const files[] = {
+		"set_ftrace_filter", "set_ftrace_notrace", "set_graph_function",
+		"max_graph_depth",
+	};
+	char buf[1024];
+	unsigned int fmask = 0, gmask = 0;
+	int tracer = TR_NOP;
+	bool changed = false;
+
+	get_file(g->dir, "current_tracer", buf, sizeof(buf));
+	if (!strncmp(buf, "function_graph", 14))
+		tracer = TR_GRAPH;
+	else if (!strncmp(buf, "function", 8))
+		tracer = TR_FUNCTION;
+	for (int i = 0; i < 4; i++) {
+		get_file(g->dir, files[i], buf, sizeof(buf));
+		if (strcmp(buf, g->lists[i])) {
+			changed = true;
+			memcpy(g->lists[i], buf, sizeof(buf));
+		}
+	}
+	if (changed || tracer != g->tracer) {
+		for (int i = 0; i < NR_FUNCS; i++) {
+			bool e1, e2, e3;
+			bool in = in_list(g->lists[0], funcs[i].name, &e1);
+			bool out = in_list(g->lists[1], funcs[i].name, &e2);
+			bool root = in_list(g->lists[2], funcs[i].name, &e3);
+
+			if ((e1 || in) && !out)
+				fmask |= 1u << i;
+			if (!e3 ? root : funcs[i].parent < 0)
+				gmask |= 1u << i;
+		}
+		__atomic_store_n(&g->func_mask, fmask, __ATOMIC_RELAXED);
+		__atomic_store_n(&g->graph_mask, gmask, __ATOMIC_RELAXED);
+		__atomic_store_n(&g->graph_depth, atoi(g->lists[3]), __ATOMIC_RELAXED);
+	}
+	if (tracer != __atomic_load_n(&g->tracer, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&g->tracer, tracer, __ATOMIC_RELAXED);
+		xsim_truth(g->h, "gtracer domid=%u tracer=%s\n", g->domid,
+			   tracer == TR_GRAPH ? "function_graph" :
+			   tracer == TR_FUNCTION ? "function" : "nop");
+	}
+}
+
+static void refresh_filters(struct xsim_guest *g)
+{
+	char buf[256], name[160];
+	unsigned int on = 0;
+
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		struct filter *f = &g->filter[i];
+
+		snprintf(name, sizeof(name), "events/%s/%s/filter", events[i].sys,
+			 events[i].name);
+		get_file(g->dir, name, buf, sizeof(buf));
+		buf[strcspn(buf, "\n")] = '\0';
+		if (strcmp(buf, f->text)) {
+			bool ok;
+
+			pthread_mutex_lock(&g->flock);
+			ok = compile_filter(f, events[i].ff, buf);
+			pthread_mutex_unlock(&g->flock);
+			snprintf(f->text, sizeof(f->text), "%s", buf);
+			xsim_truth(g->h, "gfilter domid=%u event=%s:%s %s %s\n",
+				   g->domid, events[i].sys, events[i].name,
+				   ok ? "filter" : "error", buf[0] ? buf : "none");
+		}
+		if (f->root >= 0)
+			on |= 1u << i;
+	}
+	__atomic_store_n(&g->filtered_on, on, __ATOMIC_RELAXED);
 }
 
 /* Guest TSC of vCPU @c at host TSC @t. */
@@ -462,7 +918,114 @@ void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
 	memcpy(e + 56, to_task ? &task : &idle, 4);
 	memcpy(e + 60, &prio, 4);
 	pthread_mutex_lock(&gc->lock);
-	append(gc, gtsc(g, c, host), host, e, 64);
+	if (passes(g, event_index(EV_SWITCH), e))
+		append(gc, gtsc(g, c, host), host, e, 64);
+	else
+		gc->filtered++;
+	pthread_mutex_unlock(&gc->lock);
+}
+
+/* ftrace's step between two records of one call tree, in guest TSC ticks */
+#define FUNC_STEP	40
+
+struct fwalk {
+	struct gcpu *gc;
+	uint64_t host, ts;
+	unsigned int fmask;
+	int depth_max, pid;
+};
+
+static void put_func(struct fwalk *w, int i)
+{
+	uint8_t e[24];
+	uint64_t parent = funcs[i].parent < 0 ? CALLER : funcs[funcs[i].parent].addr;
+
+	common(e, ID_FUNC, w->pid);
+	memcpy(e + 8, &funcs[i].addr, 8);
+	memcpy(e + 16, &parent, 8);
+	append(w->gc, w->ts, w->host, e, sizeof(e));
+	w->ts += FUNC_STEP;
+	w->gc->funcs++;
+}
+
+/* funcgraph_entry, the children, funcgraph_exit: what the kernel's graph
+ * tracer writes for a call of funcs[@i] at graph depth @d. */
+static void put_graph(struct fwalk *w, int i, int d)
+{
+	uint8_t e[40] = { 0 };
+	uint64_t call = w->ts;
+	uint32_t overrun = 0;
+	int32_t depth = d;
+	bool traced = (w->fmask & (1u << i)) && (!w->depth_max || d < w->depth_max);
+
+	if (traced) {
+		common(e, ID_GRAPH_ENTRY, w->pid);
+		memcpy(e + 8, &funcs[i].addr, 8);
+		memcpy(e + 16, &depth, 4);
+		append(w->gc, w->ts, w->host, e, 20);
+		w->ts += FUNC_STEP;
+		w->gc->funcs++;
+	}
+	for (int j = i + 1; j < NR_FUNCS; j++)
+		if (funcs[j].parent == i)
+			put_graph(w, j, traced ? d + 1 : d);
+	if (traced) {
+		common(e, ID_GRAPH_EXIT, w->pid);
+		memcpy(e + 8, &funcs[i].addr, 8);
+		memcpy(e + 16, &depth, 4);
+		memcpy(e + 20, &overrun, 4);
+		memcpy(e + 24, &call, 8);
+		memcpy(e + 32, &w->ts, 8);
+		append(w->gc, w->ts, w->host, e, 40);
+		w->ts += FUNC_STEP;
+		w->gc->funcs++;
+	}
+}
+
+/* The graph of funcs[@i], or of the descendants set_graph_function names. */
+static void graph_from(struct fwalk *w, int i, unsigned int gmask)
+{
+	if (gmask & (1u << i)) {
+		put_graph(w, i, 0);
+		return;
+	}
+	for (int j = i + 1; j < NR_FUNCS; j++)
+		if (funcs[j].parent == i)
+			graph_from(w, j, gmask);
+}
+
+/* current_tracer: one call tree of the running task, a root in turn. */
+static void trace_functions(struct xsim_guest *g, unsigned int c, uint64_t host)
+{
+	int tracer = __atomic_load_n(&g->tracer, __ATOMIC_RELAXED);
+	struct gcpu *gc = &g->cpu[c];
+	struct fwalk w = {
+		.gc = gc, .host = host, .pid = task_pid(g, c),
+		.fmask = __atomic_load_n(&g->func_mask, __ATOMIC_RELAXED),
+		.depth_max = __atomic_load_n(&g->graph_depth, __ATOMIC_RELAXED),
+	};
+	int root, nroots = 0, pick;
+
+	if (tracer == TR_NOP || !__atomic_load_n(&g->on, __ATOMIC_RELAXED))
+		return;
+	for (int i = 0; i < NR_FUNCS; i++)
+		nroots += funcs[i].parent < 0;
+	pick = (int)((gc->events + host / 4096) % (uint64_t)nroots);
+	for (root = 0; root < NR_FUNCS; root++)
+		if (funcs[root].parent < 0 && !pick--)
+			break;
+	pthread_mutex_lock(&gc->lock);
+	w.ts = gtsc(g, c, host);
+	if (tracer == TR_FUNCTION) {
+		for (int i = root; i < NR_FUNCS; i++) {
+			if (i > root && funcs[i].parent < 0)
+				break;
+			if (w.fmask & (1u << i))
+				put_func(&w, i);
+		}
+	} else {
+		graph_from(&w, root, __atomic_load_n(&g->graph_mask, __ATOMIC_RELAXED));
+	}
 	pthread_mutex_unlock(&gc->lock);
 }
 
@@ -472,6 +1035,7 @@ void xsim_guest_activity(struct xsim_guest *g, unsigned int c, uint64_t host)
 	uint8_t e[36] = { 0 };
 	int32_t pid = 2000 + (int32_t)(host % 64), prio = 120, cpu = c;
 
+	trace_functions(g, c, host);
 	if (!wants(g, EV_WAKEUP))
 		return;
 	common(e, ID_WAKEUP, task_pid(g, c));
@@ -480,7 +1044,10 @@ void xsim_guest_activity(struct xsim_guest *g, unsigned int c, uint64_t host)
 	memcpy(e + 28, &prio, 4);
 	memcpy(e + 32, &cpu, 4);
 	pthread_mutex_lock(&gc->lock);
-	append(gc, gtsc(g, c, host), host, e, sizeof(e));
+	if (passes(g, event_index(EV_WAKEUP), e))
+		append(gc, gtsc(g, c, host), host, e, sizeof(e));
+	else
+		gc->filtered++;
 	pthread_mutex_unlock(&gc->lock);
 }
 
@@ -650,7 +1217,11 @@ static void refresh(struct xsim_guest *g)
 		if (buf[0] == '1')
 			en |= events[i].bit;
 	}
+	/* filters first: an event enabled with its filter is never
+	 * produced without it */
+	refresh_filters(g);
 	__atomic_store_n(&g->enabled, en, __ATOMIC_RELAXED);
+	refresh_tracer(g);
 	/* a written clock name becomes the bracketed list again */
 	get_file(g->dir, "trace_clock", buf, sizeof(buf));
 	/* empty: libtracefs truncated it and is about to write the name */
@@ -699,9 +1270,11 @@ void xsim_guest_stats(struct xsim_guest *g)
 		struct gcpu *gc = &g->cpu[c];
 
 		pthread_mutex_lock(&gc->lock);
-		xsim_truth(g->h, "gstats domid=%u vcpu=%u events=%lu pages=%lu dropped_pages=%lu\n",
+		xsim_truth(g->h, "gstats domid=%u vcpu=%u events=%lu pages=%lu dropped_pages=%lu "
+			   "filtered=%lu functions=%lu\n",
 			   g->domid, c, (unsigned long)gc->events,
-			   (unsigned long)gc->pages, (unsigned long)gc->dropped);
+			   (unsigned long)gc->pages, (unsigned long)gc->dropped,
+			   (unsigned long)gc->filtered, (unsigned long)gc->funcs);
 		pthread_mutex_unlock(&gc->lock);
 	}
 }
@@ -723,6 +1296,7 @@ void xsim_guest_free(struct xsim_guest *g)
 	if (g->raw_fd >= 0)
 		close(g->raw_fd);
 	pthread_mutex_destroy(&g->qlock);
+	pthread_mutex_destroy(&g->flock);
 	free(g->dir);
 	free(g);
 }

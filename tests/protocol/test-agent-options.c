@@ -51,7 +51,7 @@ static void test_refused(void **state)
 		int ret;
 		const char *why;
 	} cases[] = {
-		{ { "-p", "function" }, 2, -EPERM, "\"-p\" is not allowed" },
+		{ { "-P", "1" }, 2, -EPERM, "\"-P\" is not allowed" },
 		{ { "-o", "/etc/passwd" }, 2, -EPERM, "not allowed" },
 		{ { "--temp", "/tmp" }, 2, -EPERM, "not allowed" },
 		{ { "-d" }, 1, -EPERM, "not allowed" },
