@@ -143,7 +143,9 @@ static void frozen_guest(bool second_signal)
 	victim = start_agent(2);
 	pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", err);
 	assert_true(pid > 0);
-	for (int t = 0; t < 3000 && access(tlib_path(outdir, "trace-guest2.dat"), F_OK); t++)
+	/* the guests open at once: both files, then both are open */
+	for (int t = 0; t < 3000 && (access(tlib_path(outdir, "trace-guest1.dat"), F_OK) ||
+				     access(tlib_path(outdir, "trace-guest2.dat"), F_OK)); t++)
 		usleep(10 * 1000);
 	sleep(1);
 	kill(victim, SIGSTOP);
