@@ -29,10 +29,6 @@
 
 #define ACCEPT_WAIT_MS	30000	/* the host connects right after TRACE_RESP */
 #define POLL_MS		100
-/* After the stop, how long an empty buffer is read again: a kernel may hand
- * out the last partial page a little later (xensim: 50 ms), and it holds
- * the last time sync sample's markers. */
-#define STOP_DRAIN_MS	150
 #define BATCH_PAGES	16	/* read path: pages per send on a busy CPU */
 #define SPLICE_BYTES	(256 << 10)	/* splice path: the pipe, pages per call */
 
@@ -403,7 +399,6 @@ static int copy_pages(struct agent_stream *s, int raw,
 {
 	const size_t cap = (size_t)BATCH_PAGES * s->page_size;
 	struct splicer sp;
-	uint64_t drain_until = 0;
 	size_t used = 0;
 	int ret = 0;
 
@@ -428,7 +423,6 @@ static int copy_pages(struct agent_stream *s, int raw,
 		}
 		n = read(raw, buf + used, cap - used);
 		if (n > 0) {
-			drain_until = 0;
 			size_t got = ((size_t)n + s->page_size - 1) /
 				     s->page_size * s->page_size;
 
@@ -460,16 +454,8 @@ static int copy_pages(struct agent_stream *s, int raw,
 			ret = -EIO;
 			break;
 		}
-		if (*s->stop) {
-			/* tracing is off and the buffer empty: for good once
-			 * nothing came for STOP_DRAIN_MS */
-			if (!drain_until)
-				drain_until = tcx_now_ns() + STOP_DRAIN_MS * 1000000ull;
-			if (tcx_now_ns() >= drain_until)
-				break;
-			usleep(10 * 1000);
-			continue;
-		}
+		if (*s->stop)
+			break;		/* tracing is off and the buffer empty */
 		if (n == 0)
 			nap(s);		/* a file or FIFO at its end for now */
 		else
