@@ -136,16 +136,20 @@ static void frozen_guest(bool second_signal)
 			 "-o", out, "--summary-json", js, "--guest-stop-timeout",
 			 second_signal ? "3600" : "1", NULL };
 	const char *g1, *g2;
-	char *text, g2file[600];
+	char *text, g1file[600], g2file[600];
 	pid_t pid, victim;
 
 	start_agent(1);
 	victim = start_agent(2);
 	pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", err);
 	assert_true(pid > 0);
-	/* one path: tlib_path()'s buffers rotate, and err and js are two of them */
+	/*
+	 * the guests open at once: both files, then both are open; one path
+	 * each: tlib_path()'s buffers rotate, and err and js are two of them
+	 */
+	snprintf(g1file, sizeof(g1file), "%s/trace-guest1.dat", outdir);
 	snprintf(g2file, sizeof(g2file), "%s/trace-guest2.dat", outdir);
-	for (int t = 0; t < 3000 && access(g2file, F_OK); t++)
+	for (int t = 0; t < 3000 && (access(g1file, F_OK) || access(g2file, F_OK)); t++)
 		usleep(10 * 1000);
 	sleep(1);
 	kill(victim, SIGSTOP);

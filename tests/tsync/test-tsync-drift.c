@@ -212,8 +212,9 @@ static void check_capture(const char *tag, const char *interval, size_t min_samp
 		ts[i] = sh[i].ts;
 		off[i] = sh[i].offset;
 	}
-	/* every sampling point is there, the last included: without it the
-	 * end of the capture would be extrapolated or held */
+	/* the sampling points; without the last one the end of the capture
+	 * would be extrapolated (at 1 s) or held (at the default): checked
+	 * below against the truth */
 	assert_true((size_t)k >= min_samples);
 	n = (uint32_t)k;
 	assert_int_equal(tsync_solution_from_samples(1, &n, tp, op, &sol), 0);
