@@ -15,6 +15,7 @@ benches=(
 	bench/agent-bench
 	bench/tsync-bench
 	bench/scale-bench
+	bench/analyze-bench
 )
 rc=0
 for b in "${benches[@]}"; do

@@ -18,6 +18,7 @@
 int cmd_convert(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
 
 /* Print "trace-cmd-xen <cmd>: <message>" on stderr. */
 void cli_err(const char *cmd, const char *fmt, ...)

@@ -18,6 +18,7 @@ struct tcx_cmd {
 static const struct tcx_cmd commands[] = {
 	{ "convert", cmd_convert, "turn a xentrace capture into a trace.dat" },
 	{ "record", cmd_record, "record the Xen hypervisor, dom0 and guests (--xen, -A), in dom0" },
+	{ "analyze", cmd_analyze, "summarize a hypervisor trace.dat as xenalyze --summary does" },
 	{ "agent", cmd_agent, "serve trace-cmd's agent protocol (--xen over vchan, or -N HOST over TCP)" },
 };
 

@@ -8,7 +8,7 @@ PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libc6-dev
 	libxen-dev trace-cmd xen-utils-common xen-utils-4.17
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 	python3 libkshark-dev libjson-c-dev
-	scdoc man-db systemd"
+	scdoc man-db systemd librsvg2-bin libpng-dev"
 
 missing=""
 for p in $PKGS; do
