@@ -102,6 +102,7 @@ static void usage(FILE *f)
 /* DIR is created, or must be an empty directory. */
 static int session_dir(const char *dir)
 {
+	char first[256] = "";
 	struct dirent *de;
 	DIR *d;
 
@@ -116,14 +117,17 @@ static int session_dir(const char *dir)
 		cli_err("record", "--session %s: %s", dir, strerror(errno));
 		return -1;
 	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			snprintf(first, sizeof(first), "%s", de->d_name);
 			break;
+		}
+	}
 	closedir(d);
-	if (de) {
+	if (first[0]) {
 		cli_err("record", "--session %s: not empty (it holds %s...): a session "
 			"keeps one run's files alone; give a new or empty directory", dir,
-			de->d_name);
+			first);
 		return -1;
 	}
 	return 0;
