@@ -61,6 +61,29 @@ ok $(python3 -c "import sys; sys.exit(not ($lr - $hr >= 5))"; echo $?) \
 ok $(python3 -c "import sys; sys.exit(not ($hq - $lq >= 5))"; echo $?) \
 	"heavier rival: guest1 is runnable at least 5 points more ($lq% -> $hq%)"
 
+# analyze --compare of the two sessions finds the same difference, with its sign
+"$tcx" analyze --compare "$tmp/light" "$tmp/heavy/analysis.json" --json >"$tmp/cmp.json" 2>"$tmp/cmp.err"
+rc=$?
+ok $rc "analyze --compare light heavy --json exits 0 (got $rc)"
+v=$(json "$tmp/cmp.json" "[(m['running_ns']['diff'][1], m['running_ns']['pct'][1], \
+m['runnable_ns']['diff'][1], m['running_ns']['values']) for x in j['vcpus'] if x['dom'] == 1 and x['vcpu'] == 0 \
+for m in [x['metrics']]][0]")
+echo "# --compare d1v0 (running diff, running %, runnable diff, running values): $v"
+# the figures are analysis.json's (exactly), the signs the simulator's
+ns() {	# session state
+	json "$tmp/$1/analysis.json" "[v['$2']['ns'] for d in j['domains'] if d['dom'] == 1 \
+for v in d['vcpus']][0]"
+}
+ok $(python3 -c "
+import sys; rd, rp, qd, vals = $v
+sys.exit(not (rd < 0 and rp < 0 and qd > 0 and vals == [$(ns light running), $(ns heavy running)]))"; echo $?) \
+	"--compare: guest1 runs less (negative diff) and waits more (positive), analysis.json's figures"
+"$tcx" analyze --compare "$tmp/light" "$tmp/heavy" >"$tmp/cmp.txt" 2>&1
+ok $([ $? = 0 ] && grep -q '^d1v0' "$tmp/cmp.txt" && grep -q 'running_ns' "$tmp/cmp.txt"; echo $?) \
+	"analyze --compare prints the tables side by side"
+"$tcx" analyze --compare "$tmp/light" >/dev/null 2>&1
+ok $([ $? = 2 ]; echo $?) "analyze --compare with one input is a usage error"
+
 # a non-empty session directory is refused, and left as it was
 out=$(rec --no-dom0 --session "$tmp/light" --duration 1 2>&1)
 rc=$?
