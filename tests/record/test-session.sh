@@ -105,6 +105,12 @@ for r in 1 2; do
 	ok $([ "$v" = "$r 2 True" ] && [ -s "$tmp/rep/run-$r/analysis.json" ] &&
 	     [ -s "$tmp/rep/run-$r/trace.dat" ]; echo $?) "--repeat 2: run-$r has its files ($v)"
 done
+# a failed start still leaves summary.json saying why
+rec --session "$tmp/bad" -e nosuch:ev --duration 1 2>/dev/null
+rc=$?
+v=$(json "$tmp/bad/summary.json" "j['started'], 'nosuch:ev' in j['error'], j['analysis']['ok']")
+ok $([ $rc = 1 ] && [ "$v" = "False True False" ] && [ ! -e "$tmp/bad/trace.dat" ]; echo $?) \
+	"a start that fails: exit 1, summary.json says why, no trace.dat (exit $rc, $v)"
 sim_stop
 
 # --fail-on-loss: stress.conf overflows 2-page buffers: exit 3; a failing
