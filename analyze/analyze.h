@@ -160,4 +160,14 @@ int ana_print_json(const struct ana_result *r, FILE *f, bool per_vcpu);
  */
 int ana_write_svg(const struct ana_result *r, const char *path);
 
+/**
+ * ana_compare_print - @n results side by side, each figure per vCPU with
+ * its difference from @r[0] (absolute and %): running and runnable time,
+ * wait latency p50/p99 (ns), exits by reason; aligned text, or one JSON
+ * object with @json (docs/analyze.md gives the schema)
+ *
+ * Returns 0, or -1 when @f could not be written (or out of memory).
+ */
+int ana_compare_print(const struct ana_result *const *r, int n, FILE *f, bool json);
+
 #endif /* ANALYZE_H */

@@ -13,6 +13,7 @@
 #define CLI_EXIT_OK	0
 #define CLI_EXIT_FAIL	1
 #define CLI_EXIT_USAGE	2
+#define CLI_EXIT_LOSS	3	/* record --fail-on-loss: something was lost */
 
 /* Each takes argv with argv[0] = the subcommand name. */
 int cmd_convert(int argc, char **argv);
@@ -97,6 +98,9 @@ struct cli_rec_inst {
  * @inst:	@ninst instances: [0] dom0, then each -A in order
  * @help:	-h was given (nothing else is filled)
  * @err:	why the parse failed
+ * @session:	--session DIR (NULL: none); @repeat runs of it (--repeat, 1)
+ * @fail_on_loss: --fail-on-loss: exit CLI_EXIT_LOSS when anything was lost
+ * @output_set, @summary_set: -o, --summary-json were given
  */
 struct cli_rec_args {
 	struct rec_record_opts	o;
@@ -106,6 +110,10 @@ struct cli_rec_args {
 	struct rec_guest_args	*gargs;
 	bool			xen;
 	bool			help;
+	const char		*session;
+	int			repeat;
+	bool			fail_on_loss;
+	bool			output_set, summary_set;
 	uint8_t			cpumap[REC_MAX_CPUS / 8];
 	uint8_t			secret[CLI_SECRET_MAX + 1];
 	char			err[512];

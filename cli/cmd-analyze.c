@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyze.h"
 #include "cli.h"
@@ -18,7 +19,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: trace-cmd-xen analyze [-i] FILE [--from T] [--to T] [--per-vcpu]\n"
-		"                             [--json] [--svg SVG] [--cpu-hz HZ]\n\n"
+		"                             [--json] [--svg SVG] [--cpu-hz HZ]\n"
+		"       trace-cmd-xen analyze --compare A B [C...] [--json] [--from T] [--to T]\n\n"
 		"Summarize a hypervisor trace.dat (record --xen, convert) as xenalyze --summary\n"
 		"does: time per runstate, runs, wake latency and migrations per vCPU, busy and\n"
 		"idle time per pCPU, HVM exits by reason, PV hypercalls, records Xen lost.\n\n"
@@ -30,6 +32,10 @@ static void usage(FILE *f)
 		"  --json          one JSON object on stdout instead of the tables\n"
 		"  --svg SVG       also draw runstate bars and exit reasons into SVG\n"
 		"  --cpu-hz HZ     the TSC frequency (default: from the file's own conversion)\n"
+		"  --compare       A B...: record --session directories, their analysis.json\n"
+		"                  or trace.dat files; per vCPU running, runnable, wait p50/p99\n"
+		"                  and exits by reason side by side, with the difference of\n"
+		"                  each from A (absolute and %%)\n"
 		"  -h, --help      this text\n");
 }
 
@@ -70,6 +76,62 @@ static int parse_time(const char *s, uint64_t *ns)
 	return -EINVAL;
 }
 
+/* A session directory or its analysis.json: the trace.dat of that run. */
+static char *compare_input(const char *arg)
+{
+	size_t len = strlen(arg);
+	struct stat st;
+	char *p;
+
+	if (!stat(arg, &st) && S_ISDIR(st.st_mode)) {
+		if (asprintf(&p, "%s/trace.dat", arg) < 0)
+			return NULL;
+		return p;
+	}
+	if (len >= 13 && !strcmp(arg + len - 13, "analysis.json")) {
+		if (asprintf(&p, "%.*strace.dat", (int)(len - 13), arg) < 0)
+			return NULL;
+		return p;
+	}
+	return strdup(arg);
+}
+
+static int run_compare(char **args, int n, const struct ana_opts *o, bool json)
+{
+	struct ana_result **r = calloc((size_t)n, sizeof(*r));
+	int ret = CLI_EXIT_OK;
+
+	if (!r)
+		return CLI_EXIT_FAIL;
+	for (int i = 0; i < n && ret == CLI_EXIT_OK; i++) {
+		char *path = compare_input(args[i]);
+
+		if (!path) {
+			cli_err("analyze", "out of memory");
+			ret = CLI_EXIT_FAIL;
+			break;
+		}
+		r[i] = ana_run(path, o);
+		if (!r[i]) {
+			cli_err("analyze", "--compare %s: %s", args[i], tcx_error());
+			ret = CLI_EXIT_FAIL;
+		} else if (r[i]->lossy && !json) {
+			fprintf(stderr, "trace-cmd-xen analyze: %s: Xen lost %" PRIu64 " records: "
+				"its figures are lower bounds\n", path, r[i]->lost);
+		}
+		free(path);
+	}
+	if (ret == CLI_EXIT_OK &&
+	    ana_compare_print((const struct ana_result *const *)r, n, stdout, json)) {
+		cli_err("analyze", "writing the comparison failed");
+		ret = CLI_EXIT_FAIL;
+	}
+	for (int i = 0; i < n; i++)
+		ana_free(r[i]);
+	free(r);
+	return ret;
+}
+
 int cmd_analyze(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -79,12 +141,13 @@ int cmd_analyze(int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "svg", required_argument, NULL, 'S' },
 		{ "cpu-hz", required_argument, NULL, 'H' },
+		{ "compare", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct ana_opts o = { 0 };
 	const char *input = NULL, *svg = NULL;
-	bool per_vcpu = false, json = false;
+	bool per_vcpu = false, json = false, cmp = false;
 	struct ana_result *r;
 	int c, ret;
 
@@ -104,6 +167,9 @@ int cmd_analyze(int argc, char **argv)
 			break;
 		case 'V':
 			per_vcpu = true;
+			break;
+		case 'C':
+			cmp = true;
 			break;
 		case 'J':
 			json = true;
@@ -125,6 +191,18 @@ int cmd_analyze(int argc, char **argv)
 			usage(stderr);
 			return CLI_EXIT_USAGE;
 		}
+	}
+	if (cmp) {
+		if (input || svg || per_vcpu || argc - optind < 2) {
+			cli_err("analyze", "--compare takes two or more sessions, analysis.json "
+				"or trace.dat files (and --json, --from, --to, --cpu-hz only)");
+			return CLI_EXIT_USAGE;
+		}
+		if (o.to_ns && o.to_ns <= o.from_ns) {
+			cli_err("analyze", "--to must be after --from");
+			return CLI_EXIT_USAGE;
+		}
+		return run_compare(argv + optind, argc - optind, &o, json);
 	}
 	if (optind < argc && !input)
 		input = argv[optind++];

@@ -3,8 +3,15 @@
  * trace-cmd-xen record --xen: the hypervisor and dom0, in dom0, and the
  * guests through their agents. The grammar is in record-args.c.
  */
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "analyze.h"
 #include "recorder.h"
 #include "cli.h"
 #include "tcx-util.h"
@@ -77,6 +84,13 @@ static void usage(FILE *f)
 		"  --duration SEC       stop after SEC seconds\n"
 		"  --raw FILE           also keep the capture in xentrace format (xenalyze)\n"
 		"  --summary-json FILE  the closing summary as JSON ('-': stdout)\n"
+		"  --session DIR        keep the run together in DIR (created, or empty):\n"
+		"                       trace*.dat, summary.json, analysis.json; no -o\n"
+		"  --repeat N           with --session and a command: N runs, each in\n"
+		"                       DIR/run-1 ... DIR/run-N\n"
+		"  --fail-on-loss       exit 3 when anything was lost (Xen's records, a\n"
+		"                       ring's missed events or bad pages); a failed\n"
+		"                       command's own status wins\n"
 		"  -q, --quiet          no status line, no summary\n"
 		"  -h, --help           this text\n\n"
 		"Other options of trace-cmd record are refused with the reason and what\n"
@@ -85,8 +99,158 @@ static void usage(FILE *f)
 		REC_GUEST_MAX_META >> 20);
 }
 
+/* DIR is created, or must be an empty directory. */
+static int session_dir(const char *dir)
+{
+	char first[256] = "";
+	struct dirent *de;
+	DIR *d;
+
+	if (!mkdir(dir, 0777))
+		return 0;
+	if (errno != EEXIST) {
+		cli_err("record", "--session %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	d = opendir(dir);
+	if (!d) {
+		cli_err("record", "--session %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			snprintf(first, sizeof(first), "%s", de->d_name);
+			break;
+		}
+	}
+	closedir(d);
+	if (first[0]) {
+		cli_err("record", "--session %s: not empty (it holds %s...): a session "
+			"keeps one run's files alone; give a new or empty directory", dir,
+			first);
+		return -1;
+	}
+	return 0;
+}
+
+struct run_files {
+	char dir[4096];
+	char trace[4200], summary[4200], analysis[4200];
+};
+
+/* The session's analysis: analyze --json of the run's trace.dat. */
+static int analyze_run(void *ctx, char *why, size_t len)
+{
+	const struct run_files *rf = ctx;
+	struct ana_opts ao = { 0 };
+	struct ana_result *r = ana_run(rf->trace, &ao);
+	FILE *f;
+	int ret;
+
+	if (!r) {
+		snprintf(why, len, "%s", tcx_error());
+		return -1;
+	}
+	f = fopen(rf->analysis, "w");
+	if (!f) {
+		snprintf(why, len, "%s: %s", rf->analysis, strerror(errno));
+		ana_free(r);
+		return -1;
+	}
+	ret = ana_print_json(r, f, true);
+	if (fclose(f) && !ret)
+		ret = -errno;
+	ana_free(r);
+	if (ret) {
+		snprintf(why, len, "%s: %s", rf->analysis, ret == -ENOSPC ? "disk full" :
+			 "cannot write it");
+		unlink(rf->analysis);
+		return -1;
+	}
+	return 0;
+}
+
+static int run_files(struct run_files *rf, const char *dir, int run, int repeat)
+{
+	int n = repeat > 1 ? snprintf(rf->dir, sizeof(rf->dir), "%s/run-%d", dir, run) :
+			     snprintf(rf->dir, sizeof(rf->dir), "%s", dir);
+
+	if (n < 0 || (size_t)n >= sizeof(rf->dir)) {
+		cli_err("record", "--session %s: name too long", dir);
+		return -1;
+	}
+	snprintf(rf->trace, sizeof(rf->trace), "%s/trace.dat", rf->dir);
+	snprintf(rf->summary, sizeof(rf->summary), "%s/summary.json", rf->dir);
+	snprintf(rf->analysis, sizeof(rf->analysis), "%s/analysis.json", rf->dir);
+	return repeat > 1 ? session_dir(rf->dir) : 0;
+}
+
+/* One run's exit status: the command's failure, then the loss, then 0. */
+static int run_status(const struct cli_rec_args *a, const struct rec_record_result *r,
+		      int status)
+{
+	if (a->o.command && status)
+		return status;
+	if (a->fail_on_loss && (r->lost_xen || r->lost_dom0 || r->lost_guests))
+		return CLI_EXIT_LOSS;
+	return CLI_EXIT_OK;
+}
+
+static void loss_note(const struct cli_rec_args *a, const struct rec_record_result *r,
+		      const char *where)
+{
+	if (!a->fail_on_loss || !(r->lost_xen || r->lost_dom0 || r->lost_guests))
+		return;
+	cli_err("record", "%s%slost: %llu Xen records, %llu dom0 events, %llu guest "
+		"events or pages (--fail-on-loss)", where ? where : "", where ? ": " : "",
+		(unsigned long long)r->lost_xen, (unsigned long long)r->lost_dom0,
+		(unsigned long long)r->lost_guests);
+}
+
+static int record_session(struct cli_rec_args *a)
+{
+	int exit_status = CLI_EXIT_OK;
+
+	if (session_dir(a->session))
+		return CLI_EXIT_FAIL;
+	for (int run = 1; run <= a->repeat; run++) {
+		struct rec_record_result res;
+		struct run_files rf;
+		int ret, status = 0, st;
+
+		if (run_files(&rf, a->session, run, a->repeat))
+			return CLI_EXIT_FAIL;
+		a->o.output = rf.trace;
+		a->o.summary_json = rf.summary;
+		a->o.session = a->session;
+		a->o.run = run;
+		a->o.repeat = a->repeat;
+		a->o.at_end = analyze_run;
+		a->o.at_end_ctx = &rf;
+		a->o.at_end_file = rf.analysis;
+		a->o.result = &res;
+		ret = rec_record(&a->o, &status);
+		if (ret) {
+			cli_err("record", "%s: %s", rf.dir, tcx_error());
+			return CLI_EXIT_FAIL;
+		}
+		loss_note(a, &res, a->repeat > 1 ? rf.dir : NULL);
+		st = run_status(a, &res, status);
+		/* the first run that failed gives the status; a loss gives way to it */
+		if (st && (exit_status == CLI_EXIT_OK ||
+			   (exit_status == CLI_EXIT_LOSS && st != CLI_EXIT_LOSS)))
+			exit_status = st;
+		if (res.interrupted && run < a->repeat) {
+			cli_err("record", "interrupted: %d of %d runs recorded", run, a->repeat);
+			return exit_status ? exit_status : CLI_EXIT_FAIL;
+		}
+	}
+	return exit_status;
+}
+
 int cmd_record(int argc, char **argv)
 {
+	struct rec_record_result res;
 	struct cli_rec_args a;
 	int ret, status = 0;
 
@@ -103,11 +267,21 @@ int cmd_record(int argc, char **argv)
 			usage(stderr);
 		return ret;
 	}
+	/* the summary's argv: the whole command line, "trace-cmd-xen" first */
+	a.o.argv = argv - 1;
+	a.o.argc = argc + 1;
+	if (a.session) {
+		ret = record_session(&a);
+		cli_rec_args_free(&a);
+		return ret;
+	}
+	a.o.result = &res;
 	ret = rec_record(&a.o, &status);
 	cli_rec_args_free(&a);
 	if (ret) {
 		cli_err("record", "%s", tcx_error());
 		return CLI_EXIT_FAIL;
 	}
-	return a.o.command ? status : CLI_EXIT_OK;
+	loss_note(&a, &res, NULL);
+	return run_status(&a, &res, status);
 }

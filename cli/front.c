@@ -39,7 +39,7 @@ static const char *const record_argopts[] = {
 	"temp", "subbuf-size", "duration", "raw", "summary-json", "tsync",
 	"secret-file", "guest-open-timeout", "guest-stop-timeout",
 	"guest-max-cpus", "guest-max-meta", "guest-max-bytes", "xen-events",
-	"xen-cpus", "xen-pages", NULL
+	"xen-cpus", "xen-pages", "session", "repeat", NULL
 };
 static const char *const agent_argopts[] = {
 	"secret-file", "domid", "tracing-dir", NULL
@@ -49,7 +49,8 @@ static const char *const convert_argopts[] = {
 };
 static const char *const xen_only[] = { "xen", NULL };
 static const char *const record_ours[] = {
-	"xen", "xen-events", "xen-cpus", "xen-pages", NULL
+	"xen", "xen-events", "xen-cpus", "xen-pages", "session", "repeat",
+	"fail-on-loss", NULL
 };
 static const char *const agent_ours[] = {
 	"xen", "secret-file", "insecure", "domid", "tracing-dir", NULL

@@ -114,6 +114,9 @@ const struct cli_rec_opt cli_rec_opts[] = {
 	{ "--duration", CLI_REC_GLOBAL, NULL, true },
 	{ "--raw", CLI_REC_GLOBAL, NULL, true },
 	{ "--summary-json", CLI_REC_GLOBAL, NULL, true },
+	{ "--session", CLI_REC_GLOBAL, NULL, true },
+	{ "--repeat", CLI_REC_GLOBAL, NULL, true },
+	{ "--fail-on-loss", CLI_REC_GLOBAL, NULL, true },
 	{ "-h", CLI_REC_GLOBAL, NULL, true },
 	{ "--help", CLI_REC_GLOBAL, NULL, true },
 	{ NULL, 0, NULL, false },
@@ -124,7 +127,7 @@ enum {
 	O_XEN = 256, O_NO_DOM0, O_DURATION, O_RAW, O_SUMMARY, O_TSYNC, O_TSYNC_IVL,
 	O_SECRET, O_OPEN_TO, O_STOP_TO, O_MAX_CPUS, O_MAX_META, O_MAX_BYTES,
 	O_XEN_EVENTS, O_XEN_CPUS, O_XEN_PAGES, O_NAME, O_VERBOSE, O_GRAPH_DEPTH,
-	O_TSC2NSEC, O_REFUSED,
+	O_TSC2NSEC, O_SESSION, O_REPEAT, O_FAIL_LOSS, O_REFUSED,
 };
 
 static const struct option longopts[] = {
@@ -148,6 +151,9 @@ static const struct option longopts[] = {
 	{ "verbose", optional_argument, NULL, O_VERBOSE },
 	{ "max-graph-depth", required_argument, NULL, O_GRAPH_DEPTH },
 	{ "tsc2nsec", no_argument, NULL, O_TSC2NSEC },
+	{ "session", required_argument, NULL, O_SESSION },
+	{ "repeat", required_argument, NULL, O_REPEAT },
+	{ "fail-on-loss", no_argument, NULL, O_FAIL_LOSS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	/* trace-cmd's that we refuse: known, so not "unknown" */
@@ -411,6 +417,27 @@ static int global_opt(struct cli_rec_args *a, int c, const char *arg)
 		return CLI_EXIT_OK;
 	case O_SUMMARY:
 		a->o.summary_json = arg;
+		a->summary_set = true;
+		return CLI_EXIT_OK;
+	case O_SESSION:
+		if (!*arg)
+			return err(a, CLI_EXIT_USAGE, "--session: a directory name, not \"\"");
+		a->session = arg;
+		return CLI_EXIT_OK;
+	case O_REPEAT: {
+		char *end;
+		long n;
+
+		errno = 0;
+		n = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || n < 1 || n > 10000)
+			return err(a, CLI_EXIT_USAGE, "--repeat %s: runs, 1..10000", arg);
+		a->repeat = (int)n;
+		return CLI_EXIT_OK;
+	}
+	case O_FAIL_LOSS:
+		a->fail_on_loss = true;
+		a->o.fail_on_loss = true;
 		return CLI_EXIT_OK;
 	case O_TSYNC:
 		if (tsync_parse_offer(arg, names, 8) < 0)
@@ -434,6 +461,7 @@ static int global_opt(struct cli_rec_args *a, int c, const char *arg)
 		return CLI_EXIT_OK;	/* every file has TSC2NSEC */
 	case 'o':
 		a->o.output = arg;
+		a->output_set = true;
 		return CLI_EXIT_OK;
 	case 'q':
 		a->o.quiet = true;
@@ -668,6 +696,18 @@ static int check(struct cli_rec_args *a, bool command)
 	if (a->o.no_dom0 && (d->nr_events || d->tracer || d->filter_command || d->nr_pids))
 		return err(a, CLI_EXIT_USAGE, "--no-dom0 records no dom0 ftrace: its options "
 			   "(before the first -A) would go unused");
+	if (a->repeat > 1 && !a->session)
+		return err(a, CLI_EXIT_USAGE, "--repeat %d: needs --session DIR (each run is "
+			   "DIR/run-N)", a->repeat);
+	if (a->repeat > 1 && !command)
+		return err(a, CLI_EXIT_USAGE, "--repeat %d: repeats a command, and none was "
+			   "given", a->repeat);
+	if (a->session && a->output_set)
+		return err(a, CLI_EXIT_USAGE, "-o: a session's files are DIR/trace.dat, "
+			   "DIR/trace-dom0.dat...: leave -o out with --session");
+	if (a->session && a->summary_set)
+		return err(a, CLI_EXIT_USAGE, "--summary-json: a session writes "
+			   "DIR/summary.json: leave it out with --session");
 	for (int i = 1; i < a->ninst; i++) {
 		const struct cli_rec_inst *g = &a->inst[i];
 
@@ -684,6 +724,9 @@ int cli_rec_parse(struct cli_rec_args *a, int argc, char **argv)
 	memset(a, 0, sizeof(*a));
 	a->o.output = "trace.dat";
 	a->o.log = stderr;
+	a->o.argv = argv;
+	a->o.argc = argc;
+	a->repeat = 1;
 	if (new_inst(a, NULL))
 		return err(a, CLI_EXIT_FAIL, "out of memory");
 	optind = 0;	/* glibc: start afresh, whatever an earlier parse left */

@@ -268,6 +268,20 @@ unsigned int rec_hvbuf_pages(const struct rec_hvbuf *h)
 	return h->pages;
 }
 
+void rec_hvbuf_xen_version(const struct rec_hvbuf *h, char *buf, size_t len)
+{
+	xen_extraversion_t extra = "";
+	int v = h && h->xch ? xc_version(h->xch, XENVER_version, NULL) : -1;
+
+	buf[0] = 0;
+	if (v < 0)
+		return;
+	if (xc_version(h->xch, XENVER_extraversion, &extra) < 0)
+		extra[0] = 0;
+	extra[sizeof(extra) - 1] = 0;
+	snprintf(buf, len, "%d.%d%s", v >> 16, v & 0xffff, extra);
+}
+
 uint32_t rec_hvbuf_cpu_khz(const struct rec_hvbuf *h)
 {
 	return h->cpu_khz;

@@ -23,6 +23,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,6 +98,16 @@ struct session {
 	char				errmsg[512];
 	pid_t				child;
 	int				status;
+	int				wstatus;	/* waitpid()'s, once reaped */
+	bool				reaped;
+	/* the summary JSON's context */
+	char				start_iso[64];
+	char				xen_ver[64];	/* "" if unknown */
+	struct utsname			uts;
+	bool				has_uts;
+	bool				at_end_ran;
+	int				at_end_ret;
+	char				at_end_why[512];
 	/* -A: the guests' agents, and their summaries once closed */
 	struct rec_guest		**g;
 	struct rec_guest_summary	*gsum;
@@ -1000,6 +1011,98 @@ static void limits_json(const struct rec_record_opts *o, FILE *f)
 		o->guest_max_bytes);
 }
 
+/* @s as a JSON string, or null */
+static void jstr(FILE *f, const char *s)
+{
+	if (s)
+		tcx_json_str(f, s);
+	else
+		fputs("null", f);
+}
+
+/* The run's context: command lines, options in effect, host, Xen, session. */
+static void context_json(const struct session *ss, FILE *f)
+{
+	const struct rec_record_opts *o = ss->o;
+
+	fprintf(f, "  \"argv\": [");
+	for (int i = 0; o->argv && i < o->argc; i++) {
+		fputs(i ? ", " : "", f);
+		tcx_json_str(f, o->argv[i]);
+	}
+	fprintf(f, "],\n  \"start_utc\": ");
+	jstr(f, ss->start_iso[0] ? ss->start_iso : NULL);
+	fprintf(f, ",\n  \"xen_version\": ");
+	jstr(f, ss->xen_ver[0] ? ss->xen_ver : NULL);
+	fprintf(f, ",\n  \"host\": {\"nodename\": ");
+	jstr(f, ss->has_uts ? ss->uts.nodename : NULL);
+	fprintf(f, ", \"release\": ");
+	jstr(f, ss->has_uts ? ss->uts.release : NULL);
+	fprintf(f, "},\n  \"command\": ");
+	if (!o->command) {
+		fprintf(f, "null");
+	} else {
+		fprintf(f, "{\"argv\": [");
+		for (int i = 0; o->command[i]; i++) {
+			fputs(i ? ", " : "", f);
+			tcx_json_str(f, o->command[i]);
+		}
+		fprintf(f, "], \"exit_status\": ");
+		if (ss->reaped && WIFEXITED(ss->wstatus))
+			fprintf(f, "%d", WEXITSTATUS(ss->wstatus));
+		else
+			fprintf(f, "null");
+		fprintf(f, ", \"signal\": ");
+		if (ss->reaped && WIFSIGNALED(ss->wstatus))
+			fprintf(f, "%d", WTERMSIG(ss->wstatus));
+		else
+			fprintf(f, "null");
+		fputc('}', f);
+	}
+	fprintf(f, ",\n  \"options\": {\"output\": ");
+	tcx_json_str(f, o->output);
+	fprintf(f, ", \"raw\": ");
+	jstr(f, o->raw);
+	fprintf(f, ", \"no_dom0\": %s, \"duration_s\": %.3f, \"xen_pages\": %lu, "
+		"\"xen_events\": \"0x%08x\", \"xen_cpus\": \"%s\", \"tsync\": ",
+		o->no_dom0 ? "true" : "false", o->duration, o->pages, o->evt_mask,
+		o->cpumap ? "mask" : "all");
+	tcx_json_str(f, o->tsync ? o->tsync : "xen,ptp");
+	fprintf(f, ", \"tsync_interval_ms\": %d, \"guests\": [", o->tsync_interval_ms);
+	for (int i = 0; i < o->nr_guests; i++) {
+		fputs(i ? ", " : "", f);
+		tcx_json_str(f, o->guests[i]);
+	}
+	fprintf(f, "], \"quiet\": %s, \"fail_on_loss\": %s, \"session\": ",
+		o->quiet ? "true" : "false", o->fail_on_loss ? "true" : "false");
+	jstr(f, o->session);
+	fprintf(f, ", \"run\": %d, \"repeat\": %d},\n", o->run > 0 ? o->run : 1,
+		o->repeat > 0 ? o->repeat : 1);
+	if (o->at_end) {
+		fprintf(f, "  \"analysis\": {\"file\": ");
+		tcx_json_str(f, o->at_end_file);
+		fprintf(f, ", \"ok\": %s, \"error\": ", ss->at_end_ran && !ss->at_end_ret ?
+			"true" : "false");
+		jstr(f, !ss->at_end_ran ? "not run: the recording did not start" :
+			     ss->at_end_ret ? ss->at_end_why : NULL);
+		fprintf(f, "},\n");
+	}
+}
+
+/* Everything lost: Xen's records, dom0's and the guests' missed events and bad pages. */
+static void losses(const struct session *ss, struct rec_record_result *r)
+{
+	struct rec_stream_stats st = { 0 };
+
+	if (ss->s)
+		rec_stream_get_stats(ss->s, &st);
+	r->lost_xen = st.lost;
+	r->lost_dom0 = ss->has_d0 ? ss->d0st.missed + ss->d0st.bad_pages : 0;
+	r->lost_guests = 0;
+	for (int i = 0; ss->gclosed && i < ss->ng; i++)
+		r->lost_guests += ss->gsum[i].missed + ss->gsum[i].bad_pages;
+}
+
 /*
  * Written on failure too: what ran is in it (a start that failed has no
  * hypervisor section, and "started" is false), and "error" says why.
@@ -1014,8 +1117,15 @@ static void summary_json(const struct session *ss, FILE *f)
 		rec_stream_get_stats(ss->s, &st);
 	if (ss->sink)
 		rec_sink_get_stats(ss->sink, &ks);
+	struct rec_record_result lr = { 0 };
+
+	losses(ss, &lr);
 	fprintf(f, "{\n  \"started\": %s,\n  \"duration_s\": %.6f,\n",
 		ss->started ? "true" : "false", ss->started ? span_s(ss) : 0.0);
+	context_json(ss, f);
+	fprintf(f, "  \"loss\": {\"xen\": %" PRIu64 ", \"dom0\": %" PRIu64 ", \"guests\": %"
+		PRIu64 ", \"any\": %s},\n", lr.lost_xen, lr.lost_dom0, lr.lost_guests,
+		lr.lost_xen || lr.lost_dom0 || lr.lost_guests ? "true" : "false");
 	fprintf(f, "  \"hz\": %" PRIu64 ",\n  \"cpu_khz\": %u,\n  \"tsc2nsec_mult\": %u,\n"
 		"  \"tsc2nsec_shift\": %u,\n", ss->hz, ss->hv ? rec_hvbuf_cpu_khz(ss->hv) : 0,
 		ss->mult, ss->shift);
@@ -1141,6 +1251,8 @@ static void reap(struct session *ss, bool wait)
 	if (waitpid(ss->child, &st, wait ? 0 : WNOHANG) != ss->child)
 		return;
 	ss->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	ss->wstatus = st;
+	ss->reaped = true;
 	ss->child = 0;
 }
 
@@ -1601,6 +1713,25 @@ static void free_session(struct session *ss)
 	free(ss);
 }
 
+/* The wall-clock start (ISO 8601 UTC, ms) and the host's names. */
+static void start_context(struct session *ss)
+{
+	struct timespec ts;
+	struct tm tm;
+	char day[24];
+
+	if (!clock_gettime(CLOCK_REALTIME, &ts) && gmtime_r(&ts.tv_sec, &tm) &&
+	    strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm))
+		snprintf(ss->start_iso, sizeof(ss->start_iso), "%s.%03dZ", day,
+			 (int)(ts.tv_nsec / 1000000));
+	ss->has_uts = !uname(&ss->uts);
+}
+
+static void xen_version(struct session *ss)
+{
+	rec_hvbuf_xen_version(ss->hv, ss->xen_ver, sizeof(ss->xen_ver));
+}
+
 static const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
 
 /* The signals stop the loop through a pipe it polls. */
@@ -1638,6 +1769,7 @@ int rec_record(const struct rec_record_opts *o, int *status)
 	ss->o = o;
 	ss->rawfd = -1;
 	ss->gofd = -1;
+	start_context(ss);
 	ret = catch_signals(old);
 	if (ret) {
 		free(ss);
@@ -1647,6 +1779,8 @@ int rec_record(const struct rec_record_opts *o, int *status)
 	if (!ret)
 		ret = open_hv(ss);
 	if (!ret)
+		xen_version(ss);
+	if (!ret)
 		ret = start_sources(ss);
 	if (!ret)
 		run(ss);
@@ -1654,6 +1788,19 @@ int rec_record(const struct rec_record_opts *o, int *status)
 		snprintf(msg, sizeof(msg), "%s", tcx_error());
 	close_outputs(ss, ret);
 	*status = ss->status;
+	if (!ret && ss->started && o->at_end) {
+		ss->at_end_ran = true;
+		ss->at_end_ret = o->at_end(o->at_end_ctx, ss->at_end_why, sizeof(ss->at_end_why));
+	}
+	if (o->result) {
+		memset(o->result, 0, sizeof(*o->result));
+		losses(ss, o->result);
+		o->result->exited = ss->reaped && WIFEXITED(ss->wstatus);
+		o->result->exit_status = o->result->exited ? WEXITSTATUS(ss->wstatus) : 0;
+		o->result->signaled = ss->reaped && WIFSIGNALED(ss->wstatus);
+		o->result->signal = o->result->signaled ? WTERMSIG(ss->wstatus) : 0;
+		o->result->interrupted = stop_sig != 0;
+	}
 	if (ret)
 		tcx_fail(ret, "%s", msg);
 	ret = report(ss, ret);

@@ -587,6 +587,12 @@ bool rec_hvbuf_has_cpu(const struct rec_hvbuf *h, int cpu);
 /** rec_hvbuf_pages - the buffer size in pages per pCPU, as Xen set it */
 unsigned int rec_hvbuf_pages(const struct rec_hvbuf *h);
 
+/**
+ * rec_hvbuf_xen_version - Xen's version as xc_version() gives it, e.g.
+ * "4.17.0" (major.minor and the extra version) into @buf; "" if unknown
+ */
+void rec_hvbuf_xen_version(const struct rec_hvbuf *h, char *buf, size_t len);
+
 /** rec_hvbuf_cpu_khz - Xen's calibrated TSC kHz (xc_physinfo) */
 uint32_t rec_hvbuf_cpu_khz(const struct rec_hvbuf *h);
 

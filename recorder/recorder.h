@@ -318,6 +318,13 @@ struct rec_guest_args {
  *		recording (0: REC_GUEST_STOP_MS); a second signal cuts it short
  * @guest_max_cpus, @guest_max_meta, @guest_max_bytes: rec_guest_opts'
  *		@max_cpus, @max_meta and @max_bytes, for every guest
+ * @argv, @argc: the recorder's own command line, for the summary JSON
+ * @session:	the session directory (NULL: none), @run of @repeat runs
+ * @fail_on_loss: --fail-on-loss, echoed in the summary JSON
+ * @at_end:	called once the files are closed, before the summary JSON
+ *		(NULL: none): the session's analysis; returns 0, or nonzero with
+ *		why in @why; @at_end_file names what it writes
+ * @result:	filled in when not NULL (losses, the command's end)
  */
 struct rec_record_opts {
 	const char		*output;
@@ -345,6 +352,30 @@ struct rec_record_opts {
 	unsigned int		guest_max_cpus;
 	size_t			guest_max_meta;
 	uint64_t		guest_max_bytes;
+	char *const		*argv;
+	int			argc;
+	const char		*session;
+	int			run, repeat;
+	bool			fail_on_loss;
+	int			(*at_end)(void *ctx, char *why, size_t len);
+	void			*at_end_ctx;
+	const char		*at_end_file;
+	struct rec_record_result *result;
+};
+
+/**
+ * struct rec_record_result - what a recording lost and how its command ended
+ * @lost_xen:	records Xen lost (its LOST_RECORDS counts)
+ * @lost_dom0:	events dom0's ring buffer missed
+ * @lost_guests: events the guests missed plus their malformed pages
+ * @exited, @exit_status: the command exited with that status
+ * @signaled, @signal: the command was killed by that signal
+ * @interrupted: a signal (SIGINT, SIGTERM, SIGHUP) stopped the recording
+ */
+struct rec_record_result {
+	uint64_t	lost_xen, lost_dom0, lost_guests;
+	bool		exited, signaled, interrupted;
+	int		exit_status, signal;
 };
 
 /**
