@@ -9,8 +9,10 @@
  * few files an instance lacks (set_graph_function, max_graph_depth on most
  * kernels, /proc/sys/kernel/ftrace_enabled) are global: their text is saved
  * first and written back by agent_apply_restore(). A tracer only the top
- * instance offers is refused: the agent never takes the top instance over.
- * On a simulated kernel every file written is saved and written back.
+ * instance offers (function_graph on Linux 6.1) is traced there, if the top
+ * instance is idle: every top file the session may write is saved first and
+ * written back at the end (agent_top_choose()). On a simulated kernel every
+ * file written is saved and written back.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,10 +30,17 @@
 
 #define FTRACE_ENABLED	"/proc/sys/kernel/ftrace_enabled"
 
+enum saved_kind {
+	SAVED_TEXT,	/* written back as read */
+	SAVED_LIST,	/* a function list: "#..." (all functions) is empty */
+	SAVED_CLOCK,	/* trace_clock: the [bracketed] one */
+	SAVED_SIZE,	/* buffer_size_kb: its first number */
+};
+
 struct agent_saved {
 	char *path;
 	char *text;
-	bool list;	/* a function list: "#..." (all functions) is empty */
+	enum saved_kind kind;
 };
 
 static char *read_path(const char *path)
@@ -69,7 +78,7 @@ static int write_path(const char *path, const char *text, bool append)
 }
 
 /* Keep @path's text for agent_apply_restore(), once per path. */
-static int save(struct agent_trace *tr, const char *path, bool list)
+static int save(struct agent_trace *tr, const char *path, enum saved_kind kind)
 {
 	struct agent_saved *s;
 	char *text;
@@ -89,7 +98,18 @@ static int save(struct agent_trace *tr, const char *path, bool list)
 	s += tr->nr_saved++;
 	s->path = strdup(path);
 	s->text = text;
-	s->list = list;
+	/* a simulated kernel's files are plain: written back as they were */
+	s->kind = tr->sim_dir ? SAVED_TEXT : kind;
+	if (s->kind == SAVED_CLOCK) {
+		char *b = strchr(text, '['), *e = b ? strchr(b, ']') : NULL;
+
+		if (b && e) {
+			memmove(text, b + 1, (size_t)(e - b - 1));
+			text[e - b - 1] = 0;
+		}
+	} else if (s->kind == SAVED_SIZE) {
+		text[strspn(text, "0123456789")] = 0;
+	}
 	if (!s->path) {
 		free(text);
 		tr->nr_saved--;
@@ -100,10 +120,19 @@ static int save(struct agent_trace *tr, const char *path, bool list)
 
 void agent_apply_restore(struct agent_trace *tr)
 {
+	if (tr->top && !tr->sim_dir) {
+		/* our records out of the top buffer, before its files */
+		char *p = tracefs_get_tracing_file("trace");
+
+		tracefs_trace_off(NULL);
+		if (p && write_path(p, "", false))
+			fprintf(stderr, "agent: could not clear %s\n", p);
+		tracefs_put_tracing_file(p);
+	}
 	/* the latest first: a file saved twice keeps its first text */
 	for (int i = tr->nr_saved - 1; i >= 0; i--) {
 		struct agent_saved *s = &tr->saved[i];
-		const char *text = s->list && s->text[0] == '#' ? "" : s->text;
+		const char *text = s->kind == SAVED_LIST && s->text[0] == '#' ? "" : s->text;
 
 		if (write_path(s->path, text, false))
 			fprintf(stderr, "agent: could not restore %s\n", s->path);
@@ -113,6 +142,7 @@ void agent_apply_restore(struct agent_trace *tr)
 	free(tr->saved);
 	tr->saved = NULL;
 	tr->nr_saved = 0;
+	tr->top = false;
 	if (tr->loglevel_set)
 		tracefs_set_loglevel(TEP_LOG_CRITICAL);
 	tr->loglevel_set = false;
@@ -149,7 +179,8 @@ static int put(struct agent_trace *tr, bool top, const char *file,
 		return -ENOENT;
 	}
 	if (top || !tr->inst) {
-		ret = save(tr, path, strstr(file, "ftrace_") || strstr(file, "graph_function"));
+		ret = save(tr, path, strstr(file, "set_ftrace_") || strstr(file, "set_graph_") ?
+			   SAVED_LIST : SAVED_TEXT);
 		if (ret) {
 			free(path);
 			return ret;
@@ -280,7 +311,7 @@ static int disable_one(struct agent_trace *tr, const char *sys, const char *ev,
 	if (ret)
 		return ret;
 	ret = put(tr, false, file, "0", false);
-	if (ret == -ENOENT && !tr->inst)
+	if (ret == -ENOENT && tr->sim_dir)
 		ret = 0;	/* a simulated kernel with its events always on */
 	if (ret)
 		return tcx_fail(ret, "-v %s:%s: cannot write its enable file: %s",
@@ -342,7 +373,7 @@ static int apply_events(struct agent_trace *tr, const struct agent_record_opts *
 	int found, ret;
 
 	/* a simulated kernel's default event, enabled as -e would */
-	if (!tr->inst && !agent_opts_enabled(o) &&
+	if (tr->sim_dir && !agent_opts_enabled(o) &&
 	    (ret = for_each_match(tr, AGENT_DEFAULT_EVENT, enable_one, NULL, &found)))
 		return ret;
 	for (int i = 0; i < o->nr_events; i++) {
@@ -373,7 +404,7 @@ static int apply_events(struct agent_trace *tr, const struct agent_record_opts *
 						": this kernel has no filter file" : "");
 		}
 		/* a simulated kernel traces at once: filtered before enabled */
-		if (!tr->inst) {
+		if (tr->sim_dir) {
 			ret = for_each_match(tr, spec, enable_one, NULL, &found);
 			if (ret)
 				return ret;
@@ -417,7 +448,7 @@ static int need_ftrace_enabled(struct agent_trace *tr)
 	free(v);
 	if (on)
 		return 0;
-	ret = save(tr, FTRACE_ENABLED, false);
+	ret = save(tr, FTRACE_ENABLED, SAVED_TEXT);
 	if (!ret)
 		ret = write_path(FTRACE_ENABLED, "1", false);
 	if (ret)
@@ -480,7 +511,7 @@ static int apply_tracer(struct agent_trace *tr, const struct agent_record_opts *
 	}
 	if (!o->tracer[0] || !strcmp(o->tracer, "nop"))
 		return 0;
-	if (function && tr->inst && (ret = need_ftrace_enabled(tr)))
+	if (function && !tr->sim_dir && (ret = need_ftrace_enabled(tr)))
 		return ret;
 	ret = put(tr, false, "current_tracer", o->tracer, false);
 	if (ret)
@@ -491,32 +522,162 @@ static int apply_tracer(struct agent_trace *tr, const struct agent_record_opts *
 	return 0;
 }
 
-/* -p: a tracer our instance offers, checked before its lists are set. */
+/* -p: a tracer our instance (or the top one, agent_top_choose()) offers,
+ * checked before its lists are set. */
 static int check_tracer(struct agent_trace *tr, const struct agent_record_opts *o)
 {
-	char *here, *top = NULL;
-	int ret;
+	char *here;
+	int ret = 0;
 
 	if (!o->tracer[0] || !strcmp(o->tracer, "nop"))
 		return 0;
 	here = read_file(tr, false, "available_tracers");
-	if (!here || !has_word(here, o->tracer)) {
-		if (tr->inst)
-			top = read_file(tr, true, "available_tracers");
-		if (top && has_word(top, o->tracer))
-			ret = tcx_fail(-EOPNOTSUPP, "-p %s: this kernel offers that "
-				       "tracer in its top instance only (ours has: %s); "
-				       "the agent traces in its own instance and never "
-				       "takes the top one", o->tracer, here ? here : "none");
-		else
-			ret = tcx_fail(-EOPNOTSUPP, "-p %s: this kernel has no such "
-				       "tracer (available_tracers: %s)", o->tracer,
-				       here ? here : "none");
-		free(here);
-		free(top);
+	if (!here || !has_word(here, o->tracer))
+		ret = tcx_fail(-EOPNOTSUPP, "-p %s: this kernel has no such "
+			       "tracer (available_tracers: %s)", o->tracer,
+			       here ? here : "none");
+	free(here);
+	return ret;
+}
+
+/* Whether an event is on in the simulated kernel's events/<sys>/<ev>/enable
+ * (ftrace's own are always on); its name in @why. */
+static bool sim_event_on(struct agent_trace *tr, char *why, size_t len)
+{
+	char path[4096];
+	char **systems, **evs;
+	bool on = false;
+
+	snprintf(path, sizeof(path), "%s/events", tr->sim_dir);
+	systems = list_dirs(path);
+	for (int i = 0; systems && systems[i] && !on; i++) {
+		if (!strcmp(systems[i], "ftrace"))
+			continue;
+		snprintf(path, sizeof(path), "%s/events/%s", tr->sim_dir, systems[i]);
+		evs = list_dirs(path);
+		for (int j = 0; evs && evs[j] && !on; j++) {
+			char *v;
+
+			snprintf(path, sizeof(path), "%s/events/%s/%s/enable",
+				 tr->sim_dir, systems[i], evs[j]);
+			v = read_path(path);
+			if (v && v[0] == '1') {
+				on = true;
+				snprintf(why, len, "event %s:%s is enabled",
+					 systems[i], evs[j]);
+			}
+			free(v);
+		}
+		free_list(evs);
+	}
+	free_list(systems);
+	return on;
+}
+
+/* Whether someone uses the top instance: a tracer, or events on; what, in
+ * @why. Its tracing_on alone is no use: it is saved and written back. */
+static bool top_busy(struct agent_trace *tr, char *why, size_t len)
+{
+	char *t = read_file(tr, true, "current_tracer");
+	bool busy = false;
+
+	if (t && t[0] && strcmp(t, "nop")) {
+		snprintf(why, len, "its current_tracer is %s", t);
+		busy = true;
+	}
+	free(t);
+	if (busy)
+		return true;
+	t = read_file(tr, true, "set_event");
+	if (t && t[0]) {
+		snprintf(why, len, "events are enabled in it (set_event: %.64s ...)", t);
+		busy = true;
+	}
+	free(t);
+	if (!busy && tr->sim_dir)
+		busy = sim_event_on(tr, why, len);
+	return busy;
+}
+
+/* Save every top file a session there may write, before writing any. */
+static int save_top(struct agent_trace *tr, const struct agent_record_opts *o)
+{
+	static const struct {
+		const char *file;
+		enum saved_kind kind;
+	} files[] = {
+		{ "tracing_on", SAVED_TEXT },
+		{ "current_tracer", SAVED_TEXT },
+		{ "set_event", SAVED_TEXT },
+		{ "set_ftrace_filter", SAVED_LIST },
+		{ "set_ftrace_notrace", SAVED_LIST },
+		{ "set_graph_function", SAVED_LIST },
+		{ "set_graph_notrace", SAVED_LIST },
+		{ "max_graph_depth", SAVED_TEXT },
+		{ "options/stacktrace", SAVED_TEXT },
+		{ "trace_clock", SAVED_CLOCK },
+		{ "buffer_size_kb", SAVED_SIZE },
+	};
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		enum saved_kind kind = files[i].kind;
+		char *path;
+		int ret;
+
+		/* the buffer's size only if -b changes it: writing it back
+		 * would allocate a buffer the kernel had not expanded yet */
+		if (kind == SAVED_SIZE && !o->buffer_kb)
+			continue;
+		path = file_path(tr, true, files[i].file);
+		if (!path)
+			return tcx_fail(-ENOMEM, "out of memory");
+		ret = access(path, F_OK) ? 0 : save(tr, path, kind);
+		if (ret)
+			tcx_fail(ret, "-p %s: cannot save the top instance's %s: %s",
+				 o->tracer, files[i].file, strerror(-ret));
+		free(path);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int agent_top_choose(struct agent_trace *tr, const struct agent_record_opts *o)
+{
+	char why[200];
+	char *here, *top;
+	bool want;
+	int ret;
+
+	if (!o->tracer[0] || !strcmp(o->tracer, "nop") || tr->top)
+		return 0;
+	/* a simulated kernel models its instances by instance_tracers */
+	here = tr->sim_dir ? read_file(tr, true, "instance_tracers") :
+	       tr->inst ? read_file(tr, false, "available_tracers") : NULL;
+	if (!here)
+		return 0;
+	top = read_file(tr, true, "available_tracers");
+	want = !has_word(here, o->tracer) && top && has_word(top, o->tracer);
+	free(here);
+	free(top);
+	if (!want)
+		return 0;	/* ours, or nobody's: check_tracer() says */
+	if (top_busy(tr, why, sizeof(why)))
+		return tcx_fail(-EBUSY, "-p %s: this kernel offers that tracer in "
+				"its top instance only, and the top instance is in "
+				"use: %s; the agent traces there only when it is idle",
+				o->tracer, why);
+	ret = save_top(tr, o);
+	if (ret) {
+		agent_apply_restore(tr);
 		return ret;
 	}
-	free(here);
+	if (tr->inst) {
+		tracefs_instance_destroy(tr->inst);
+		tracefs_instance_free(tr->inst);
+		tr->inst = NULL;
+	}
+	tr->top = true;
 	return 0;
 }
 
@@ -530,14 +691,16 @@ int agent_apply(struct agent_trace *tr, const struct agent_record_opts *o)
 		tracefs_set_loglevel((enum tep_loglevel)o->verbose);
 		tr->loglevel_set = true;
 	}
-	ret = apply_events(tr, o);
+	ret = tr->sim_dir ? agent_top_choose(tr, o) : 0;
+	if (!ret)
+		ret = apply_events(tr, o);
 	if (!ret && o->stacktrace) {
 		ret = tr->inst ? tracefs_option_enable(tr->inst, TRACEFS_OPTION_STACKTRACE) :
 		      put(tr, false, "options/stacktrace", "1", false);
 		if (ret)
 			ret = tcx_fail(-EOPNOTSUPP, "-T: options/stacktrace: %s",
-				       tr->inst ? "the kernel refused it" :
-				       "this simulated kernel has none");
+				       tr->sim_dir ? "this simulated kernel has none" :
+				       "the kernel refused it");
 	}
 	if (!ret)
 		ret = check_tracer(tr, o);

@@ -36,6 +36,7 @@ struct agent_trace {
 	struct agent_saved *saved;	/* files to write back (apply.c) */
 	int nr_saved;
 	bool loglevel_set;
+	bool top;			/* in the top instance (apply.c) */
 	unsigned int sleep_us;		/* -s: streams' nap (0: default) */
 	unsigned int max_kb;		/* -m: per CPU (0: no limit) */
 };
@@ -59,6 +60,13 @@ int agent_sim_setup(struct agent_trace *tr, const char *dir,
  */
 int agent_apply(struct agent_trace *tr, const struct agent_record_opts *o);
 void agent_apply_restore(struct agent_trace *tr);
+/*
+ * -p names a tracer the top instance offers and ours lacks: take the top
+ * instance if it is idle (no tracer, no event on), saving every top file
+ * the session may write, and drop our instance; else refuse, saying what
+ * uses it. Nothing to do (0) for another tracer.
+ */
+int agent_top_choose(struct agent_trace *tr, const struct agent_record_opts *o);
 /* trace_pipe_raw of @cpu (malloc'ed). */
 char *agent_trace_raw_path(struct agent_trace *tr, int cpu);
 void agent_trace_teardown(struct agent_trace *tr);

@@ -283,7 +283,8 @@ static void *tsync_main(void *arg)
 
 	if (!t)
 		return NULL;
-	if (s->tr.inst) {
+	if (!s->tr.sim_dir) {
+		/* our instance's, or the top one's (inst NULL) */
 		dir = tracefs_instance_get_dir(s->tr.inst);
 		if (dir && asprintf(&marker, "%s/trace_marker", dir) < 0)
 			marker = NULL;
@@ -538,8 +539,9 @@ static int run_session(struct session *s)
 	if (!ret)
 		ret = agent_trace_on(&s->tr, true) ? -EIO : 0;
 	if (!ret) {
-		fprintf(s->log, "agent: session %u: tracing %d CPUs\n", s->seq,
-			s->tr.ncpus);
+		fprintf(s->log, "agent: session %u: tracing %d CPUs%s\n", s->seq,
+			s->tr.ncpus, s->tr.top ? " in the top instance (its "
+			"files are written back at the end)" : "");
 		ret = wait_close(s);
 	}
 	tsync_end(s);

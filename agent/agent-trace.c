@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Local tracing for one session: a tracefs instance of our own (never the
- * top one, and nothing global such as ftrace_enabled or function filters),
- * configured from the allowed options, and the trace.dat metadata that
- * describes it.
+ * Local tracing for one session: a tracefs instance of our own, or the top
+ * one, idle, for a tracer only it offers (agent_top_choose()), configured
+ * from the allowed options, and the trace.dat metadata that describes it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -101,6 +100,9 @@ int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
 					name, strerror(e));
 		}
 	}
+	if (agent_top_choose(tr, o))
+		goto fail;
+	/* from here on, tr->inst NULL is the top instance to libtracefs */
 	tracefs_trace_off(tr->inst);
 	{
 		/* the clock asked for, or the kernel's default: the spare
@@ -155,7 +157,8 @@ char *agent_trace_raw_path(struct agent_trace *tr, int cpu)
 	char *p = NULL;
 
 	if (asprintf(&p, "%s/per_cpu/cpu%d/trace_pipe_raw",
-		     tr->inst ? dir : tr->sim_dir, cpu) < 0)
+		     tr->inst ? dir : tr->sim_dir ? tr->sim_dir :
+		     tracefs_tracing_dir(), cpu) < 0)
 		p = NULL;
 	tracefs_put_tracing_file(dir);
 	return p;
@@ -163,9 +166,7 @@ char *agent_trace_raw_path(struct agent_trace *tr, int cpu)
 
 void agent_trace_teardown(struct agent_trace *tr)
 {
-	free(tr->sim_dir);
 	free(tr->events);
-	tr->sim_dir = NULL;
 	tr->events = NULL;
 	if (tr->inst) {
 		tracefs_trace_off(tr->inst);
@@ -175,13 +176,15 @@ void agent_trace_teardown(struct agent_trace *tr)
 		tracefs_instance_free(tr->inst);
 		tr->inst = NULL;
 	}
-	/* then the global files (and a simulated kernel's) */
+	/* then the global files (the top instance's, a simulated kernel's) */
 	agent_apply_restore(tr);
+	free(tr->sim_dir);
+	tr->sim_dir = NULL;
 }
 
 int agent_trace_on(struct agent_trace *tr, bool on)
 {
-	if (!tr->inst)
+	if (tr->sim_dir)
 		return 0;	/* a simulated kernel runs on its own */
 	return on ? tracefs_trace_on(tr->inst) : tracefs_trace_off(tr->inst);
 }
@@ -192,7 +195,7 @@ static int add_formats(struct agent_trace *tr, struct tdat_writer *w)
 {
 	int n = 0;
 
-	if (tr->inst)
+	if (!tr->sim_dir)
 		return tdat_add_instance_formats(w, tr->inst) < 0 ? -ENOENT : 0;
 	tdat_add_ftrace_formats(w);
 	for (int i = 0; i < tr->nr_events; i++)
@@ -343,7 +346,7 @@ static void add_symbols(struct agent_trace *tr, struct tdat_writer *w)
 	size_t len;
 	char *text;
 
-	if (tr->inst) {
+	if (!tr->sim_dir) {
 		syms = kallsyms(&len);
 		if (syms)
 			tdat_set_kallsyms(w, syms, len);
@@ -391,7 +394,7 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	clock = tracefs_get_clock(tr->inst);
 	/* a simulated guest without trace_clock stamps with its TSC */
-	par.clock = clock ? clock : tr->inst ? "local" : "x86-tsc";
+	par.clock = clock ? clock : !tr->sim_dir ? "local" : "x86-tsc";
 	w = tdat_open(path, &par);
 	free(clock);
 	if (!w) {
@@ -409,7 +412,7 @@ int agent_trace_metadata(struct agent_trace *tr, uint64_t trace_id,
 		tcx_fail(ret, "no event formats could be read");
 		goto out;
 	}
-	if (tr->inst)
+	if (!tr->sim_dir)
 		tdat_add_saved_cmdlines(w);
 	add_symbols(tr, w);
 	tdat_set_traceid(w, trace_id);

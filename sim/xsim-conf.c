@@ -231,6 +231,13 @@ static int dom_key(struct xsim_dom_conf *d, const char *k, char *v)
 			return -EINVAL;
 		return 0;
 	}
+	if (!strcmp(k, "instance_tracers")) {
+		if (!*v || strlen(v) >= sizeof(d->instance_tracers) ||
+		    strspn(v, "abcdefghijklmnopqrstuvwxyz_ ") != strlen(v))
+			return -EINVAL;
+		snprintf(d->instance_tracers, sizeof(d->instance_tracers), "%s", v);
+		return 0;
+	}
 	if (!strcmp(k, "tsc_offset"))
 		return parse_offsets(v, d);
 	if (!strcmp(k, "offset_change"))

@@ -499,6 +499,14 @@ struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom,
 	}
 	if ((ret = make_tree(g)))
 		goto fail;
+	/* a kernel whose instances offer fewer tracers than its top one */
+	if (d->instance_tracers[0]) {
+		char text[160];
+
+		snprintf(text, sizeof(text), "%s\n", d->instance_tracers);
+		if ((ret = xsim_put_file(g->dir, "instance_tracers", text)))
+			goto fail;
+	}
 	g->on = 1;
 	g->enabled = EV_PRINT | EV_RAW;
 	return g;

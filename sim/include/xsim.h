@@ -201,6 +201,8 @@ struct xsim_dom_conf {
 	enum xsim_profile profile;
 	uint32_t rate;			/* exits/hypercalls per s of run time */
 	uint32_t run_us, block_us;	/* mean burst and block lengths */
+	char instance_tracers[128];	/* tracers a tracefs instance offers
+					 * ("": as the top one) */
 };
 
 /** struct xsim_conf - the simulated host */

@@ -398,6 +398,71 @@ static void test_sim_function_graph(void **state)
 	tlib_sim_cleanup(&sim);
 }
 
+/* Every regular file of the simulated kernel (its FIFOs are streams) with
+ * its checksum, sorted, into @out (in dir). */
+static void snapshot(const char *out)
+{
+	assert_int_equal(tlib_sh("cd %s/dom1/tracing && find . -type f | LC_ALL=C sort | "
+				 "xargs md5sum > %s/%s", sim.dir, dir, out), 0);
+}
+
+/*
+ * A kernel whose instances lack function_graph and whose top instance has
+ * it (Linux 6.1): the agent records in the top instance while it is idle,
+ * writes every top file back, and refuses when a tracer uses it.
+ */
+static void test_sim_top_instance(void **state)
+{
+	struct agent_proc a;
+	char tdir[400], tconf[160];
+
+	snprintf(tconf, sizeof(tconf), "%s/top.conf", dir);
+	assert_int_equal(tlib_sh("cat %s > %s && echo 'instance_tracers = function nop' >> %s",
+				 conf, tconf, tconf), 0);
+	assert_int_equal(tlib_sim_start(&sim, tconf), 0);
+	assert_int_equal(tlib_sim_put(&sim, 1, "trace_clock", "x86-tsc\n"), 0);
+	assert_int_equal(tlib_sh("grep -qx 'function nop' %s/dom1/tracing/instance_tracers",
+				 sim.dir), 0);
+	snprintf(tdir, sizeof(tdir), "%s/dom1/tracing", sim.dir);
+	start_agent(&a, tdir);
+	snapshot("top-before.txt");
+	assert_true(record(&a, "t", "-C x86-tsc -p function_graph -g vfs_write", 1500));
+	assert_int_equal(tlib_count_lines(a.log, "in the top instance"), 1);
+	snapshot("top-after.txt");
+	assert_int_equal(tlib_sh("cd %s && diff top-before.txt top-after.txt | sed 's/^/# /'; "
+				 "cmp -s top-before.txt top-after.txt", dir), 0);
+	/* a tracer the instances have: no top instance */
+	assert_true(record(&a, "i", "-C x86-tsc -p function -l 'vfs_*'", 500));
+	assert_int_equal(tlib_count_lines(a.log, "in the top instance"), 1);
+	/* busy: someone's tracer, then someone's event, in the top instance */
+	assert_int_equal(tlib_sim_put(&sim, 1, "current_tracer", "function\n"), 0);
+	snapshot("busy-before.txt");
+	assert_false(record(&a, "b", "-C x86-tsc -p function_graph -g vfs_write", 0));
+	assert_int_equal(tlib_count_lines(a.log, "the top instance is in use: its "
+					  "current_tracer is function"), 1);
+	snapshot("busy-after.txt");
+	assert_int_equal(tlib_sh("cd %s && diff busy-before.txt busy-after.txt | sed 's/^/# /'; "
+				 "cmp -s busy-before.txt busy-after.txt", dir), 0);
+	assert_int_equal(tlib_sim_put(&sim, 1, "current_tracer", "nop\n"), 0);
+	assert_int_equal(tlib_sim_put(&sim, 1, "events/sched/sched_wakeup/enable", "1\n"), 0);
+	assert_false(record(&a, "e", "-C x86-tsc -p function_graph -g vfs_write", 0));
+	assert_int_equal(tlib_count_lines(a.log, "in use: event sched:sched_wakeup "
+					  "is enabled"), 1);
+	assert_int_equal(tlib_sim_put(&sim, 1, "events/sched/sched_wakeup/enable", "0\n"), 0);
+	/* and idle again: taken again */
+	assert_true(record(&a, "t2", "-C x86-tsc -p function_graph -g vfs_write", 500));
+	assert_int_equal(tlib_count_lines(a.log, "in the top instance"), 2);
+	stop_agent(&a);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	assert_int_equal(report("t-127.0.0.1.dat", "t.txt"), 0);
+	assert_true(count("t.txt", "|  vfs_write() {") > 0);
+	assert_true(count("t.txt", "funcgraph_entry:") > 0);
+	assert_true(count("t.txt", "funcgraph_exit:") > 0);
+	assert_int_equal(count("t.txt", "UNKNOWN EVENT"), 0);
+	assert_int_equal(tlib_sh("grep -qx nop %s/dom1/tracing/current_tracer", sim.dir), 0);
+	tlib_sim_cleanup(&sim);
+}
+
 static int setup(void **state)
 {
 	snprintf(dir, sizeof(dir), "/tmp/tcx-agent-rec-XXXXXX");
@@ -433,6 +498,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_function_tracers, test_teardown),
 		cmocka_unit_test_teardown(test_sim_filter, test_teardown),
 		cmocka_unit_test_teardown(test_sim_function_graph, test_teardown),
+		cmocka_unit_test_teardown(test_sim_top_instance, test_teardown),
 	};
 
 	if (argc < 3) {
