@@ -102,6 +102,7 @@ struct agent_stream {
 	atomic_int *stop;		/* drain and finish */
 	FILE *log;
 	bool no_splice;			/* tests: read() even over a socket */
+	bool late_partial;		/* a simulated kernel: partial pages come late */
 	unsigned int nap_us;		/* -s: nap when empty (0: POLL_MS) */
 	uint64_t max_pages;		/* -m: send no more (0: no limit) */
 	uint64_t capped_pages;		/* read past -m and not sent */

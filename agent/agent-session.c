@@ -406,6 +406,7 @@ static int start_streams(struct session *s)
 		st->auth = s->auth.done ? &s->auth : NULL;
 		st->token_ms = TOKEN_MS;
 		st->nap_us = s->tr.sleep_us;
+		st->late_partial = s->tr.sim_dir != NULL;
 		/* -m counts pages in copy_pages(), which only read() does */
 		st->max_pages = (uint64_t)s->tr.max_kb * 1024 /
 				s->tr.page_size;

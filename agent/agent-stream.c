@@ -29,6 +29,15 @@
 
 #define ACCEPT_WAIT_MS	30000	/* the host connects right after TRACE_RESP */
 #define POLL_MS		100
+/*
+ * A simulated kernel hands a partial page to readers only some time after
+ * its first event (xensim: 50 ms, then its next 20 ms tick), and the last
+ * one holds the last time sync sample's markers: after the stop, its
+ * streams read on until this long after the first empty read, counted
+ * once (it keeps producing: "until nothing comes" could last for ever). A
+ * real kernel's read() gives the partial page at once.
+ */
+#define LATE_PARTIAL_MS	100
 #define BATCH_PAGES	16	/* read path: pages per send on a busy CPU */
 #define SPLICE_BYTES	(256 << 10)	/* splice path: the pipe, pages per call */
 
@@ -405,6 +414,7 @@ static int copy_pages(struct agent_stream *s, int raw,
 {
 	const size_t cap = (size_t)BATCH_PAGES * s->page_size;
 	struct splicer sp;
+	uint64_t drain_until = 0;
 	size_t used = 0;
 	int ret = 0;
 
@@ -470,8 +480,14 @@ static int copy_pages(struct agent_stream *s, int raw,
 			ret = -EIO;
 			break;
 		}
-		if (*s->stop)
+		if (*s->stop && s->late_partial && !drain_until)
+			drain_until = tcx_now_ns() + LATE_PARTIAL_MS * 1000000ull;
+		if (*s->stop && (!drain_until || tcx_now_ns() >= drain_until))
 			break;		/* tracing is off and the buffer empty */
+		if (*s->stop) {
+			usleep(10 * 1000);
+			continue;
+		}
 		if (n == 0)
 			nap(s);		/* a file or FIFO at its end for now */
 		else
