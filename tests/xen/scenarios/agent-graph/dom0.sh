@@ -26,7 +26,7 @@ mark "RECORD START"
 # own scenarios.
 exec 3>&1
 { trace-cmd-xen record --xen --tsync none --guest-open-timeout 120 --guest-stop-timeout 60 \
-	-M sched -e sched:sched_switch --duration 6 \
+	--xen-events sched -e sched:sched_switch --duration 6 \
 	-o "$RESULTS/trace.dat" --summary-json "$RESULTS/summary.json" \
 	-A $g -p function_graph -g schedule -e sched:sched_switch 2>&1 1>&3
   echo $? > /tmp/record-rc; } |
