@@ -27,7 +27,6 @@ struct tdat_writer;
 #define POLL_MS		100
 #define FLUSH_NS	1000000000ull	/* pages to disk at least every second */
 #define PUBLISH_NS	100000000ull	/* counters for status lines */
-#define ANSWER_MS	30000		/* TRACE_RESP: the agent sets tracing up */
 #define CONNECT_MS	5000
 #define CLOSE_MS	10000		/* CLOSE to the last page and CLOSE_RESP */
 #define MAX_PROTOS	2		/* xen, ptp */

@@ -444,12 +444,16 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 		if (getrandom(&req.trace_id, sizeof(req.trace_id), 0) != sizeof(req.trace_id))
 			req.trace_id = (uint64_t)getpid() << 32 | (uint64_t)time(NULL);
 	g->host_traceid = req.trace_id;
-	/* over vchan the rings are granted to dom0 alone: no secret needed */
+	/*
+	 * over vchan the rings are granted to dom0 alone: no secret needed;
+	 * the answer comes by the open's deadline (the transport's cutoff):
+	 * setting a function tracer up can take a guest minutes under emulation
+	 */
 	g->auth.secret = o->secret;
 	g->auth.secret_len = o->secret_len;
 	ret = tmsg_host_request_auth(g->ctl, &req, g->sp.kind != REC_GUEST_XEN &&
 				     o->secret_len ? &g->auth : NULL, resp,
-				     ANSWER_MS, why, sizeof(why));
+				     -1, why, sizeof(why));
 	free(argv);
 	/* a guest without an event is refused alone (-ENOMSG): the others record */
 	if (ret == -EPERM && strstr(why, "no event"))
