@@ -28,7 +28,8 @@ exec 3>&1
 { trace-cmd-xen record --xen --tsync none --guest-open-timeout 120 --guest-stop-timeout 60 \
 	--xen-events sched -e sched:sched_switch --duration 6 \
 	-o "$RESULTS/trace.dat" --summary-json "$RESULTS/summary.json" \
-	-A $g -p function_graph -g schedule -e sched:sched_switch 2>&1 1>&3
+	-A $g -p function_graph -l schedule -l __schedule -l 'pick_next_task*' \
+	-g schedule -e sched:sched_switch 2>&1 1>&3
   echo $? > /tmp/record-rc; } |
 	while IFS= read -r l; do echo "[up $(cut -d' ' -f1 /proc/uptime)] $l"; done \
 	> "$RESULTS/record.err"
