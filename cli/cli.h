@@ -21,9 +21,16 @@ int cmd_record(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 
-/* Print "trace-cmd-xen <cmd>: <message>" on stderr. */
+/* Print "<prefix><cmd>: <message>" on stderr. */
 void cli_err(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * cli_set_program - what cli_err() prints before the subcommand's name:
+ * "trace-cmd-xen " unless set ("trace-cmd-xen-" in trace-cmd-xen-agent).
+ * @prefix must stay valid for the program's life.
+ */
+void cli_set_program(const char *prefix);
 
 /* The agent's and the recorder's shared secret for TCP/vsock. */
 #define CLI_SECRET_MIN		16

@@ -3,7 +3,6 @@
  * trace-cmd-xen: trace-cmd's grammar for Xen hosts. This file only
  * dispatches to the subcommands.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,17 +22,6 @@ static const struct tcx_cmd commands[] = {
 };
 
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
-
-void cli_err(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "trace-cmd-xen %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static void usage(FILE *f)
 {
