@@ -8,16 +8,12 @@
 #
 # Exit 0: DEST holds the package's files (usr/bin/trace-cmd-xen-agent,
 # lib/systemd/system/trace-cmd-xen-agent.service, etc/default/...) and the
-# .deb's path is on stdout. Exit 1, why on stdout: not asked for, no such
-# package (the package suite has not run), or it was built from another
-# state of the tree.
-#
-# Opt-in (TCX_XEN_AGENT_PACKAGE=1): in the one run it had, one of the two
-# guests' packaged agents took over 120 s from the request to its answer
-# under TCG, where the build's agent answers in seconds; not explained yet.
+# .deb's path is on stdout. Exit 1, why on stdout: TCX_XEN_AGENT_PACKAGE=0,
+# no such package (the package suite has not run), or it was built from
+# another state of the tree.
 set -u
-if [ "${TCX_XEN_AGENT_PACKAGE:-0}" != 1 ]; then
-	echo "the package's agent is opt-in (TCX_XEN_AGENT_PACKAGE=1)"
+if [ "${TCX_XEN_AGENT_PACKAGE:-1}" = 0 ]; then
+	echo "TCX_XEN_AGENT_PACKAGE=0"
 	exit 1
 fi
 src=${1:?usage: agent-package.sh SRCROOT BUILDDIR DEST} build=${2:?} dest=${3:?}
