@@ -20,11 +20,15 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: trace-cmd-xen analyze [-i] FILE [--from T] [--to T] [--per-vcpu]\n"
 		"                             [--json] [--svg SVG] [--cpu-hz HZ]\n"
+		"       trace-cmd-xen analyze -i FILE -i GUEST.dat [-i GUEST.dat...] [--json]\n"
+		"                             [--from T] [--to T]\n"
 		"       trace-cmd-xen analyze --compare A B [C...] [--json] [--from T] [--to T]\n\n"
 		"Summarize a hypervisor trace.dat (record --xen, convert) as xenalyze --summary\n"
 		"does: time per runstate, runs, wake latency and migrations per vCPU, busy and\n"
 		"idle time per pCPU, HVM exits by reason, PV hypercalls, records Xen lost.\n\n"
-		"  -i FILE         the trace.dat\n"
+		"  -i FILE         the trace.dat; more -i: guest files (trace-GUEST.dat of\n"
+		"                  record --xen -A), each guest task's run time and wake\n"
+		"                  latency split by what Xen did to its vCPU meanwhile\n"
 		"  --from T        start of the window after the first record: 1.5s, 200ms,\n"
 		"                  300us, 1000ns, or seconds without a suffix (default: 0)\n"
 		"  --to T          end of the window, as --from (default: the end)\n"
@@ -147,6 +151,8 @@ int cmd_analyze(int argc, char **argv)
 	};
 	struct ana_opts o = { 0 };
 	const char *input = NULL, *svg = NULL;
+	char *guests[64];
+	int nguests = 0;
 	bool per_vcpu = false, json = false, cmp = false;
 	struct ana_result *r;
 	int c, ret;
@@ -155,7 +161,14 @@ int cmd_analyze(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "i:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
-			input = optarg;
+			if (!input) {
+				input = optarg;
+			} else if (nguests < 64) {
+				guests[nguests++] = optarg;
+			} else {
+				cli_err("analyze", "more than 64 guest files");
+				return CLI_EXIT_USAGE;
+			}
 			break;
 		case 'F':
 		case 'T':
@@ -218,6 +231,26 @@ int cmd_analyze(int argc, char **argv)
 	if (o.to_ns && o.to_ns <= o.from_ns) {
 		cli_err("analyze", "--to must be after --from");
 		return CLI_EXIT_USAGE;
+	}
+	if (nguests) {
+		struct ana_join *j;
+
+		if (svg || per_vcpu || o.cpu_hz) {
+			cli_err("analyze", "guest files (a second -i) take --json, --from and --to only");
+			return CLI_EXIT_USAGE;
+		}
+		j = ana_join_run(input, guests, nguests, &o);
+		if (!j) {
+			cli_err("analyze", "%s", tcx_error());
+			return CLI_EXIT_FAIL;
+		}
+		ret = json ? ana_join_print_json(j, stdout) : ana_join_print_text(j, stdout);
+		ana_join_free(j);
+		if (ret) {
+			cli_err("analyze", "writing the joined view: %s", strerror(-ret));
+			return CLI_EXIT_FAIL;
+		}
+		return CLI_EXIT_OK;
 	}
 	r = ana_run(input, &o);
 	if (!r) {
