@@ -399,6 +399,75 @@ out:
 	return ret;
 }
 
+/*
+ * The first ftrace print (trace_marker) record of @path after @after that
+ * holds @text: its time in *@ts if earlier than what *@ts holds.
+ */
+static int find_marker(const char *path, const char *text, uint64_t after, uint64_t *ts)
+{
+	struct tracecmd_input *h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	struct merge m = { 0 };
+	struct tep_record *r;
+	int cpu;
+
+	if (!h)
+		return tcx_fail(-EINVAL, "%s: not a trace.dat libtracecmd can read", path);
+	if (merge_init(&m, h)) {
+		tracecmd_close(h);
+		return tcx_fail(-ENOMEM, "out of memory");
+	}
+	while ((r = merge_next(&m, &cpu))) {
+		struct tep_event *e = tep_find_event_by_record(tracecmd_get_tep(h), r);
+		struct tep_format_field *f;
+		bool hit = false;
+
+		if (r->ts > after && r->ts < *ts && e && !strcmp(e->name, "print") &&
+		    (f = tep_find_field(e, "buf"))) {
+			int len = f->size ? f->size : r->size - f->offset;
+
+			if (f->offset < r->size && len > 0 && f->offset + len <= r->size)
+				hit = memmem((char *)r->data + f->offset, (size_t)len, text,
+					     strlen(text)) != NULL;
+		}
+		if (hit)
+			*ts = r->ts;
+		tracecmd_free_record(r);
+		if (hit)
+			break;
+	}
+	merge_done(&m);
+	tracecmd_close(h);
+	return 0;
+}
+
+/* The window between the markers of @o, over the host and the guests. */
+static int marker_window(struct jctx *x, const char *host, char *const *guests, int n,
+			 const struct ana_opts *o)
+{
+	uint64_t a = UINT64_MAX, b = UINT64_MAX;
+
+	for (int i = -1; i < n; i++)
+		if (o->from_marker && find_marker(i < 0 ? host : guests[i], o->from_marker, 0, &a))
+			return -1;
+	if (o->from_marker && a == UINT64_MAX)
+		return tcx_fail(-ENOENT, "no marker holding '%s' (--from-marker) in the files",
+				o->from_marker);
+	if (o->from_marker)
+		x->wa = a;
+	for (int i = -1; i < n; i++)
+		if (o->to_marker && find_marker(i < 0 ? host : guests[i], o->to_marker,
+						o->from_marker ? a : 0, &b))
+			return -1;
+	if (o->to_marker && b == UINT64_MAX)
+		return tcx_fail(-ENOENT, "no marker holding '%s' (--to-marker)%s in the files",
+				o->to_marker, o->from_marker ? " after the --from-marker" : "");
+	if (o->to_marker)
+		x->wb = b;
+	x->j->from_ns = x->wa - x->t0;
+	x->j->to_ns = x->wb == UINT64_MAX ? 0 : x->wb - x->t0;
+	return 0;
+}
+
 static int cmp_task(const void *a, const void *b)
 {
 	const struct ana_jtask *x = a, *y = b;
@@ -481,6 +550,9 @@ struct ana_join *ana_join_run(const char *host, char *const *guests, int nguests
 		tcx_fail(-EINVAL, "the window ends before it starts");
 		goto fail;
 	}
+	if ((opts->from_marker || opts->to_marker) &&
+	    marker_window(&x, host, guests, nguests, opts))
+		goto fail;
 	for (int i = 0; i < nguests; i++)
 		if (read_guest(&x, h, guests[i]))
 			goto fail;

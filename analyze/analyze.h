@@ -33,11 +33,16 @@ enum ana_runstate {
  * @cpu_hz:	the TSC frequency; 0: derived from the file's own TSC-to-ns
  *		conversion (two records read back through libtracecmd)
  * @threads:	unused for now; 0
+ * @from_marker, @to_marker: the joined view only (ana_join_run()): the
+ *		window runs from the first ftrace print record holding
+ *		@from_marker to the first after it holding @to_marker, in any
+ *		of the files; NULL: --from/--to
  */
 struct ana_opts {
 	uint64_t from_ns, to_ns;
 	uint64_t cpu_hz;
 	int threads;
+	const char *from_marker, *to_marker;
 };
 
 /*

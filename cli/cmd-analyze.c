@@ -21,7 +21,8 @@ static void usage(FILE *f)
 		"usage: trace-cmd-xen analyze [-i] FILE [--from T] [--to T] [--per-vcpu]\n"
 		"                             [--json] [--svg SVG] [--cpu-hz HZ]\n"
 		"       trace-cmd-xen analyze -i FILE -i GUEST.dat [-i GUEST.dat...] [--json]\n"
-		"                             [--from T] [--to T]\n"
+		"                             [--from T] [--to T] [--from-marker TEXT]\n"
+		"                             [--to-marker TEXT]\n"
 		"       trace-cmd-xen analyze --compare A B [C...] [--json] [--from T] [--to T]\n\n"
 		"Summarize a hypervisor trace.dat (record --xen, convert) as xenalyze --summary\n"
 		"does: time per runstate, runs, wake latency and migrations per vCPU, busy and\n"
@@ -32,6 +33,9 @@ static void usage(FILE *f)
 		"  --from T        start of the window after the first record: 1.5s, 200ms,\n"
 		"                  300us, 1000ns, or seconds without a suffix (default: 0)\n"
 		"  --to T          end of the window, as --from (default: the end)\n"
+		"  --from-marker TEXT  with guest files: the window starts at the first\n"
+		"                  trace_marker (ftrace print) record holding TEXT\n"
+		"  --to-marker TEXT    and ends at the first one after it holding TEXT\n"
 		"  --per-vcpu      exits and hypercalls per vCPU instead of per domain\n"
 		"  --json          one JSON object on stdout instead of the tables\n"
 		"  --svg SVG       also draw runstate bars and exit reasons into SVG\n"
@@ -142,6 +146,8 @@ int cmd_analyze(int argc, char **argv)
 		{ "from", required_argument, NULL, 'F' },
 		{ "to", required_argument, NULL, 'T' },
 		{ "per-vcpu", no_argument, NULL, 'V' },
+		{ "from-marker", required_argument, NULL, 'm' },
+		{ "to-marker", required_argument, NULL, 'M' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "svg", required_argument, NULL, 'S' },
 		{ "cpu-hz", required_argument, NULL, 'H' },
@@ -181,6 +187,12 @@ int cmd_analyze(int argc, char **argv)
 		case 'V':
 			per_vcpu = true;
 			break;
+		case 'm':
+			o.from_marker = optarg;
+			break;
+		case 'M':
+			o.to_marker = optarg;
+			break;
 		case 'C':
 			cmp = true;
 			break;
@@ -204,6 +216,14 @@ int cmd_analyze(int argc, char **argv)
 			usage(stderr);
 			return CLI_EXIT_USAGE;
 		}
+	}
+	if ((o.from_marker || o.to_marker) && (o.from_ns || o.to_ns)) {
+		cli_err("analyze", "--from-marker and --to-marker replace --from and --to");
+		return CLI_EXIT_USAGE;
+	}
+	if ((o.from_marker && !*o.from_marker) || (o.to_marker && !*o.to_marker)) {
+		cli_err("analyze", "an empty marker text");
+		return CLI_EXIT_USAGE;
 	}
 	if (cmp) {
 		if (input || svg || per_vcpu || argc - optind < 2) {
@@ -232,11 +252,16 @@ int cmd_analyze(int argc, char **argv)
 		cli_err("analyze", "--to must be after --from");
 		return CLI_EXIT_USAGE;
 	}
+	if (!nguests && (o.from_marker || o.to_marker)) {
+		cli_err("analyze", "--from-marker and --to-marker need guest files (a second -i)");
+		return CLI_EXIT_USAGE;
+	}
 	if (nguests) {
 		struct ana_join *j;
 
 		if (svg || per_vcpu || o.cpu_hz) {
-			cli_err("analyze", "guest files (a second -i) take --json, --from and --to only");
+			cli_err("analyze", "guest files (a second -i) take --json, --from, --to and the "
+				"markers only");
 			return CLI_EXIT_USAGE;
 		}
 		j = ana_join_run(input, guests, nguests, &o);

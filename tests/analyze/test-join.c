@@ -130,6 +130,26 @@ static void wake(struct tdat_writer *w, uint64_t host_t, int pid, const char *co
 	assert_int_equal(tdat_write_event(w, 0, host_t - SHIFT, b, sizeof(b)), 0);
 }
 
+static const char print_fmt[] =
+	"name: print\nID: 5\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n\n"
+	"print fmt: \"%ps: %s\", REC->ip, REC->buf\n";
+
+/* A trace_marker write in the guest (an ftrace print record). */
+static void mark(struct tdat_writer *w, uint64_t host_t, const char *text)
+{
+	uint8_t b[64] = { 0 };
+
+	common(b, 5, 1);
+	snprintf((char *)b + 16, sizeof(b) - 16, "%s\n", text);
+	assert_int_equal(tdat_write_event(w, 0, host_t - SHIFT, b, 16 + strlen(text) + 2), 0);
+}
+
 /* Guest "web": one vCPU, app (100) and worker (200); times given in host ns. */
 static void write_guest(const char *path, uint64_t id)
 {
@@ -142,14 +162,18 @@ static void write_guest(const char *path, uint64_t id)
 	assert_non_null(w);
 	add_fmt(w, "sched_switch");
 	assert_int_equal(tdat_add_event_format(w, "sched", wakeup_fmt), 0);
+	assert_int_equal(tdat_add_ftrace_format(w, print_fmt), 0);
 	assert_int_equal(tdat_set_traceid(w, id), 0);
 	assert_int_equal(tdat_set_time_shift(w, HOST_ID, 0, 1, &c), 0);
 	assert_int_equal(tdat_start_data(w), 0);
+	mark(w, 1050000, "phase end");	/* before the start: not the end */
 	sw(w, 1100000, 0, "swapper/0", 100, "app");
+	mark(w, 2000000, "phase begin");
 	wake(w, 2100000, 200, "worker");
 	sw(w, 2200000, 100, "app", 200, "worker");
 	sw(w, 2400000, 200, "worker", 0, "swapper/0");
 	wake(w, 2450000, 100, "app");
+	mark(w, 3000000, "phase end");
 	sw(w, 3200000, 0, "swapper/0", 100, "app");
 	sw(w, 3500000, 100, "app", 0, "swapper/0");
 	assert_int_equal(tdat_close(w), 0);
@@ -224,6 +248,23 @@ static void test_window(void **state)
 		   "web 1 worker 200 200000 200000 0 0 0 0 1 100000 100000 0 0\n");
 }
 
+static void test_markers(void **state)
+{
+	char out[4096];
+
+	/* the same window as --from 1ms --to 2ms, from the guest's markers */
+	check_json("--from-marker begin --to-marker 'phase end'",
+		   "web 1 app 100 200000 200000 0 0 0 0 0 0 0 0 0\n"
+		   "web 1 worker 200 200000 200000 0 0 0 0 1 100000 100000 0 0\n");
+	assert_int_equal(tlib_capture(out, sizeof(out), "'%s' analyze -i '%s' -i '%s' "
+				      "--from-marker begin --json", tlib_tcx(), host, guest), 0);
+	assert_int_equal(tlib_json_num(out, "from_ns"), 1000000);
+	assert_int_equal(tlib_json_num(out, "to_ns"), 0);
+	assert_int_not_equal(tlib_capture(out, sizeof(out), "'%s' analyze -i '%s' -i '%s' "
+					  "--from-marker nosuch 2>&1", tlib_tcx(), host, guest), 0);
+	assert_non_null(strstr(out, "no marker holding 'nosuch'"));
+}
+
 static void test_text(void **state)
 {
 	char out[4096];
@@ -256,6 +297,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_window),
+		cmocka_unit_test(test_markers),
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_stray),
 	};
