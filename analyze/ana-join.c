@@ -149,6 +149,38 @@ static uint64_t overlap(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 	return hi > lo ? hi - lo : 0;
 }
 
+/* The first segment of @v that may overlap time @a (binary search). */
+static size_t first_seg(const struct jvcpu *v, uint64_t a)
+{
+	size_t lo = 0, hi = v->nsegs;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v->segs[mid].t <= a)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The first exit of @v that may end after @a (exits are in time order). */
+static size_t first_exit(const struct jvcpu *v, uint64_t a)
+{
+	size_t lo = 0, hi = v->nexits;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v->exits[mid].b <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* [a, b) of vCPU @v by runstate: out[ANA_NSTATES] is the unknown part. */
 static void split(const struct jctx *x, const struct jvcpu *v, uint64_t a, uint64_t b,
 		  uint64_t out[ANA_NSTATES + 1])
@@ -162,7 +194,7 @@ static void split(const struct jctx *x, const struct jvcpu *v, uint64_t a, uint6
 		b = x->wb;
 	if (b <= a)
 		return;
-	for (size_t i = 0; v && i < v->nsegs; i++) {
+	for (size_t i = v && v->nsegs ? first_seg(v, a) : 0; v && i < v->nsegs; i++) {
 		uint64_t e = i + 1 < v->nsegs ? v->segs[i + 1].t : x->end;
 		uint64_t o;
 
@@ -185,7 +217,7 @@ static uint64_t exits_in(const struct jctx *x, const struct jvcpu *v, uint64_t a
 		a = x->wa;
 	if (b > x->wb)
 		b = x->wb;
-	for (size_t i = 0; v && i < v->nexits; i++)
+	for (size_t i = v ? first_exit(v, a) : 0; v && i < v->nexits && v->exits[i].a < b; i++)
 		sum += overlap(a, b, v->exits[i].a, v->exits[i].b);
 	return sum;
 }
