@@ -6,6 +6,7 @@
  * behind the host's and its TIME_SHIFT says so: the numbers come out right
  * only when the guest is put on the host's time line.
  */
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -292,8 +296,77 @@ static void test_stray(void **state)
 	assert_non_null(strstr(out, "not a hypervisor trace"));
 }
 
-int main(void)
+/*
+ * End to end on xensim: record --xen -A guest1 (two vCPUs), then the join
+ * of its own files. The simulator keeps no truth per guest task, so what
+ * must hold: the guest file pairs with the host's GUEST entry, tasks show
+ * up, each task's split adds up to its run time, and no vCPU is found
+ * running for a task longer than the summary says the vCPUs ran.
+ */
+static void test_xensim(void **state)
 {
+	struct tlib_sim sim;
+	char out[1 << 16], cmd[2048], *dat, *g1, *err;
+	pid_t agent;
+	int rc;
+
+	if (!getenv("XENSIM_BIN")) {
+		skip();
+		return;
+	}
+	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../../sim/hosts/two-guests.conf")), 0);
+	setenv("XENSIM_HOST", sim.dir, 1);
+	dat = tlib_path(sim.tmp, "trace.dat");
+	g1 = tlib_path(sim.tmp, "trace-guest1.dat");
+	err = tlib_path(sim.tmp, "record.err");
+	agent = tlib_sim_guest(&sim, 1, "sched/sched_switch", NULL);
+	if (agent < 0) {
+		tlib_sim_cleanup(&sim);
+		fail_msg("the agent of domain 1 does not advertise itself");
+	}
+	{
+		char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-A", "guest1", "-e",
+				 "sched:sched_switch", "--duration", "1", "-o", dat, NULL };
+
+		rc = tlib_wait(tlib_sim_spawn(&sim, argv, -1, "/dev/null", err));
+	}
+	kill(agent, SIGKILL);
+	waitpid(agent, NULL, 0);
+	if (rc) {
+		tlib_sim_cleanup(&sim);
+		fail_msg("record --xen -A guest1 failed: %s", tlib_show(err));
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' analyze -i '%s' -i '%s' --json > '%s/j.json' && '%s' analyze '%s' --json > "
+		 "'%s/s.json' && python3 -c '"
+		 "import json,sys; j=json.load(open(sys.argv[1])); s=json.load(open(sys.argv[2]))\n"
+		 "t=j[\"tasks\"]; assert t, \"no guest task\"\n"
+		 "ran=sum(v[\"running\"][\"ns\"] for d in s[\"domains\"] if d[\"dom\"]==1 "
+		 "for v in d[\"vcpus\"])\n"
+		 "on=0\n"
+		 "for x in t:\n"
+		 " assert x[\"guest\"]==\"guest1\" and x[\"dom\"]==1, x\n"
+		 " assert x[\"on_pcpu_ns\"]+x[\"preempted_ns\"]+x[\"blocked_ns\"]+x[\"unknown_ns\"]==x[\"ran_ns\"], x\n"
+		 " assert x[\"in_exit_ns\"]<=x[\"on_pcpu_ns\"], x\n"
+		 " on+=x[\"on_pcpu_ns\"]\n"
+		 "assert sum(x[\"ran_ns\"] for x in t)>0\n"
+		 "print(len(t), \"tasks, on-pcpu\", on, \"ns of\", ran, \"ns the vCPUs ran\")\n"
+		 "assert ran>0 and on<=ran*1.001+1000, (on, ran)' '%s/j.json' '%s/s.json'",
+		 tlib_tcx(), dat, g1, sim.tmp, tlib_tcx(), dat, sim.tmp, sim.tmp, sim.tmp);
+	rc = tlib_capture(out, sizeof(out), "%s 2>&1", cmd);
+	show(out);
+	tlib_sim_cleanup(&sim);
+	assert_int_equal(rc, 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "xensim")) {
+		const struct CMUnitTest x[] = { cmocka_unit_test(test_xensim) };
+
+		return cmocka_run_group_tests(x, NULL, NULL);
+	}
+	{
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_window),
@@ -303,4 +376,5 @@ int main(void)
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
+	}
 }
