@@ -33,11 +33,16 @@ enum ana_runstate {
  * @cpu_hz:	the TSC frequency; 0: derived from the file's own TSC-to-ns
  *		conversion (two records read back through libtracecmd)
  * @threads:	unused for now; 0
+ * @from_marker, @to_marker: the joined view only (ana_join_run()): the
+ *		window runs from the first ftrace print record holding
+ *		@from_marker to the first after it holding @to_marker, in any
+ *		of the files; NULL: --from/--to
  */
 struct ana_opts {
 	uint64_t from_ns, to_ns;
 	uint64_t cpu_hz;
 	int threads;
+	const char *from_marker, *to_marker;
 };
 
 /*
@@ -169,5 +174,62 @@ int ana_write_svg(const struct ana_result *r, const char *path);
  * Returns 0, or -1 when @f could not be written (or out of memory).
  */
 int ana_compare_print(const struct ana_result *const *r, int n, FILE *f, bool json);
+
+/**
+ * struct ana_jtask - one guest task joined to what Xen did to its vCPUs
+ * (all in ns on the host's time line, clipped to the window)
+ * @guest:	the guest's name (its GUEST entry in the host file)
+ * @dom:	its domain
+ * @ran:	time the guest had it switched in on one of its vCPUs
+ * @on_pcpu:	of @ran, the vCPU running on a pCPU
+ * @preempted:	of @ran, the vCPU runnable but not running (Xen's doing)
+ * @blocked:	of @ran, the vCPU blocked or offline
+ * @unknown:	of @ran, before the hypervisor trace knew the vCPU's state
+ * @in_exit:	of @on_pcpu, inside HVM exits (kvm_exit to kvm_entry)
+ * @wakes:	sched_wakeup -> sched_switch in sequences completed
+ * @wait:	their summed latency; @wait_guest of it with the vCPU running
+ *		(the guest ran something else), @wait_xen with the vCPU
+ *		runnable, @wait_other blocked, offline or unknown
+ */
+struct ana_jtask {
+	char *guest;
+	uint32_t dom;
+	int pid;
+	char comm[17];
+	uint64_t ran, on_pcpu, preempted, blocked, unknown, in_exit;
+	uint64_t wakes, wait, wait_guest, wait_xen, wait_other, wait_max;
+};
+
+/**
+ * struct ana_join - guest tasks joined to the hypervisor trace
+ * @from_ns, @to_ns: the window, ns after the host file's first record
+ * @tasks:	sorted by guest, then pid (@ntasks)
+ */
+struct ana_join {
+	char *host;
+	uint64_t from_ns, to_ns;
+	unsigned int ntasks;
+	struct ana_jtask *tasks;
+};
+
+/**
+ * ana_join_run - join the guest files @guests (@nguests of them, written by
+ * record --xen -A) to the hypervisor trace @host, through libtracecmd:
+ * the guests' TIME_SHIFT puts them on the host's time line, the host's
+ * GUEST entries name the vCPU of each guest CPU. Honours from_ns/to_ns.
+ *
+ * Returns the result to ana_join_free(), or NULL with the reason in tcx_error().
+ */
+struct ana_join *ana_join_run(const char *host, char *const *guests, int nguests,
+			      const struct ana_opts *opts);
+
+/** ana_join_free - release a result of ana_join_run() (NULL is fine) */
+void ana_join_free(struct ana_join *j);
+
+/** ana_join_print_text - the joined view as an aligned table */
+int ana_join_print_text(const struct ana_join *j, FILE *f);
+
+/** ana_join_print_json - the joined view as one JSON object (docs/analyze.md) */
+int ana_join_print_json(const struct ana_join *j, FILE *f);
 
 #endif /* ANALYZE_H */

@@ -20,14 +20,22 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: trace-cmd-xen analyze [-i] FILE [--from T] [--to T] [--per-vcpu]\n"
 		"                             [--json] [--svg SVG] [--cpu-hz HZ]\n"
+		"       trace-cmd-xen analyze -i FILE -i GUEST.dat [-i GUEST.dat...] [--json]\n"
+		"                             [--from T] [--to T] [--from-marker TEXT]\n"
+		"                             [--to-marker TEXT]\n"
 		"       trace-cmd-xen analyze --compare A B [C...] [--json] [--from T] [--to T]\n\n"
 		"Summarize a hypervisor trace.dat (record --xen, convert) as xenalyze --summary\n"
 		"does: time per runstate, runs, wake latency and migrations per vCPU, busy and\n"
 		"idle time per pCPU, HVM exits by reason, PV hypercalls, records Xen lost.\n\n"
-		"  -i FILE         the trace.dat\n"
+		"  -i FILE         the trace.dat; more -i: guest files (trace-GUEST.dat of\n"
+		"                  record --xen -A), each guest task's run time and wake\n"
+		"                  latency split by what Xen did to its vCPU meanwhile\n"
 		"  --from T        start of the window after the first record: 1.5s, 200ms,\n"
 		"                  300us, 1000ns, or seconds without a suffix (default: 0)\n"
 		"  --to T          end of the window, as --from (default: the end)\n"
+		"  --from-marker TEXT  with guest files: the window starts at the first\n"
+		"                  trace_marker (ftrace print) record holding TEXT\n"
+		"  --to-marker TEXT    and ends at the first one after it holding TEXT\n"
 		"  --per-vcpu      exits and hypercalls per vCPU instead of per domain\n"
 		"  --json          one JSON object on stdout instead of the tables\n"
 		"  --svg SVG       also draw runstate bars and exit reasons into SVG\n"
@@ -138,6 +146,8 @@ int cmd_analyze(int argc, char **argv)
 		{ "from", required_argument, NULL, 'F' },
 		{ "to", required_argument, NULL, 'T' },
 		{ "per-vcpu", no_argument, NULL, 'V' },
+		{ "from-marker", required_argument, NULL, 'm' },
+		{ "to-marker", required_argument, NULL, 'M' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "svg", required_argument, NULL, 'S' },
 		{ "cpu-hz", required_argument, NULL, 'H' },
@@ -147,6 +157,8 @@ int cmd_analyze(int argc, char **argv)
 	};
 	struct ana_opts o = { 0 };
 	const char *input = NULL, *svg = NULL;
+	char *guests[64];
+	int nguests = 0;
 	bool per_vcpu = false, json = false, cmp = false;
 	struct ana_result *r;
 	int c, ret;
@@ -155,7 +167,14 @@ int cmd_analyze(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "i:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
-			input = optarg;
+			if (!input) {
+				input = optarg;
+			} else if (nguests < 64) {
+				guests[nguests++] = optarg;
+			} else {
+				cli_err("analyze", "more than 64 guest files");
+				return CLI_EXIT_USAGE;
+			}
 			break;
 		case 'F':
 		case 'T':
@@ -167,6 +186,12 @@ int cmd_analyze(int argc, char **argv)
 			break;
 		case 'V':
 			per_vcpu = true;
+			break;
+		case 'm':
+			o.from_marker = optarg;
+			break;
+		case 'M':
+			o.to_marker = optarg;
 			break;
 		case 'C':
 			cmp = true;
@@ -191,6 +216,14 @@ int cmd_analyze(int argc, char **argv)
 			usage(stderr);
 			return CLI_EXIT_USAGE;
 		}
+	}
+	if ((o.from_marker || o.to_marker) && (o.from_ns || o.to_ns)) {
+		cli_err("analyze", "--from-marker and --to-marker replace --from and --to");
+		return CLI_EXIT_USAGE;
+	}
+	if ((o.from_marker && !*o.from_marker) || (o.to_marker && !*o.to_marker)) {
+		cli_err("analyze", "an empty marker text");
+		return CLI_EXIT_USAGE;
 	}
 	if (cmp) {
 		if (input || svg || per_vcpu || argc - optind < 2) {
@@ -218,6 +251,31 @@ int cmd_analyze(int argc, char **argv)
 	if (o.to_ns && o.to_ns <= o.from_ns) {
 		cli_err("analyze", "--to must be after --from");
 		return CLI_EXIT_USAGE;
+	}
+	if (!nguests && (o.from_marker || o.to_marker)) {
+		cli_err("analyze", "--from-marker and --to-marker need guest files (a second -i)");
+		return CLI_EXIT_USAGE;
+	}
+	if (nguests) {
+		struct ana_join *j;
+
+		if (svg || per_vcpu || o.cpu_hz) {
+			cli_err("analyze", "guest files (a second -i) take --json, --from, --to and the "
+				"markers only");
+			return CLI_EXIT_USAGE;
+		}
+		j = ana_join_run(input, guests, nguests, &o);
+		if (!j) {
+			cli_err("analyze", "%s", tcx_error());
+			return CLI_EXIT_FAIL;
+		}
+		ret = json ? ana_join_print_json(j, stdout) : ana_join_print_text(j, stdout);
+		ana_join_free(j);
+		if (ret) {
+			cli_err("analyze", "writing the joined view: %s", strerror(-ret));
+			return CLI_EXIT_FAIL;
+		}
+		return CLI_EXIT_OK;
 	}
 	r = ana_run(input, &o);
 	if (!r) {
