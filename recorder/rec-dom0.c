@@ -509,7 +509,7 @@ int rec_dom0_close(struct rec_dom0 *d)
 		tracefs_instance_free(d->inst);
 	}
 	if (d->old_depth) {
-		char val[16];
+		char val[24];
 
 		snprintf(val, sizeof(val), "%lu", d->old_depth - 1);
 		tracefs_instance_file_write(NULL, "max_graph_depth", val);
