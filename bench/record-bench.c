@@ -205,6 +205,9 @@ int main(int argc, char **argv)
 	double secs = 3, soak = 20;
 	unsigned int pages = 32, best_xt = 0, best_tcx = 0;
 	double cpu_tcx = 0, cpu_xt = 0;
+	/* CPU s per M records at the highest rate both drained clean */
+	double same_tcx = 0, same_xt = 0;
+	unsigned int same_rate = 0;
 	uint64_t rec_tcx = 0, rec_xt = 0;
 	bool xt_ok = !access(XENTRACE, X_OK), xt_lost = false, tcx_lost = false, ladder = true;
 	unsigned int soak_rate = SOAK_RATE;
@@ -237,6 +240,8 @@ int main(int argc, char **argv)
 	printf("%10s  %-10s %12s %10s %8s %10s %9s\n", "exits/s", "consumer", "records",
 	       "rec/s", "lost", "CPU s/Mrec", "maxRSS");
 	for (size_t i = 0; ladder && i < sizeof(rates) / sizeof(rates[0]); i++) {
+		double step_xt = 0;
+
 		for (int k = xt_ok ? 0 : 1; k < 2; k++) {
 			bool ours = k == 1;
 			struct result r;
@@ -257,10 +262,16 @@ int main(int argc, char **argv)
 				best_tcx = rates[i];
 				cpu_tcx = r.cpu;
 				rec_tcx = r.written;
+				if (step_xt > 0) {
+					same_rate = rates[i];
+					same_xt = step_xt;
+					same_tcx = r.cpu * 1e6 / r.written;
+				}
 			} else {
 				best_xt = rates[i];
 				cpu_xt = r.cpu;
 				rec_xt = r.written;
+				step_xt = r.written ? r.cpu * 1e6 / r.written : 0;
 			}
 		}
 		if (tcx_lost && (xt_lost || !xt_ok))
@@ -277,6 +288,10 @@ int main(int argc, char **argv)
 	if (rec_xt)
 		printf(", xentrace %.3f s (record converts to trace.dat as it goes)", cpu_xt * 1e6 / rec_xt);
 	printf("\n");
+	if (same_rate && same_xt > 0)
+		printf("CPU per record, record/xentrace at %u exits/s (both clean): %.2f "
+		       "(target at most 2): target %s\n", same_rate, same_tcx / same_xt,
+		       same_tcx / same_xt <= 2 ? "met" : "NOT met");
 	if (soak > 0) {
 		struct result r;
 
