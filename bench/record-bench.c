@@ -208,6 +208,8 @@ int main(int argc, char **argv)
 	/* CPU s per M records at the highest rate both drained clean */
 	double same_tcx = 0, same_xt = 0;
 	unsigned int same_rate = 0;
+	/* else at the first step, whatever xentrace lost */
+	double first_tcx = 0, first_xt = 0;
 	uint64_t rec_tcx = 0, rec_xt = 0;
 	bool xt_ok = !access(XENTRACE, X_OK), xt_lost = false, tcx_lost = false, ladder = true;
 	unsigned int soak_rate = SOAK_RATE;
@@ -254,6 +256,8 @@ int main(int argc, char **argv)
 			       r.dropped, r.written ? r.cpu * 1e6 / r.written : 0, r.rss_kb >> 10,
 			       r.status ? "  (exit status!)" : "");
 			fflush(stdout);
+			if (i == 0 && r.written)
+				*(ours ? &first_tcx : &first_xt) = r.cpu * 1e6 / r.written;
 			if (r.dropped || r.status) {
 				*(ours ? &tcx_lost : &xt_lost) = true;
 				continue;
@@ -292,6 +296,12 @@ int main(int argc, char **argv)
 		printf("CPU per record, record/xentrace at %u exits/s (both clean): %.2f "
 		       "(target at most 2): target %s\n", same_rate, same_tcx / same_xt,
 		       same_tcx / same_xt <= 2 ? "met" : "NOT met");
+	else if (first_tcx > 0 && first_xt > 0)
+		printf("CPU per record, record/xentrace at %u exits/s (xentrace lost records): "
+		       "%.2f (target at most 2): target %s\n", rates[0], first_tcx / first_xt,
+		       first_tcx / first_xt <= 2 ? "met" : "NOT met");
+	else if (xt_ok && ladder)
+		printf("CPU per record against xentrace: not measured (target NOT met)\n");
 	if (soak > 0) {
 		struct result r;
 
