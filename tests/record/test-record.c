@@ -788,6 +788,20 @@ static void test_dom0_pids(void **state)
 		assert_int_equal(pc.foreign, 0);
 		assert_int_equal(pc.child, 0);
 	}
+
+	/* -p function: recorded where the kernel lets an instance have it */
+	{
+		char *fv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-p", "function",
+			       "--duration", "0.3", "-o", out, NULL };
+		int rc = tlib_sim_run(&sim, fv, "/dev/null", err);
+
+		print_message("# -p function: exit %d\n", rc);
+		if (instance_may_write("current_tracer", "function"))
+			assert_int_equal(rc, 0);
+		else if (rc != 1 || !tlib_file_has(err, "current_tracer"))
+			fail_msg("-p function: exit %d, no message naming current_tracer: %s",
+				 rc, tlib_show(err));
+	}
 }
 
 int main(void)
