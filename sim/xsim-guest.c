@@ -1208,6 +1208,28 @@ void xsim_guest_input(struct xsim_guest *g, int fd)
 				read_markers(g, fd, k == 1, (int)c);
 }
 
+/* Records in @len bytes of a page's data, as append() wrote them. */
+static uint64_t page_events(const uint8_t *data, unsigned int len)
+{
+	uint64_t n = 0;
+
+	for (unsigned int off = 0; off + 4 <= len;) {
+		uint32_t h, type;
+
+		memcpy(&h, data + off, 4);
+		type = h & 31;
+		if (type == 30) {		/* TIME_EXTEND: 8 bytes, no record */
+			off += 8;
+			continue;
+		}
+		if (!type || type > 28)
+			break;			/* append() writes no other kind */
+		off += 4 + type * 4;
+		n++;
+	}
+	return n;
+}
+
 /* The trace file was emptied: drop every page the readers have not taken,
  * as the kernel's ring-buffer reset does, then say so by its text. */
 static void reset_rings(struct xsim_guest *g)
@@ -1218,13 +1240,21 @@ static void reset_rings(struct xsim_guest *g)
 		struct gcpu *gc = &g->cpu[c];
 
 		pthread_mutex_lock(&gc->lock);
+		/* events and pages count what readers got: these never did */
+		if (gc->open)
+			gc->events -= page_events(gc->page + PAGE_HDR, gc->len);
 		gc->open = false;
 		gc->len = 0;
 		gc->missed = false;
-		/* pages counts what readers got: these never reached one */
-		while (read(gc->fd, page, PAGE) == PAGE)
+		while (read(gc->fd, page, PAGE) == PAGE) {
+			uint64_t commit;
+
+			memcpy(&commit, page + 8, 8);
+			gc->events -= page_events(page + PAGE_HDR,
+						  (unsigned int)(commit & 0xffff));
 			if (gc->pages)
 				gc->pages--;
+		}
 		pthread_mutex_unlock(&gc->lock);
 	}
 	xsim_truth(g->h, "greset domid=%u\n", g->domid);
