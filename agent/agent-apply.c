@@ -681,6 +681,34 @@ int agent_top_choose(struct agent_trace *tr, const struct agent_record_opts *o)
 	return 0;
 }
 
+/*
+ * A simulated kernel traces from its boot: what its buffers hold was made
+ * before our filters and events, so reset them as a record does and wait
+ * (up to 2 s) until the simulator says it has, by the text coming back.
+ */
+static int sim_reset(struct agent_trace *tr)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/trace", tr->sim_dir);
+	if (access(path, F_OK))
+		return 0;	/* a simulator without the file: nothing to reset */
+	if (write_path(path, "", false))
+		return tcx_fail(-EIO, "cannot reset the buffers: %s", path);
+	for (int i = 0; i < 200; i++) {
+		char *v = read_path(path);
+		bool back = v && v[0];
+
+		free(v);
+		if (back)
+			return 0;
+		usleep(10000);
+	}
+	fprintf(stderr, "agent: %s: the simulator did not reset its buffers; "
+		"older events may be recorded\n", path);
+	return 0;
+}
+
 int agent_apply(struct agent_trace *tr, const struct agent_record_opts *o)
 {
 	int ret;
@@ -708,5 +736,7 @@ int agent_apply(struct agent_trace *tr, const struct agent_record_opts *o)
 		ret = apply_funcs(tr, o);
 	if (!ret)
 		ret = apply_tracer(tr, o);
+	if (!ret && tr->sim_dir)
+		ret = sim_reset(tr);
 	return ret;
 }

@@ -329,6 +329,10 @@ static int open_fifo_opt(const char *dir, const char *name)
 	return fd < 0 ? -1 : fd;
 }
 
+/* What "trace" shows; emptying it (O_TRUNC, as tracefs takes a write) resets
+ * the ring buffers, and the text comes back once they are empty. */
+#define TRACE_TEXT	"# xensim: read trace_pipe_raw\n"
+
 /* The fixed files of a guest's tracefs. */
 static const struct {
 	const char *name, *text;
@@ -351,6 +355,7 @@ static const struct {
 	{ "saved_cmdlines", "1 init\n" },
 	{ "printk_formats", "" },
 	{ "README", "xensim: a simulated guest kernel's tracefs\n" },
+	{ "trace", TRACE_TEXT },
 };
 
 /* The tracefs files and FIFOs under g->dir. Returns 0 or -errno. */
@@ -1203,6 +1208,59 @@ void xsim_guest_input(struct xsim_guest *g, int fd)
 				read_markers(g, fd, k == 1, (int)c);
 }
 
+/* Records in @len bytes of a page's data, as append() wrote them. */
+static uint64_t page_events(const uint8_t *data, unsigned int len)
+{
+	uint64_t n = 0;
+
+	for (unsigned int off = 0; off + 4 <= len;) {
+		uint32_t h, type;
+
+		memcpy(&h, data + off, 4);
+		type = h & 31;
+		if (type == 30) {		/* TIME_EXTEND: 8 bytes, no record */
+			off += 8;
+			continue;
+		}
+		if (!type || type > 28)
+			break;			/* append() writes no other kind */
+		off += 4 + type * 4;
+		n++;
+	}
+	return n;
+}
+
+/* The trace file was emptied: drop every page the readers have not taken,
+ * as the kernel's ring-buffer reset does, then say so by its text. */
+static void reset_rings(struct xsim_guest *g)
+{
+	uint8_t page[PAGE];
+
+	for (unsigned int c = 0; c < g->nvcpus; c++) {
+		struct gcpu *gc = &g->cpu[c];
+
+		pthread_mutex_lock(&gc->lock);
+		/* events and pages count what readers got: these never did */
+		if (gc->open)
+			gc->events -= page_events(gc->page + PAGE_HDR, gc->len);
+		gc->open = false;
+		gc->len = 0;
+		gc->missed = false;
+		while (read(gc->fd, page, PAGE) == PAGE) {
+			uint64_t commit;
+
+			memcpy(&commit, page + 8, 8);
+			gc->events -= page_events(page + PAGE_HDR,
+						  (unsigned int)(commit & 0xffff));
+			if (gc->pages)
+				gc->pages--;
+		}
+		pthread_mutex_unlock(&gc->lock);
+	}
+	xsim_truth(g->h, "greset domid=%u\n", g->domid);
+	xsim_put_file(g->dir, "trace", TRACE_TEXT);
+}
+
 /* Re-read what libtracefs may have written. */
 static void refresh(struct xsim_guest *g)
 {
@@ -1230,6 +1288,9 @@ static void refresh(struct xsim_guest *g)
 	refresh_filters(g);
 	__atomic_store_n(&g->enabled, en, __ATOMIC_RELAXED);
 	refresh_tracer(g);
+	get_file(g->dir, "trace", buf, sizeof(buf));
+	if (!buf[0])
+		reset_rings(g);
 	/* a written clock name becomes the bracketed list again */
 	get_file(g->dir, "trace_clock", buf, sizeof(buf));
 	/* empty: libtracefs truncated it and is about to write the name */

@@ -649,6 +649,161 @@ static void test_parse(void **state)
 	free(p);
 }
 
+
+struct pidcount {
+	uint64_t n;		/* sched_switch records */
+	uint64_t foreign;	/* neither side the shell */
+	uint64_t child;		/* of those, a sleep child switching out */
+};
+
+/* dom0's sched_switch records against the shell's pid @sh. */
+static void count_pids(const char *file, unsigned long long sh, struct pidcount *pc)
+{
+	struct tracecmd_input *h = tracecmd_open(file, 0);
+	struct tep_handle *tep;
+
+	memset(pc, 0, sizeof(*pc));
+	assert_non_null(h);
+	tep = tracecmd_get_tep(h);
+	for (long c = 0; c < sysconf(_SC_NPROCESSORS_CONF); c++) {
+		struct tep_record *r;
+
+		while ((r = tracecmd_read_data(h, (int)c))) {
+			struct tep_event *ev = tep_find_event_by_record(tep, r);
+			unsigned long long prev = 0, next = 0;
+			const char *comm;
+			int len;
+
+			if (ev && !strcmp(ev->name, "sched_switch") &&
+			    !tep_get_field_val(NULL, ev, "prev_pid", r, &prev, 0) &&
+			    !tep_get_field_val(NULL, ev, "next_pid", r, &next, 0)) {
+				pc->n++;
+				if (prev == sh || next == sh) {
+					tracecmd_free_record(r);
+					continue;
+				}
+				pc->foreign++;
+				comm = tep_get_field_raw(NULL, ev, "prev_comm", r, &len, 0);
+				if (comm && !strncmp(comm, "sleep", 5))
+					pc->child++;
+			}
+			tracecmd_free_record(r);
+		}
+	}
+	tracecmd_close(h);
+}
+
+/* The shell's pid, as it wrote it. */
+static unsigned long long read_pid(const char *file)
+{
+	unsigned long long pid = 0;
+	FILE *f = fopen(file, "r");
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%llu", &pid), 1);
+	fclose(f);
+	assert_true(pid > 0);
+	return pid;
+}
+
+/*
+ * -F and -P: only the command's (the process's) events in dom0's file (sched_switch: the shell on
+ * one side); -F -c: its children's too; -p nop records as without -p.
+ */
+static void test_dom0_pids(void **state)
+{
+	char *out = tlib_path(sim.tmp, "trace.dat"), *err = tlib_path(sim.tmp, "err");
+	char *d0 = tlib_path(sim.tmp, "trace-dom0.dat"), *pf = tlib_path(sim.tmp, "shpid");
+	char script[700];
+	char *argv[24];
+	struct pidcount pc;
+	unsigned long long sh;
+
+	snprintf(script, sizeof(script), "echo $$ > '%s'; for i in 1 2 3 4 5 6; do "
+		 "/bin/sleep 0.05; done; exit 0", pf);
+	for (int run = 0; run < 3; run++) {
+		int n = 0;
+
+		argv[n++] = (char *)tlib_tcx();
+		argv[n++] = "record";
+		argv[n++] = "--xen";
+		argv[n++] = "-q";
+		argv[n++] = "-e";
+		argv[n++] = "sched:sched_switch";
+		argv[n++] = run == 2 ? "-p" : "-F";
+		if (run == 1)
+			argv[n++] = "-c";
+		if (run == 2)
+			argv[n++] = "nop";
+		argv[n++] = "-o";
+		argv[n++] = out;
+		argv[n++] = "--";
+		argv[n++] = "/bin/sh";
+		argv[n++] = "-c";
+		argv[n++] = script;
+		argv[n] = NULL;
+		unlink(pf);
+		if (tlib_sim_run(&sim, argv, "/dev/null", err))
+			fail_msg("record failed, see %s", tlib_show(err));
+		sh = read_pid(pf);
+		count_pids(d0, sh, &pc);
+		print_message("# %s: %lu sched_switch, %lu without the shell, %lu of a child\n",
+			      run == 0 ? "-F" : run == 1 ? "-F -c" : "-p nop",
+			      (unsigned long)pc.n, (unsigned long)pc.foreign,
+			      (unsigned long)pc.child);
+		assert_true(pc.n > 0);
+		if (run == 0) {
+			assert_int_equal(pc.foreign, 0);
+			assert_int_equal(pc.child, 0);
+		} else {
+			/* children (-c), or everyone (no -F) */
+			assert_true(pc.child > 0);
+			assert_true(pc.foreign > 0);
+		}
+	}
+
+	/* -P: a process already running, alone */
+	{
+		char pidarg[24];
+		char *pv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-e",
+			       "sched:sched_switch", "-P", pidarg, "--duration", "0.4", "-o",
+			       out, NULL };
+		pid_t p = fork();
+
+		assert_true(p >= 0);
+		if (!p) {
+			execl("/bin/sh", "sh", "-c", "for i in $(seq 30); do /bin/sleep 0.03; "
+			      "done", (char *)NULL);
+			_exit(127);
+		}
+		snprintf(pidarg, sizeof(pidarg), "%d", (int)p);
+		if (tlib_sim_run(&sim, pv, "/dev/null", err))
+			fail_msg("record -P failed, see %s", tlib_show(err));
+		waitpid(p, NULL, 0);
+		count_pids(d0, (unsigned long long)p, &pc);
+		print_message("# -P %d: %lu sched_switch, %lu without it, %lu of a child\n",
+			      (int)p, (unsigned long)pc.n, (unsigned long)pc.foreign,
+			      (unsigned long)pc.child);
+		assert_true(pc.n > 0);
+		assert_int_equal(pc.foreign, 0);
+		assert_int_equal(pc.child, 0);
+	}
+
+	/* -p function: recorded where the kernel lets an instance have it */
+	{
+		char *fv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-p", "function",
+			       "--duration", "0.3", "-o", out, NULL };
+		int rc = tlib_sim_run(&sim, fv, "/dev/null", err);
+
+		print_message("# -p function: exit %d\n", rc);
+		if (instance_may_write("current_tracer", "function"))
+			assert_int_equal(rc, 0);
+		else if (rc != 1 || !tlib_file_has(err, "current_tracer"))
+			fail_msg("-p function: exit %d, no message naming current_tracer: %s",
+				 rc, tlib_show(err));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -657,10 +812,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stress, setup_stress, cleanup),
 		cmocka_unit_test_setup_teardown(test_command, setup_basic, cleanup),
 		cmocka_unit_test_setup_teardown(test_dom0_options, setup_basic, cleanup),
+		cmocka_unit_test_setup_teardown(test_dom0_pids, setup_basic, cleanup),
 		cmocka_unit_test_setup_teardown(test_sigint, setup_basic, cleanup),
 		cmocka_unit_test_setup_teardown(test_errors, setup_basic, cleanup),
 	};
 
 	tracecmd_set_loglevel(TEP_LOG_NONE);
+	if (getenv("TCX_TEST_ONLY"))
+		cmocka_set_test_filter(getenv("TCX_TEST_ONLY"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
