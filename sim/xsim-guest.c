@@ -19,7 +19,7 @@
  * set_ftrace_filter, set_ftrace_notrace, set_graph_function and
  * max_graph_depth.
  *
- * buffer_size_kb: at boot each CPU's buffer is its FIFO (64 KiB), which
+ * buffer_size_kb: at boot each CPU's buffer is its FIFO (1 MiB), which
  * drops the newest page when full. Once buffer_size_kb is written with
  * another size, each CPU's buffer is a ring of that size, as the kernel's
  * in overwrite mode: the FIFO is sized to hold it, and a page that would
@@ -45,6 +45,7 @@
 #define TS_BITS		27
 #define FLUSH_AFTER_MS	50		/* partial pages reach readers this late */
 #define BOOT_BUFFER_KB	"1408"		/* buffer_size_kb as booted: the FIFO */
+#define FIFO_SIZE	(1 << 20)	/* the FIFO as booted */
 
 /* Event ids of the simulated guest kernel, as its format files say. */
 enum {
@@ -328,7 +329,7 @@ static int open_fifo(const char *dir, const char *name)
 	else if ((fd = open(p, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
 		fd = -errno;
 	if (fd >= 0)
-		fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+		fcntl(fd, F_SETPIPE_SZ, FIFO_SIZE);
 	else
 		unlink(p);	/* no FIFO nobody reads */
 	free(p);
@@ -1332,7 +1333,7 @@ static void refresh_buffer(struct xsim_guest *g)
 
 		pthread_mutex_lock(&gc->lock);
 		/* the FIFO holds the ring: it cannot shrink below what it has */
-		fcntl(gc->fd, F_SETPIPE_SZ, pages ? pages * PAGE : 16 * PAGE);
+		fcntl(gc->fd, F_SETPIPE_SZ, pages ? pages * PAGE : FIFO_SIZE);
 		sz = fcntl(gc->fd, F_GETPIPE_SZ);
 		gc->ring_pages = pages && sz > 0 && (unsigned int)sz / PAGE < pages ?
 				 (unsigned int)sz / PAGE : pages;
