@@ -64,6 +64,8 @@ struct reader {
 
 	/* exit reasons: isa << 11 | reason -> compact index + 1 */
 	uint16_t *reason_idx;
+	/* per pCPU: a vCPU ran or was switched there (xenalyze's start of day) */
+	bool *sched_seen;
 };
 
 static inline uint64_t get_field(const uint8_t *ev, uint32_t len, const struct ana_field *f)
@@ -594,11 +596,15 @@ static int dispatch(struct reader *rd, int cpu, const uint8_t *ev, uint32_t len,
 		uint32_t key = (uint32_t)get_field(ev, len, &rd->rs_dom) << 16 |
 			       (uint32_t)get_field(ev, len, &rd->rs_vcpu);
 
+		uint64_t old = get_field(ev, len, &rd->rs_old);
+		uint64_t new = get_field(ev, len, &rd->rs_new);
+
 		vi = vcpu_of(rd, key);
 		if (vi < 0)
 			return -ENOMEM;
-		runstate(rd, vi, t, cpu, get_field(ev, len, &rd->rs_old),
-			 get_field(ev, len, &rd->rs_new));
+		if (old == ANA_RUNNING || new == ANA_RUNNING)
+			rd->sched_seen[cpu] = true;
+		runstate(rd, vi, t, cpu, old, new);
 		return 0;
 	}
 	case ANA_K_CONTINUE: {
@@ -608,6 +614,18 @@ static int dispatch(struct reader *rd, int cpu, const uint8_t *ev, uint32_t len,
 		vi = vcpu_of(rd, key);
 		if (vi < 0)
 			return -ENOMEM;
+		/*
+		 * As xenalyze: a vCPU never seen to run whose first record is
+		 * a continue, on a pCPU with no switch yet, was running since
+		 * the capture began; its runstates count from here on.
+		 */
+		if (!rd->vs[vi].seen_run && !rd->sched_seen[cpu]) {
+			rd->vs[vi].seen_run = true;
+			rd->vs[vi].state = ANA_RUNNING;
+			rd->vs[vi].state_tsc = t;
+			rd->vs[vi].last_pcpu = cpu;
+		}
+		rd->sched_seen[cpu] = true;
 		bound(rd, vi, t, cpu, ANA_B_CONT);
 		return 0;
 	}
@@ -894,7 +912,8 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 	r->pcpus = calloc(ncpus, sizeof(*r->pcpus));
 	st = calloc(ncpus, sizeof(*st));
 	sp = calloc(ncpus, sizeof(*sp));
-	if (!r->pcpus || !st || !sp) {
+	rd->sched_seen = calloc(ncpus, sizeof(*rd->sched_seen));
+	if (!r->pcpus || !st || !sp || !rd->sched_seen) {
 		tcx_fail(-ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -1074,6 +1093,7 @@ out:
 		free(rd->hkeys);
 		free(rd->hvals);
 		free(rd->reason_idx);
+		free(rd->sched_seen);
 		free(rd);
 	}
 	if (st)
