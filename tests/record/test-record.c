@@ -574,7 +574,9 @@ static void test_dom0_max_kb(void **state)
 	char *out = tlib_path(sim.tmp, "trace.dat"), *err = tlib_path(sim.tmp, "err");
 	char *d0 = tlib_path(sim.tmp, "trace-dom0.dat"), *js = tlib_path(sim.tmp, "s.json");
 	char *sum = tlib_path(sim.tmp, "sum");
-	const char *script = "m=/sys/kernel/tracing/instances/tcx-record-$PPID/trace_marker; "
+	/* pinned to CPU 0: one ring holds the markers, in order */
+	const char *script = "taskset -p -c 0 $$ >/dev/null || exit 1; "
+			     "m=/sys/kernel/tracing/instances/tcx-record-$PPID/trace_marker; "
 			     "i=0; while [ $i -lt 20000 ]; do echo \"tcxm $i\" > $m; "
 			     "i=$((i+1)); done";
 	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-e", "sched:sched_switch",
@@ -591,6 +593,7 @@ static void test_dom0_max_kb(void **state)
 	assert_int_equal(m.last, 19999);
 	assert_true(m.first > 10000);
 	assert_true(m.n > 0 && m.n < 2000);
+	assert_int_equal(m.n, m.last - m.first + 1);
 	assert_true(m.cpu_kb_max > 0 && m.cpu_kb_max <= 16 + page_kb);
 	if (!tlib_file_has(err, "-b 512 ignored: -m 16 sets the buffer size"))
 		fail_msg("no note on -b beside -m: %s", tlib_show(err));
