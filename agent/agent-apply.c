@@ -626,7 +626,7 @@ static int save_top(struct agent_trace *tr, const struct agent_record_opts *o)
 
 		/* the buffer's size only if -b changes it: writing it back
 		 * would allocate a buffer the kernel had not expanded yet */
-		if (kind == SAVED_SIZE && !o->buffer_kb)
+		if (kind == SAVED_SIZE && !o->buffer_kb && !o->max_kb)
 			continue;
 		path = file_path(tr, true, files[i].file);
 		if (!path)
@@ -736,7 +736,22 @@ int agent_apply(struct agent_trace *tr, const struct agent_record_opts *o)
 		ret = apply_funcs(tr, o);
 	if (!ret)
 		ret = apply_tracer(tr, o);
+	if (!ret && tr->sim_dir && agent_buffer_kb(o)) {
+		char kb[16];
+
+		/* before the reset: the simulator sizes its rings by it */
+		snprintf(kb, sizeof(kb), "%u", agent_buffer_kb(o));
+		ret = put(tr, false, "buffer_size_kb", kb, false);
+		if (ret)
+			ret = tcx_fail(ret, "cannot set a %s KiB buffer: %s", kb,
+				       strerror(-ret));
+	}
 	if (!ret && tr->sim_dir)
 		ret = sim_reset(tr);
 	return ret;
+}
+
+unsigned int agent_buffer_kb(const struct agent_record_opts *o)
+{
+	return o->max_kb ? o->max_kb : o->buffer_kb;
 }

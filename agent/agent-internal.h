@@ -59,6 +59,12 @@ int agent_sim_setup(struct agent_trace *tr, const char *dir,
  * is written back by agent_apply_restore() (from agent_trace_teardown()).
  */
 int agent_apply(struct agent_trace *tr, const struct agent_record_opts *o);
+/*
+ * The per-CPU buffer a session asks for (0: leave it): -m's KiB, which the
+ * kernel's ring then keeps newest (the streams read it only once tracing is
+ * off), else -b's.
+ */
+unsigned int agent_buffer_kb(const struct agent_record_opts *o);
 void agent_apply_restore(struct agent_trace *tr);
 /*
  * -p names a tracer the top instance offers and ours lacks: take the top
@@ -104,8 +110,7 @@ struct agent_stream {
 	bool no_splice;			/* tests: read() even over a socket */
 	bool late_partial;		/* a simulated kernel: partial pages come late */
 	unsigned int nap_us;		/* -s: nap when empty (0: POLL_MS) */
-	uint64_t max_pages;		/* -m: send no more (0: no limit) */
-	uint64_t capped_pages;		/* read past -m and not sent */
+	bool hold;			/* -m: read nothing until stopped */
 	pthread_t th;
 	bool started;
 	int err;

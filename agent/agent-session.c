@@ -407,16 +407,40 @@ static int start_streams(struct session *s)
 		st->token_ms = TOKEN_MS;
 		st->nap_us = s->tr.sleep_us;
 		st->late_partial = s->tr.sim_dir != NULL;
-		/* -m counts pages in copy_pages(), which only read() does */
-		st->max_pages = (uint64_t)s->tr.max_kb * 1024 /
-				s->tr.page_size;
-		if (s->tr.max_kb && !st->max_pages)
-			st->max_pages = 1;
-		if (st->max_pages)
-			st->no_splice = true;
+		st->hold = s->tr.max_kb != 0;
 		ret = st->raw_path ? agent_stream_start(st) : -ENOMEM;
 	}
 	return ret;
+}
+
+/* -m: the events @cpu's ring overwrote, from per_cpu/cpuN/stats "overrun:". */
+static unsigned long long cpu_overrun(struct session *s, int cpu)
+{
+	char file[48], *path = NULL, *text = NULL, *p;
+	unsigned long long n = 0;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "per_cpu/cpu%d/stats", cpu);
+	if (s->tr.sim_dir) {
+		if (asprintf(&path, "%s/%s", s->tr.sim_dir, file) < 0)
+			path = NULL;
+	} else {
+		char *t = s->tr.inst ? tracefs_instance_get_file(s->tr.inst, file) :
+			  tracefs_get_tracing_file(file);
+
+		path = t ? strdup(t) : NULL;
+		tracefs_put_tracing_file(t);
+	}
+	f = path ? fopen(path, "r") : NULL;
+	if (f) {
+		text = calloc(1, 4096);
+		if (text && fread(text, 1, 4095, f) > 0 && (p = strstr(text, "overrun:")))
+			n = strtoull(p + 8, NULL, 10);
+		fclose(f);
+	}
+	free(text);
+	free(path);
+	return n;
 }
 
 static uint64_t stop_streams(struct session *s, unsigned int *refused)
@@ -425,13 +449,16 @@ static uint64_t stop_streams(struct session *s, unsigned int *refused)
 
 	atomic_store(&s->stop, 1);
 	for (int c = 0; s->streams && c < s->tr.ncpus; c++) {
+		bool held = s->streams[c].started && s->streams[c].hold;
+
 		agent_stream_join(&s->streams[c]);
 		pages += s->streams[c].pages;
-		if (s->streams[c].capped_pages)
-			fprintf(s->log, "agent: cpu%d: -m %u KiB reached: %llu more "
-				"pages read and not sent\n", c, s->tr.max_kb,
-				(unsigned long long)s->streams[c].capped_pages);
-		s->streams[c].capped_pages = 0;
+		if (held)
+			fprintf(s->log, "agent: cpu%d: -m %u KiB: sent the newest %llu "
+				"pages; %llu older events overwritten by design\n", c,
+				s->tr.max_kb, (unsigned long long)s->streams[c].pages,
+				cpu_overrun(s, c));
+		s->streams[c].hold = false;
 		*refused += s->streams[c].refused;
 		s->streams[c].refused = 0;
 		free((char *)s->streams[c].raw_path);

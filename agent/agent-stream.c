@@ -418,6 +418,9 @@ static int copy_pages(struct agent_stream *s, int raw,
 	size_t used = 0;
 	int ret = 0;
 
+	/* -m: the kernel's ring keeps the newest pages until tracing is off */
+	while (s->hold && !*s->stop)
+		usleep(POLL_MS * 1000);
 	splicer_open(s, &sp, sock);
 	for (;;) {
 		struct pollfd pfd = { .fd = raw, .events = POLLIN };
@@ -446,16 +449,6 @@ static int copy_pages(struct agent_stream *s, int raw,
 			memset(buf + used + n, 0, got - (size_t)n);
 			partial = page_fill(buf + used + got - s->page_size,
 					    s->page_size) < 3;
-			if (s->max_pages && s->pages >= s->max_pages) {
-				/* -m: read, so that the buffer does not
-				 * fill, but no more sent */
-				s->capped_pages += got / s->page_size;
-				if (!partial)
-					continue;
-				if (!*s->stop)
-					nap(s);
-				continue;
-			}
 			used += got;
 			s->pages += got / s->page_size;
 			if (used < cap && !partial)

@@ -117,9 +117,10 @@ int agent_trace_setup(struct agent_trace *tr, const struct agent_record_opts *o,
 			goto fail;
 		}
 	}
-	if (o->buffer_kb &&
-	    tracefs_instance_set_buffer_size(tr->inst, o->buffer_kb, -1) < 0) {
-		tcx_fail(-EINVAL, "cannot set a %u KiB buffer", o->buffer_kb);
+	if (agent_buffer_kb(o) &&
+	    tracefs_instance_set_buffer_size(tr->inst, agent_buffer_kb(o), -1) < 0) {
+		tcx_fail(-EINVAL, "cannot set a %u KiB buffer%s", agent_buffer_kb(o),
+			 o->max_kb ? " (-m)" : "");
 		goto fail;
 	}
 	for (int i = 0; i < o->nr_events; i++) {

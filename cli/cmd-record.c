@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		"  --max-graph-depth N  function_graph's depth (max_graph_depth)\n"
 		"  -T                   a stack trace with every event\n"
 		"  -s USECS             read the buffers every USECS (dom0: 200000)\n"
-		"  -m KB                at most KB per CPU in the file (dom0: the first)\n"
+		"  -m KB                keep the newest KB per CPU (the buffer's size; -b ignored)\n"
 		"  -b KB                ftrace buffer per CPU in KiB\n"
 		"  -C CLOCK             x86-tsc only: the files share that clock\n"
 		"  --verbose[=LEVEL]    libtracefs' log level (none..all, 0..6; info)\n"

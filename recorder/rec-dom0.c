@@ -33,8 +33,11 @@ struct rec_dom0 {
 	uint8_t			*page;
 	uint32_t		page_size;
 	uint64_t		pages;
-	uint64_t		*cpu_bytes;	/* per CPU, for -m */
-	uint64_t		max_bytes;	/* -m (0: no limit) */
+	unsigned long		max_kb;		/* -m: the buffer's size, read at the stop */
+	bool			stopped;	/* tracing off: -m's pages may be read */
+	uint64_t		*overrun;	/* per CPU, -m: events the ring overwrote */
+	uint64_t		*cpu_pages;	/* per CPU: pages into the file */
+	FILE			*log;
 	unsigned long		old_depth;	/* max_graph_depth + 1 to put back (0: none) */
 	int			err;		/* the first write error: sticky */
 	char			errmsg[TCX_ERROR_MAX];
@@ -302,9 +305,18 @@ static int set_ftrace(struct rec_dom0 *d, const struct rec_dom0_opts *o)
 
 	if (ft && ft->verbose >= 0)
 		tracefs_set_loglevel((enum tep_loglevel)ft->verbose);
-	if (ft && ft->buffer_kb &&
-	    tracefs_instance_set_buffer_size(d->inst, ft->buffer_kb, -1) < 0)
+	if (ft && ft->max_kb) {
+		/* -m: the kernel's ring keeps the newest KiB, read at the stop */
+		if (ft->buffer_kb && ft->buffer_kb != ft->max_kb && d->log)
+			fprintf(d->log, "dom0: -b %u ignored: -m %lu sets the buffer size\n",
+				ft->buffer_kb, ft->max_kb);
+		if (tracefs_instance_set_buffer_size(d->inst, ft->max_kb, -1) < 0)
+			return tcx_fail(-EINVAL, "dom0: cannot set a %lu KiB buffer (-m)",
+					ft->max_kb);
+	} else if (ft && ft->buffer_kb &&
+		   tracefs_instance_set_buffer_size(d->inst, ft->buffer_kb, -1) < 0) {
 		return tcx_fail(-EINVAL, "dom0: cannot set a %u KiB buffer (-b)", ft->buffer_kb);
+	}
 	ret = set_events(d->inst, ft);
 	if (ret || !ft)
 		return ret;
@@ -344,6 +356,8 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o)
 	if (!d)
 		return tcx_fail(-ENOMEM, "out of memory");
 	d->page_size = (uint32_t)getpagesize();
+	d->log = o->log;
+	d->max_kb = o->ft ? o->ft->max_kb : 0;
 	d->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 	snprintf(name, sizeof(name), INSTANCE_PREFIX "%d", (int)getpid());
 	d->inst = tracefs_instance_create(name);
@@ -401,9 +415,9 @@ int rec_dom0_open(struct rec_dom0 **out, const struct rec_dom0_opts *o)
 	}
 	d->page = malloc(d->page_size);
 	d->fd = calloc(d->ncpus, sizeof(*d->fd));
-	d->cpu_bytes = calloc(d->ncpus, sizeof(*d->cpu_bytes));
-	d->max_bytes = o->ft ? o->ft->max_kb * 1024ull : 0;
-	if (!d->page || !d->fd || !d->cpu_bytes) {
+	d->cpu_pages = calloc(d->ncpus, sizeof(*d->cpu_pages));
+	d->overrun = calloc(d->ncpus, sizeof(*d->overrun));
+	if (!d->page || !d->fd || !d->cpu_pages || !d->overrun) {
 		ret = tcx_fail(-ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -437,6 +451,9 @@ int rec_dom0_drain(struct rec_dom0 *d)
 
 	if (d->err)
 		return tcx_fail(d->err, "%s", d->errmsg);
+	/* -m: nothing is read while tracing, so that the ring overwrites */
+	if (d->max_kb && !d->stopped)
+		return 0;
 	for (int c = 0; c < d->ncpus; c++) {
 		/* a bounded number per call: one busy CPU cannot starve the rest */
 		for (int i = 0; d->fd[c] >= 0 && i < 256; i++) {
@@ -447,10 +464,6 @@ int rec_dom0_drain(struct rec_dom0 *d)
 				break;
 			if (r <= 0)
 				break;
-			/* -m: the first max_kb per CPU */
-			if (d->max_bytes && d->cpu_bytes[c] + d->page_size > d->max_bytes)
-				continue;
-			d->cpu_bytes[c] += d->page_size;
 			if ((size_t)r < d->page_size)
 				memset(d->page + r, 0, d->page_size - r);
 			ret = tdat_write_page(d->w, c, d->page);
@@ -462,10 +475,26 @@ int rec_dom0_drain(struct rec_dom0 *d)
 				return ret;
 			}
 			d->pages++;
+			d->cpu_pages[c]++;
 			n++;
 		}
 	}
 	return n;
+}
+
+/* -m: what the kernel overwrote, from per_cpu/cpuN/stats "overrun:". */
+static void read_overruns(struct rec_dom0 *d)
+{
+	for (int c = 0; c < d->ncpus; c++) {
+		char file[48], *text, *p;
+
+		snprintf(file, sizeof(file), "per_cpu/cpu%d/stats", c);
+		text = tracefs_instance_file_read(d->inst, file, NULL);
+		p = text ? strstr(text, "overrun:") : NULL;
+		if (p)
+			d->overrun[c] = strtoull(p + 8, NULL, 10);
+		free(text);
+	}
 }
 
 int rec_dom0_stop(struct rec_dom0 *d)
@@ -473,12 +502,43 @@ int rec_dom0_stop(struct rec_dom0 *d)
 	int ret, n = 0;
 
 	tracefs_trace_off(d->inst);
+	d->stopped = true;
 	/* a non-blocking read after trace off hands out the partial pages too */
 	do {
 		ret = rec_dom0_drain(d);
 		n += ret > 0 ? ret : 0;
 	} while (ret > 0);
+	if (d->max_kb)
+		read_overruns(d);
 	return ret < 0 ? ret : n;
+}
+
+uint64_t rec_dom0_overwritten(const struct rec_dom0 *d, int cpu, uint64_t *pages)
+{
+	uint64_t n = 0;
+
+	if (pages)
+		*pages = 0;
+	if (!d || !d->max_kb)
+		return 0;
+	for (int c = 0; c < d->ncpus; c++) {
+		if (cpu >= 0 && c != cpu)
+			continue;
+		n += d->overrun[c];
+		if (pages)
+			*pages += d->cpu_pages[c];
+	}
+	return n;
+}
+
+unsigned long rec_dom0_max_kb(const struct rec_dom0 *d)
+{
+	return d ? d->max_kb : 0;
+}
+
+int rec_dom0_ncpus(const struct rec_dom0 *d)
+{
+	return d ? d->ncpus : 0;
 }
 
 void rec_dom0_stats(const struct rec_dom0 *d, struct tdat_stats *st)
@@ -514,7 +574,8 @@ int rec_dom0_close(struct rec_dom0 *d)
 		snprintf(val, sizeof(val), "%lu", d->old_depth - 1);
 		tracefs_instance_file_write(NULL, "max_graph_depth", val);
 	}
-	free(d->cpu_bytes);
+	free(d->cpu_pages);
+	free(d->overrun);
 	free(d->fd);
 	free(d->page);
 	free(d);

@@ -94,6 +94,9 @@ struct session {
 	uint32_t			mult, shift;
 	bool				has_d0;
 	struct tdat_stats		d0st;	/* dom0's file, at its close */
+	unsigned long			d0_max_kb;	/* -m, at its close */
+	uint64_t			d0_overwritten;	/* -m: by design, not lost */
+	char				d0_kept[512];	/* -m: pages kept per CPU */
 	int				err;
 	char				errmsg[512];
 	pid_t				child;
@@ -963,6 +966,14 @@ static double span_s(const struct session *ss)
 	return (ss->c1.ns - ss->c0.ns) / 1e9;
 }
 
+/* dom0's missed events, less those -m's ring overwrote by design. */
+static uint64_t dom0_lost(const struct session *ss)
+{
+	uint64_t m = ss->d0st.missed;
+
+	return m > ss->d0_overwritten ? m - ss->d0_overwritten : 0;
+}
+
 static void summary(const struct session *ss, FILE *f)
 {
 	struct rec_stream_stats st;
@@ -977,7 +988,11 @@ static void summary(const struct session *ss, FILE *f)
 		file_size(ss->o->output));
 	if (ss->has_d0) {
 		fprintf(f, "dom0        %s: %" PRIu64 " pages, %" PRIu64 " lost, %" PRIu64
-			" bytes\n", ss->dom0_path, ds->pages, ds->missed, file_size(ss->dom0_path));
+			" bytes\n", ss->dom0_path, ds->pages, dom0_lost(ss), file_size(ss->dom0_path));
+		if (ss->d0_max_kb)
+			fprintf(f, "dom0        -m %lu KiB: kept the newest pages per CPU (%s); "
+				"%" PRIu64 " older events overwritten by design (not lost)\n",
+				ss->d0_max_kb, ss->d0_kept, ss->d0_overwritten);
 	}
 	for (int i = 0; ss->gclosed && i < ss->ng; i++)
 		rec_guest_summary_print(&ss->gsum[i], f);
@@ -1097,7 +1112,7 @@ static void losses(const struct session *ss, struct rec_record_result *r)
 	if (ss->s)
 		rec_stream_get_stats(ss->s, &st);
 	r->lost_xen = st.lost;
-	r->lost_dom0 = ss->has_d0 ? ss->d0st.missed + ss->d0st.bad_pages : 0;
+	r->lost_dom0 = ss->has_d0 ? dom0_lost(ss) + ss->d0st.bad_pages : 0;
 	r->lost_guests = 0;
 	for (int i = 0; ss->gclosed && i < ss->ng; i++)
 		r->lost_guests += ss->gsum[i].missed + ss->gsum[i].bad_pages;
@@ -1147,8 +1162,10 @@ static void summary_json(const struct session *ss, FILE *f)
 		fprintf(f, "  \"dom0\": {\"file\": ");
 		tcx_json_str(f, ss->dom0_path);
 		fprintf(f, ", \"size\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"events\": %" PRIu64
-			", \"lost\": %" PRIu64 ", \"bad_pages\": %" PRIu64 "},\n",
-			file_size(ss->dom0_path), ds->pages, ds->events, ds->missed, ds->bad_pages);
+			", \"lost\": %" PRIu64 ", \"bad_pages\": %" PRIu64 ", \"max_kb\": %lu"
+			", \"overwritten\": %" PRIu64 "},\n",
+			file_size(ss->dom0_path), ds->pages, ds->events, dom0_lost(ss),
+			ds->bad_pages, ss->d0_max_kb, ss->d0_overwritten);
 	}
 	if (ss->rawfd >= 0) {
 		fprintf(f, "  \"raw\": {\"file\": ");
@@ -1460,10 +1477,29 @@ static int open_hv(struct session *ss)
 	return ret;
 }
 
+/* -m: what dom0's ring kept and overwrote, for the summary. */
+static void dom0_kept(struct session *ss)
+{
+	size_t len = 0;
+
+	ss->d0_max_kb = rec_dom0_max_kb(ss->d0);
+	ss->d0_overwritten = rec_dom0_overwritten(ss->d0, -1, NULL);
+	ss->d0_kept[0] = '\0';
+	for (int c = 0; ss->d0_max_kb && c < rec_dom0_ncpus(ss->d0); c++) {
+		uint64_t pages;
+
+		rec_dom0_overwritten(ss->d0, c, &pages);
+		if (len < sizeof(ss->d0_kept))
+			len += (size_t)snprintf(ss->d0_kept + len, sizeof(ss->d0_kept) - len,
+						"%scpu%d %" PRIu64, c ? ", " : "", c, pages);
+	}
+}
+
 static int start_dom0(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	struct rec_dom0_opts d0 = {
+		.log = o->log ? o->log : stderr,
 		.path = ss->dom0_tmp ? ss->dom0_tmp : ss->dom0_path, .ft = o->dom0,
 		.traceid = rec_guest_traceid(0),
 		.mult = ss->mult, .shift = ss->shift,
@@ -1639,6 +1675,7 @@ static void close_outputs(struct session *ss, int ret)
 
 		rec_dom0_stats(ss->d0, &ss->d0st);
 		ss->has_d0 = true;
+		dom0_kept(ss);
 		cret = rec_dom0_close(ss->d0);
 		ss->d0 = NULL;
 

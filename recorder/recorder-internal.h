@@ -697,8 +697,10 @@ struct tdat_stats;
  * @mult, @shift: TSC2NSEC (mult 0: none)
  * @pids, @npids: tasks to name "command" (not running yet); with @ft's
  *		filter_command, the only tasks traced (with -P's)
+ * @log:	notes (-b ignored beside -m); NULL: none
  */
 struct rec_dom0_opts {
+	FILE			*log;
 	const char		*path;
 	const struct rec_ftrace_opts *ft;
 	int			file_version;
@@ -729,8 +731,27 @@ int rec_dom0_start(struct rec_dom0 *d);
  */
 int rec_dom0_drain(struct rec_dom0 *d);
 
-/** rec_dom0_stop - tracing off and everything left into the file */
+/**
+ * rec_dom0_stop - tracing off and everything left into the file
+ *
+ * With -m nothing is read before: the instance's buffer (buffer_size_kb
+ * set to -m's KiB, overwrite mode) holds the newest events, read here.
+ */
 int rec_dom0_stop(struct rec_dom0 *d);
+
+/**
+ * rec_dom0_overwritten - with -m, after rec_dom0_stop(): the events the
+ * kernel's ring overwrote on @cpu (-1: all CPUs), by design, from
+ * per_cpu/cpuN/stats "overrun:"; *@pages (if set): the pages kept there.
+ * 0 without -m.
+ */
+uint64_t rec_dom0_overwritten(const struct rec_dom0 *d, int cpu, uint64_t *pages);
+
+/** rec_dom0_max_kb - -m's KiB (0: none) */
+unsigned long rec_dom0_max_kb(const struct rec_dom0 *d);
+
+/** rec_dom0_ncpus - the CPUs dom0's file has */
+int rec_dom0_ncpus(const struct rec_dom0 *d);
 
 /** rec_dom0_stats - the file's counters */
 void rec_dom0_stats(const struct rec_dom0 *d, struct tdat_stats *st);

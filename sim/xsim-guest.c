@@ -18,6 +18,14 @@
  * symbols in tracing/kallsyms, not in a real tracefs), within
  * set_ftrace_filter, set_ftrace_notrace, set_graph_function and
  * max_graph_depth.
+ *
+ * buffer_size_kb: at boot each CPU's buffer is its FIFO (1 MiB), which
+ * drops the newest page when full. Once buffer_size_kb is written with
+ * another size, each CPU's buffer is a ring of that size, as the kernel's
+ * in overwrite mode: the FIFO is sized to hold it, and a page that would
+ * make the unread ones exceed it first takes the oldest unread page out
+ * (per_cpu/cpuN/stats "overrun:" counts its events, and a truth line says
+ * when the size changed). Writing the boot size back returns to the FIFO.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +44,8 @@
 #define MISSED_EVENTS	(1ull << 31)	/* commit flag: pages were lost */
 #define TS_BITS		27
 #define FLUSH_AFTER_MS	50		/* partial pages reach readers this late */
+#define BOOT_BUFFER_KB	"1408"		/* buffer_size_kb as booted: the FIFO */
+#define FIFO_SIZE	(1 << 20)	/* the FIFO as booted */
 
 /* Event ids of the simulated guest kernel, as its format files say. */
 enum {
@@ -79,6 +90,9 @@ struct gcpu {
 	uint64_t page_ts, last_ts;	/* guest TSC */
 	uint64_t opened_host;		/* host TSC when the page was opened */
 	uint64_t events, pages, dropped;
+	unsigned int ring_pages;	/* 0: the FIFO; else its ring's size */
+	uint64_t overrun, overrun_pages;	/* the ring overwrote */
+	uint64_t overrun_shown;		/* in per_cpu/cpuN/stats */
 	uint64_t filtered;		/* events a filter rejected */
 	uint64_t funcs;			/* function tracer records */
 	bool in_task;			/* the guest task (not idle) runs */
@@ -106,6 +120,7 @@ struct xsim_guest {
 	struct xsim_action q[64];
 	unsigned int qhead, qlen;
 	uint64_t markers_lost;
+	char buffer_kb[32];		/* buffer_size_kb as last read */
 	struct gcpu cpu[XSIM_MAX_VCPUS];
 };
 
@@ -314,7 +329,7 @@ static int open_fifo(const char *dir, const char *name)
 	else if ((fd = open(p, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
 		fd = -errno;
 	if (fd >= 0)
-		fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+		fcntl(fd, F_SETPIPE_SZ, FIFO_SIZE);
 	else
 		unlink(p);	/* no FIFO nobody reads */
 	free(p);
@@ -342,7 +357,7 @@ static const struct {
 	{ "events/enable", "0\n" },
 	{ "tracing_on", "1\n" },
 	{ "trace_clock", "[local] global counter uptime perf mono mono_raw boot tai x86-tsc\n" },
-	{ "buffer_size_kb", "1408\n" },
+	{ "buffer_size_kb", BOOT_BUFFER_KB "\n" },
 	{ "buffer_total_size_kb", "1408\n" },
 	{ "buffer_percent", "50\n" },
 	{ "current_tracer", "nop\n" },
@@ -437,6 +452,9 @@ static int make_tree(struct xsim_guest *g)
 		snprintf(name, sizeof(name), "per_cpu/cpu%u/buffer_size_kb", c);
 		if ((ret = xsim_put_file(g->dir, name, "1408\n")))
 			return ret;
+		snprintf(name, sizeof(name), "per_cpu/cpu%u/stats", c);
+		if ((ret = xsim_put_file(g->dir, name, "entries: 0\noverrun: 0\n")))
+			return ret;
 		snprintf(name, sizeof(name), "per_cpu/cpu%u/trace_pipe_raw", c);
 		ret = open_fifo(g->dir, name);
 		if (ret < 0)
@@ -475,6 +493,7 @@ struct xsim_guest *xsim_guest_new(struct xsim_host *h, unsigned int dom,
 	g->ratio = xsim_tsc_ratio(&h->conf, d);
 	g->frac = xsim_frac_bits(h->conf.vendor);
 	g->marker_fd = g->raw_fd = -1;
+	snprintf(g->buffer_kb, sizeof(g->buffer_kb), "%s", BOOT_BUFFER_KB);
 	pthread_mutex_init(&g->qlock, NULL);
 	pthread_mutex_init(&g->flock, NULL);
 	for (size_t i = 0; i < sizeof(g->filter) / sizeof(g->filter[0]); i++)
@@ -828,6 +847,33 @@ static uint64_t gtsc(const struct xsim_guest *g, unsigned int c, uint64_t t)
 	return xsim_host_gtsc(g->h, g->dom, c, t);
 }
 
+static uint64_t page_events(const uint8_t *data, unsigned int len);
+
+/*
+ * A ring: the oldest unread page out if the new one would exceed it, as
+ * the kernel's writer overwrites (a reader that took it first wins).
+ */
+static void overwrite_locked(struct gcpu *gc)
+{
+	uint8_t old[PAGE];
+	uint64_t commit;
+	int unread = 0;
+
+	if (!gc->ring_pages || ioctl(gc->fd, FIONREAD, &unread) ||
+	    (unsigned int)unread < gc->ring_pages * PAGE)
+		return;
+	if (read(gc->fd, old, PAGE) != PAGE)
+		return;
+	memcpy(&commit, old + 8, 8);
+	commit = page_events(old + PAGE_HDR, (unsigned int)(commit & 0xffff));
+	/* events and pages count what readers got: this one they never do */
+	gc->events -= commit;
+	gc->overrun += commit;
+	gc->overrun_pages++;
+	if (gc->pages)
+		gc->pages--;
+}
+
 /* Hand the page to readers; a full FIFO loses it, as an overrun would. */
 static void flush_locked(struct gcpu *gc)
 {
@@ -838,6 +884,7 @@ static void flush_locked(struct gcpu *gc)
 	memcpy(gc->page, &gc->page_ts, 8);
 	memcpy(gc->page + 8, &commit, 8);
 	memset(gc->page + PAGE_HDR + gc->len, 0, PAGE - PAGE_HDR - gc->len);
+	overwrite_locked(gc);
 	if (write(gc->fd, gc->page, PAGE) == PAGE) {
 		gc->pages++;
 		gc->missed = false;
@@ -1261,12 +1308,71 @@ static void reset_rings(struct xsim_guest *g)
 	xsim_put_file(g->dir, "trace", TRACE_TEXT);
 }
 
+/* buffer_size_kb: the FIFO as booted, else a ring of its size per CPU. */
+static void refresh_buffer(struct xsim_guest *g)
+{
+	char buf[32];
+	unsigned long kb;
+	unsigned int pages = 0, got = 0;
+
+	get_file(g->dir, "buffer_size_kb", buf, sizeof(buf));
+	buf[strcspn(buf, "\n")] = '\0';
+	/* empty: libtracefs truncated it and is about to write the size */
+	if (!buf[0] || !strcmp(buf, g->buffer_kb))
+		return;
+	snprintf(g->buffer_kb, sizeof(g->buffer_kb), "%s", buf);
+	kb = strtoul(buf, NULL, 10);
+	if (strcmp(buf, BOOT_BUFFER_KB) && kb) {
+		/* the kernel's ring has two pages at least */
+		pages = (unsigned int)((kb * 1024 + PAGE - 1) / PAGE);
+		pages = pages < 2 ? 2 : pages;
+	}
+	for (unsigned int c = 0; c < g->nvcpus; c++) {
+		struct gcpu *gc = &g->cpu[c];
+		int sz;
+
+		pthread_mutex_lock(&gc->lock);
+		/* the FIFO holds the ring: it cannot shrink below what it has */
+		fcntl(gc->fd, F_SETPIPE_SZ, pages ? pages * PAGE : FIFO_SIZE);
+		sz = fcntl(gc->fd, F_GETPIPE_SZ);
+		gc->ring_pages = pages && sz > 0 && (unsigned int)sz / PAGE < pages ?
+				 (unsigned int)sz / PAGE : pages;
+		got = gc->ring_pages;
+		pthread_mutex_unlock(&gc->lock);
+	}
+	xsim_truth(g->h, "gbuffer domid=%u size_kb=%s ring_pages=%u%s\n", g->domid, buf,
+		   got, pages ? (got == pages ? "" : " (the FIFO could not hold more)") :
+		   " (the boot FIFO: drops the newest when full)");
+}
+
+/* per_cpu/cpuN/stats "overrun:", when it changed. */
+static void show_overrun(struct xsim_guest *g)
+{
+	for (unsigned int c = 0; c < g->nvcpus; c++) {
+		struct gcpu *gc = &g->cpu[c];
+		char name[64], text[96];
+		uint64_t n;
+
+		pthread_mutex_lock(&gc->lock);
+		n = gc->overrun;
+		pthread_mutex_unlock(&gc->lock);
+		if (n == gc->overrun_shown)
+			continue;
+		gc->overrun_shown = n;
+		snprintf(name, sizeof(name), "per_cpu/cpu%u/stats", c);
+		snprintf(text, sizeof(text), "entries: 0\noverrun: %lu\n", (unsigned long)n);
+		xsim_put_file(g->dir, name, text);
+	}
+}
+
 /* Re-read what libtracefs may have written. */
 static void refresh(struct xsim_guest *g)
 {
 	char buf[256], name[128];
 	unsigned int en = 0;
 	bool all;
+
+	refresh_buffer(g);
 
 	get_file(g->dir, "tracing_on", buf, sizeof(buf));
 	__atomic_store_n(&g->on, buf[0] != '0', __ATOMIC_RELAXED);
@@ -1321,6 +1427,7 @@ void xsim_guest_tick(struct xsim_guest *g, bool final)
 	if (!g->dir)
 		return;
 	refresh(g);
+	show_overrun(g);
 	for (unsigned int c = 0; c < g->nvcpus; c++) {
 		struct gcpu *gc = &g->cpu[c];
 
@@ -1340,10 +1447,11 @@ void xsim_guest_stats(struct xsim_guest *g)
 
 		pthread_mutex_lock(&gc->lock);
 		xsim_truth(g->h, "gstats domid=%u vcpu=%u events=%lu pages=%lu dropped_pages=%lu "
-			   "filtered=%lu functions=%lu\n",
+			   "filtered=%lu functions=%lu overrun=%lu overrun_pages=%lu\n",
 			   g->domid, c, (unsigned long)gc->events,
 			   (unsigned long)gc->pages, (unsigned long)gc->dropped,
-			   (unsigned long)gc->filtered, (unsigned long)gc->funcs);
+			   (unsigned long)gc->filtered, (unsigned long)gc->funcs,
+			   (unsigned long)gc->overrun, (unsigned long)gc->overrun_pages);
 		pthread_mutex_unlock(&gc->lock);
 	}
 }

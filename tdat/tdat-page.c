@@ -313,6 +313,9 @@ int tdat_page_walk_init(struct tdat_page_walk *pw, const void *page, size_t page
 	memcpy(&pw->ts, pg, 8);
 	if (long_size == 8) {
 		memcpy(&pw->flags, pg + 8, 8);
+		/* the kernel ORs its int (1 << 31) into a long: sign-extended */
+		if ((pw->flags & TDAT_MISSED_EVENTS) && pw->flags >> 32 == 0xffffffffu)
+			pw->flags &= 0xffffffffu;
 	} else {
 		uint32_t f32;
 

@@ -278,6 +278,7 @@ static int setup_kernel(void **state)
 	put("set_ftrace_notrace", "");
 	put("set_graph_function", "#### all functions enabled ####\n");
 	put("max_graph_depth", "0\n");
+	put("buffer_size_kb", "1408\n");
 	return tracefs_set_tracing_dir(dir) ? -1 : 0;
 }
 
@@ -320,6 +321,8 @@ static void test_apply_and_restore(void **state)
 	assert_string_equal(get("max_graph_depth"), "2");
 	assert_int_equal(tr.sleep_us, 5000);
 	assert_int_equal(tr.max_kb, 64);
+	/* -m is the ring's size */
+	assert_string_equal(get("buffer_size_kb"), "64");
 	agent_trace_teardown(&tr);
 	/* the kernel as it was */
 	assert_string_equal(get("events/sched/sched_switch/enable"), "0\n");
@@ -330,6 +333,7 @@ static void test_apply_and_restore(void **state)
 	assert_string_equal(get("set_graph_function"), "#### all functions enabled ####\n");
 	assert_string_equal(get("set_ftrace_filter"), "#### all functions enabled ####\n");
 	assert_string_equal(get("max_graph_depth"), "0\n");
+	assert_string_equal(get("buffer_size_kb"), "1408\n");
 }
 
 static void test_apply_refusals(void **state)

@@ -97,6 +97,9 @@ static int marks(const struct agent_proc *a)
  * Stock record against @a with @guest_opts for about @ms once the session
  * is up (or refused), then Ctrl-C. Returns whether the agent traced.
  */
+/* run (by sh) once the agent traces, before the wait; NULL: none */
+static const char *during;
+
 static bool record(const struct agent_proc *a, const char *out, const char *guest_opts,
 		   int ms)
 {
@@ -119,8 +122,11 @@ static bool record(const struct agent_proc *a, const char *out, const char *gues
 	for (int i = 0; i < 400 && marks(a) == seen; i++)
 		usleep(50 * 1000);
 	assert_int_equal(marks(a), seen + 1);
-	if (tlib_count_lines(a->log, ": tracing ") > traced)
+	if (tlib_count_lines(a->log, ": tracing ") > traced) {
+		if (during)
+			assert_int_equal(tlib_sh("%s", during), 0);
 		usleep(ms * 1000);
+	}
 	kill(pid, SIGINT);
 	tlib_wait(pid);
 	return tlib_count_lines(a->log, ": tracing ") > traced;
@@ -176,7 +182,7 @@ static void test_filter_exclude_stack(void **state)
 	struct agent_proc a;
 
 	char *loop[] = { "/bin/sh", "-c", "while :; do sleep 0.01; done", NULL };
-	char opts[128], re[64];
+	char opts[128], re[64], cmd[400];
 	pid_t sleeper = tlib_spawn(loop, NULL);
 
 	assert_true(sleeper > 0);
@@ -209,13 +215,30 @@ static void test_filter_exclude_stack(void **state)
 	assert_int_equal(count("v.txt", "sched_wakeup:"), 0);
 	assert_int_equal(count("v.txt", "kernel_stack:"), 0);
 
-	/* -m 64 (16 pages per CPU) with -s and --verbose */
-	assert_true(record(&a, "m", "-e sched -m 64 -s 20000 --verbose=2", 1500));
+	/*
+	 * -m 64 with -s and --verbose: the agent's ring (buffer_size_kb 64,
+	 * overwriting) keeps the newest 16 pages per CPU and the reader
+	 * page, sent once tracing is off: of 20000 numbered markers written
+	 * into its instance, the last is in the file and the first are not.
+	 */
+	/*
+	 * One writer pinned to CPU 0 fills one ring in order; a rare event
+	 * keeps a busy machine's scheduling from overwriting the markers.
+	 */
+	snprintf(cmd, sizeof(cmd), "taskset -p -c 0 $$ >/dev/null || exit 1; "
+		 "for f in /sys/kernel/tracing/instances/"
+		 "tcx-agent-%d-*/trace_marker; do m=$f; done; i=0; "
+		 "while [ $i -lt 20000 ]; do echo \"tcxm $i\" > $m; i=$((i+1)); done",
+		 (int)a.pid);
+	during = cmd;
+	assert_true(record(&a, "m", "-e sched:sched_process_exec -m 64 -s 20000 --verbose=2",
+			   1500));
+	during = NULL;
 	assert_int_equal(tlib_count_lines(a.log, "--verbose 2"), 1);
 	assert_int_equal(report("m-127.0.0.1.dat", "m.txt"), 0);
 	{
 		char line[256], *p;
-		long cpus = sysconf(_SC_NPROCESSORS_CONF);
+		long cpus = sysconf(_SC_NPROCESSORS_CONF), first = -1, last = -1, n = 0;
 		unsigned long pages = 0;
 		FILE *f = fopen(a.log, "r");
 
@@ -224,9 +247,29 @@ static void test_filter_exclude_stack(void **state)
 			if ((p = strstr(line, "pages sent")))
 				pages = strtoul(strrchr(line, ':') + 2, NULL, 10);
 		fclose(f);
+		snprintf(line, sizeof(line), "%s/m.txt", dir);
+		f = fopen(line, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			long v;
+
+			if (!(p = strstr(line, "tcxm ")))
+				continue;
+			v = strtol(p + 5, NULL, 10);
+			first = first < 0 || v < first ? v : first;
+			last = v > last ? v : last;
+			n++;
+		}
+		fclose(f);
+		printf("# -m 64: %lu pages sent, markers %ld..%ld (%ld of 20000)\n", pages,
+		       first, last, n);
 		assert_true(pages > 0);
-		assert_true(pages <= 16 * (unsigned long)cpus);
-		assert_true(count("m.txt", "sched_") > 0);
+		assert_true(pages <= 17 * (unsigned long)cpus);
+		assert_int_equal(last, 19999);
+		assert_true(first > 10000);
+		/* the newest, none missing in between */
+		assert_int_equal(n, last - first + 1);
+		assert_true(tlib_count_lines(a.log, "-m 64 KiB: sent the newest") > 0);
 	}
 	assert_int_equal(tlib_count_lines(a.log, "session failed"), 0);
 	stop_agent(&a);

@@ -590,6 +590,88 @@ static void test_guest_filters(void **state)
 	stop_agents();
 }
 
+/*
+ * -A guest1 -m 16: the agent's ring on the simulated kernel (buffer_size_kb
+ * 16: a ring of 4 pages per vCPU that overwrites its oldest unread page)
+ * is sent once tracing is off. The command writes 6000 numbered markers
+ * into vCPU 0's buffer: the file holds the last ones and not the first,
+ * no more than 16 KiB and a page per CPU, and the simulator's truth
+ * counts what the ring overwrote.
+ */
+static void test_max_kb(void **state)
+{
+	char *err = tlib_path(outdir, "err"), *rep = tlib_path(outdir, "m.txt");
+	char g1[480], cmd[1200], script[900], line[512];
+	long first = -1, last = -1, n = 0, fly_max = 0;
+	unsigned long long overrun = 0;
+	FILE *f;
+
+	start_xen_agent(gdom[0]);
+	snprintf(g1, sizeof(g1), "%s/trace-guest%u.dat", outdir, gdom[0]);
+	/* paced: the simulator queues 64 markers at most until a vCPU runs */
+	snprintf(script, sizeof(script), "i=0; while [ $i -lt 2000 ]; do echo \"tcxm $i\"; "
+		 "i=$((i+1)); [ $((i %% 16)) = 0 ] && sleep 0.01; done > "
+		 "%s/dom%u/tracing/per_cpu/cpu0/trace_marker; sleep 0.3", sim.dir, gdom[0]);
+	/* no sched_switch passes the filter: the newest pages are the markers' */
+	if (tcx_run(err, "record", "--xen", "-q", "--no-dom0", "-A", "guest1", "-e",
+		    "sched:sched_switch", "-f", "prev_pid<0", "-m", "16", "-o", tlib_path(outdir, "trace.dat"),
+		    "--", "/bin/sh", "-c", script, NULL))
+		fail_msg("record failed, see %s", tlib_show(err));
+	stop_agents();
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i '%s' > '%s' 2>/dev/null", g1, rep);
+	assert_int_equal(system(cmd), 0);
+	f = fopen(rep, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "tcxm ");
+		long v;
+
+		if (!p)
+			continue;
+		v = strtol(p + 5, NULL, 10);
+		first = first < 0 || v < first ? v : first;
+		last = v > last ? v : last;
+		n++;
+	}
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "trace-cmd dump --flyrecord -i '%s' 2>&1", g1);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long off, size;
+		int cpu;
+
+		if (strstr(line, "[id, data offset and size]") &&
+		    sscanf(line, "%d %llu %llu", &cpu, &off, &size) == 3 &&
+		    (long)(size / 1024) > fly_max)
+			fly_max = (long)(size / 1024);
+	}
+	pclose(f);
+	assert_int_equal(tlib_sim_stop(&sim), 0);
+	snprintf(cmd, sizeof(cmd), "%s/truth", sim.dir);
+	f = fopen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, " overrun=");
+
+		if (!strncmp(line, "gstats domid=1 vcpu=0 ", 22) && p)
+			overrun = strtoull(p + 9, NULL, 10);
+	}
+	fclose(f);
+	print_message("# -m 16: markers %ld..%ld (%ld of 2000; the simulator stamped %d), "
+		      "largest CPU %ld KiB, vCPU 0 overwrote %llu events\n", first, last, n,
+		      tlib_truth_count(sim.dir, "marker 1 0 "), fly_max, overrun);
+	assert_true(tlib_truth_count(sim.dir, "gbuffer domid=1 size_kb=16 ring_pages=4") > 0);
+	assert_true(tlib_truth_count(sim.dir, "marker 1 0 ") >= 2000);
+	assert_int_equal(last, 1999);
+	assert_true(first > 1000);
+	assert_true(n > 0 && n < 1000);
+	/* the ring, the page open at the stop, and one the simulator made
+	 * before it read tracing_on */
+	assert_true(fly_max > 0 && fly_max <= 16 + 8);
+	assert_true(overrun > 1000);
+}
+
 /* Two guests, one by name, one by domid, for 2 s. */
 static void test_two_guests(void **state)
 {
@@ -1055,6 +1137,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_two_guests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_max_kb, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_events, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_guest_filters, setup, teardown),
