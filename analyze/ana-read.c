@@ -715,37 +715,38 @@ static void cpu_first(struct tracecmd_input *h, int cpu, size_t psize, struct cp
 /*
  * How many pages @cpu has, none past @limit (the next CPU's first page, or
  * the end of the file). Each tracecmd_read_at() faults in the file around
- * the page it reads, so when another CPU's data follows, one look at the
- * last page before it usually settles it; else a search.
+ * the page it reads (up to a 2 MB folio of the page cache), and the pages
+ * it reads stay mapped until libtracecmd is closed. So the search goes
+ * back from @limit, doubling its step: the pages it reads lie within about
+ * twice the distance from this CPU's last page to @limit (the metadata
+ * after the last CPU, nothing when another CPU's data follows), not across
+ * the CPU's data, and memory stays flat in the file's size.
  */
 static void cpu_pages(struct tracecmd_input *h, int cpu, size_t psize, uint64_t limit,
-		      bool dense, struct cpu_span *sp)
+		      struct cpu_span *sp)
 {
-	uint64_t lo, hi, maxp;
+	/* page lo known to be ours (the first one), page hi not (or at @limit) */
+	uint64_t lo = 0, hi = (limit - sp->first_off) / psize, step = 1;
 
-	maxp = (limit - sp->first_off) / psize;
-	if (dense && maxp && page_of_cpu(h, sp->first_off + (maxp - 1) * psize, cpu)) {
-		sp->npages = maxp;
-		return;
+	while (step < hi - lo) {
+		uint64_t p = hi - step;
+
+		if (page_of_cpu(h, sp->first_off + p * psize, cpu)) {
+			lo = p;
+			break;
+		}
+		hi = p;
+		step *= 2;
 	}
-	/* lo pages known to be ours, hi known not to be (or past the file) */
-	lo = 1;
-	hi = 2;
-	while (hi <= maxp && page_of_cpu(h, sp->first_off + (hi - 1) * psize, cpu)) {
-		lo = hi;
-		hi *= 2;
-	}
-	if (hi > maxp + 1)
-		hi = maxp + 1;
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 
-		if (page_of_cpu(h, sp->first_off + (mid - 1) * psize, cpu))
+		if (page_of_cpu(h, sp->first_off + mid * psize, cpu))
 			lo = mid;
 		else
 			hi = mid;
 	}
-	sp->npages = lo;
+	sp->npages = lo + 1;
 }
 
 static int cmp_vcpu(const void *a, const void *b)
@@ -927,21 +928,15 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 			cpu_first(h, c, rd->psize, &sp[c]);
 		for (int c = 0; c < ncpus; c++) {
 			struct stream *s = &st[c];
-			uint64_t lns;
+			uint64_t lns, limit = fsize;
 
-			uint64_t limit = fsize;
-			bool dense = false;
-
-			for (int o = 0; o < ncpus; o++) {
+			for (int o = 0; o < ncpus; o++)
 				if (sp[o].present && sp[o].first_off > sp[c].first_off &&
-				    sp[o].first_off < limit) {
+				    sp[o].first_off < limit)
 					limit = sp[o].first_off;
-					dense = true;
-				}
-			}
 			s->done = true;
 			if (sp[c].present)
-				cpu_pages(h, c, rd->psize, limit, dense, &sp[c]);
+				cpu_pages(h, c, rd->psize, limit, &sp[c]);
 			if (!sp[c].present)
 				continue;
 			s->fd = fd;
@@ -998,7 +993,7 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 	}
 	/*
 	 * libtracecmd is done: closing it now unmaps the file regions its
-	 * page lookups faulted in (tens of MB on a large file).
+	 * page lookups faulted in (a few MB, whatever the file's size).
 	 */
 	tracecmd_close(h);
 	h = NULL;
