@@ -5,7 +5,7 @@
 #   bench/run.sh BUILDDIR
 #
 # To add a benchmark: build it in bench/meson.build and add its path
-# (relative to BUILDDIR) to the list below.
+# (relative to BUILDDIR, with its arguments if any) to the list below.
 set -u
 build=${1:?usage: bench/run.sh BUILDDIR}
 benches=(
@@ -13,6 +13,7 @@ benches=(
 	bench/convert-bench
 	bench/record-bench
 	bench/agent-bench
+	"bench/agent-bench 256 2 ${TMPDIR:-/tmp} vchan"
 	bench/tsync-bench
 	bench/scale-bench
 	bench/analyze-bench
@@ -20,6 +21,7 @@ benches=(
 rc=0
 for b in "${benches[@]}"; do
 	echo "== $b"
-	"$build/$b" || rc=1
+	read -r -a cmd <<< "$b"
+	"$build/${cmd[0]}" "${cmd[@]:1}" || rc=1
 done
 exit $rc
