@@ -30,7 +30,7 @@
 #define VPID		((1 << 16 | 0) + 1)	/* d1v0 */
 
 static char dir[] = "/tmp/tcx-join-XXXXXX";
-static char host[300], guest[300], stray[300];
+static char host[300], guest[300], stray[300], rewake[300];
 
 static const struct rec_event *ev_named(const char *name)
 {
@@ -183,6 +183,34 @@ static void write_guest(const char *path, uint64_t id)
 	assert_int_equal(tdat_close(w), 0);
 }
 
+/*
+ * The same guest, another run: worker (200) is woken while it runs (a
+ * kernel does that for a task about to sleep), sleeps, and is woken again
+ * before it next runs.
+ */
+static void write_guest_rewake(const char *path)
+{
+	struct tdat_params tp = { .version = 7, .cpus = 1 };
+	struct tdat_writer *w = tdat_open(path, &tp);
+	uint64_t ts[1] = { 0 };
+	int64_t off[1] = { (int64_t)SHIFT }, sc[1] = { 1 }, fr[1] = { 0 };
+	struct tdat_time_shift_cpu c = { 1, ts, off, sc, fr };
+
+	assert_non_null(w);
+	add_fmt(w, "sched_switch");
+	assert_int_equal(tdat_add_event_format(w, "sched", wakeup_fmt), 0);
+	assert_int_equal(tdat_set_traceid(w, GUEST_ID), 0);
+	assert_int_equal(tdat_set_time_shift(w, HOST_ID, 0, 1, &c), 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	sw(w, 1100000, 0, "swapper/0", 200, "worker");
+	wake(w, 1200000, 200, "worker");
+	sw(w, 1300000, 200, "worker", 0, "swapper/0");
+	wake(w, 2000000, 200, "worker");
+	sw(w, 2200000, 0, "swapper/0", 200, "worker");
+	sw(w, 2400000, 200, "worker", 0, "swapper/0");
+	assert_int_equal(tdat_close(w), 0);
+}
+
 /* @s as TAP comments, a "# " before each line */
 static void show(const char *s)
 {
@@ -202,9 +230,11 @@ static int setup(void **state)
 	snprintf(host, sizeof(host), "%s/trace.dat", dir);
 	snprintf(guest, sizeof(guest), "%s/trace-web.dat", dir);
 	snprintf(stray, sizeof(stray), "%s/trace-other.dat", dir);
+	snprintf(rewake, sizeof(rewake), "%s/trace-rewake.dat", dir);
 	write_host();
 	write_guest(guest, GUEST_ID);
 	write_guest(stray, GUEST_ID + 1);
+	write_guest_rewake(rewake);
 	return 0;
 }
 
@@ -214,8 +244,8 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Each task's figures from the JSON, checked by python3's parser. */
-static void check_json(const char *args, const char *expect)
+/* Each task's figures from the JSON of @g joined, checked by python3's parser. */
+static void check_json_of(const char *g, const char *args, const char *expect)
 {
 	char out[4096];
 	int rc = tlib_capture(out, sizeof(out),
@@ -225,11 +255,16 @@ static void check_json(const char *args, const char *expect)
 		" print(t[\"guest\"],t[\"dom\"],t[\"comm\"],t[\"pid\"],t[\"ran_ns\"],t[\"on_pcpu_ns\"],"
 		"t[\"preempted_ns\"],t[\"blocked_ns\"],t[\"unknown_ns\"],t[\"in_exit_ns\"],t[\"wakes\"],"
 		"t[\"wait_ns\"],t[\"wait_guest_ns\"],t[\"wait_xen_ns\"],t[\"wait_other_ns\"])'",
-		tlib_tcx(), host, guest, args);
+		tlib_tcx(), host, g, args);
 
 	assert_int_equal(rc, 0);
 	show(out);
 	assert_string_equal(out, expect);
+}
+
+static void check_json(const char *args, const char *expect)
+{
+	check_json_of(guest, args, expect);
 }
 
 static void test_join(void **state)
@@ -242,6 +277,17 @@ static void test_join(void **state)
 	 */
 	check_json("", "web 1 app 100 1400000 1100000 300000 0 0 50000 1 750000 150000 100000 500000\n"
 		       "web 1 worker 200 200000 200000 0 0 0 0 1 100000 100000 0 0\n");
+}
+
+static void test_rewake(void **state)
+{
+	/*
+	 * worker: ran 1.1-1.3 and 2.2-2.4 ms, the vCPU running. Its wake at
+	 * 1.2 ms came while it ran: no wait. Woken at 2.0, in at 2.2 ms: one
+	 * wait of 200 us, the vCPU running (from 1.2 ms it would be 1 ms,
+	 * 300 us of it preempted).
+	 */
+	check_json_of(rewake, "", "web 1 worker 200 400000 400000 0 0 0 0 1 200000 200000 0 0\n");
 }
 
 static void test_window(void **state)
@@ -369,6 +415,7 @@ int main(int argc, char **argv)
 	{
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
+		cmocka_unit_test(test_rewake),
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_markers),
 		cmocka_unit_test(test_text),
