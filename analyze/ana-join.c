@@ -349,7 +349,17 @@ static int read_guest(struct jctx *x, struct tracecmd_input *host, const char *p
 		if (!strcmp(e->name, "sched_wakeup") || !strcmp(e->name, "sched_wakeup_new")) {
 			int pid = (int)fval(e, r, "pid");
 			size_t i;
+			int k;
 
+			/*
+			 * A task woken while it still runs (it was about to sleep:
+			 * the kernel's ttwu_runnable()) does not wait; kept, the
+			 * wake would make its next wait start here.
+			 */
+			for (k = 0; k < ncpu && !(gc[k].known && gc[k].pid == pid); k++)
+				;
+			if (pid > 0 && k < ncpu)
+				goto next;
 			for (i = 0; i < nwk && wk[i].pid != pid; i++)
 				;
 			if (i == nwk) {

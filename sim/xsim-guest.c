@@ -96,6 +96,9 @@ struct gcpu {
 	uint64_t filtered;		/* events a filter rejected */
 	uint64_t funcs;			/* function tracer records */
 	bool in_task;			/* the guest task (not idle) runs */
+	bool woken;			/* another vCPU woke its task (atomic) */
+	bool late_in;			/* so its switch in waits for an exit */
+	uint64_t kick_at;		/* host TSC of that wake */
 };
 
 struct xsim_guest {
@@ -954,7 +957,37 @@ static int32_t task_pid(const struct xsim_guest *g, unsigned int c)
 	return 1000 + (int32_t)c;
 }
 
-void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
+/* sched_wakeup of @pid (@comm) for CPU @target into vCPU @c's buffer, @cur
+ * running there; takes @c's lock. True if it was written. */
+static bool put_wakeup(struct xsim_guest *g, unsigned int c, uint64_t host,
+		       int32_t cur, int32_t pid, const char *comm, int32_t target)
+{
+	struct gcpu *gc = &g->cpu[c];
+	uint8_t e[36] = { 0 };
+	int32_t prio = 120;
+	bool put = false;
+
+	common(e, ID_WAKEUP, cur);
+	snprintf((char *)e + 8, 16, "%s", comm);
+	memcpy(e + 24, &pid, 4);
+	memcpy(e + 28, &prio, 4);
+	memcpy(e + 32, &target, 4);
+	pthread_mutex_lock(&gc->lock);
+	if (passes(g, event_index(EV_WAKEUP), e)) {
+		append(gc, gtsc(g, c, host), host, e, sizeof(e));
+		put = true;
+	} else {
+		gc->filtered++;
+	}
+	pthread_mutex_unlock(&gc->lock);
+	if (put)
+		xsim_truth(g->h, "gwakeup %u %u %lu %d\n", g->domid, c,
+			   (unsigned long)host, pid);
+	return put;
+}
+
+/* sched_switch between the task and idle on vCPU @c at @host. */
+static void put_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
 		       bool to_task)
 {
 	struct gcpu *gc = &g->cpu[c];
@@ -962,9 +995,8 @@ void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
 	int32_t idle = 0, task = task_pid(g, c), prio = 120;
 	int64_t state = to_task ? 0 : 1;	/* the task sleeps (S) */
 	char idle_comm[16], task_comm[16] = "app";
+	bool put = false;
 
-	if (gc->in_task == to_task)
-		return;
 	gc->in_task = to_task;
 	if (!wants(g, EV_SWITCH))
 		return;
@@ -978,11 +1010,74 @@ void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
 	memcpy(e + 56, to_task ? &task : &idle, 4);
 	memcpy(e + 60, &prio, 4);
 	pthread_mutex_lock(&gc->lock);
-	if (passes(g, event_index(EV_SWITCH), e))
+	if (passes(g, event_index(EV_SWITCH), e)) {
 		append(gc, gtsc(g, c, host), host, e, 64);
-	else
+		put = true;
+	} else {
 		gc->filtered++;
+	}
 	pthread_mutex_unlock(&gc->lock);
+	if (put)
+		xsim_truth(g->h, "gswitch %u %u %lu %d %d\n", g->domid, c,
+			   (unsigned long)host, to_task ? idle : task,
+			   to_task ? task : idle);
+}
+
+/* A task woken from another vCPU may run now: its wake's stamp has come. */
+static bool late_due(struct gcpu *gc, uint64_t host)
+{
+	if (!gc->late_in || host < gc->kick_at)
+		return false;
+	gc->late_in = false;
+	return true;
+}
+
+void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
+		       bool to_task)
+{
+	struct gcpu *gc = &g->cpu[c];
+
+	if (!to_task) {
+		/*
+		 * A late switch in that no exit came for: the task runs, then
+		 * sleeps; unless the wake's stamp is still ahead (the waker's
+		 * pCPU runs ahead of this one by up to the allowed lag), then
+		 * it runs in a later run of this vCPU.
+		 */
+		if (late_due(gc, host))
+			put_switch(g, c, host, true);
+		if (gc->in_task)
+			put_switch(g, c, host, false);
+		return;
+	}
+	if (gc->in_task || gc->late_in)
+		return;
+	/*
+	 * The task slept. Woken from another vCPU, it runs at this vCPU's
+	 * next exit (the guest handles that vCPU's IPI first); otherwise its
+	 * timer wakes it and it runs at once.
+	 */
+	if (__atomic_exchange_n(&gc->woken, false, __ATOMIC_RELAXED)) {
+		gc->late_in = true;
+		return;
+	}
+	if (wants(g, EV_WAKEUP))
+		put_wakeup(g, c, host, 0, task_pid(g, c), "app", (int32_t)c);
+	put_switch(g, c, host, true);
+}
+
+void xsim_guest_kick(struct xsim_guest *g, unsigned int c, unsigned int target,
+		     uint64_t host)
+{
+	struct gcpu *gc = &g->cpu[target];
+
+	if (target == c || target >= g->nvcpus || gc->in_task || gc->late_in)
+		return;
+	gc->kick_at = host;
+	__atomic_store_n(&gc->woken, true, __ATOMIC_RELAXED);
+	if (wants(g, EV_WAKEUP))
+		put_wakeup(g, c, host, g->cpu[c].in_task ? task_pid(g, c) : 0,
+			   task_pid(g, target), "app", (int32_t)target);
 }
 
 /* ftrace's step between two records of one call tree, in guest TSC ticks */
@@ -1091,24 +1186,16 @@ static void trace_functions(struct xsim_guest *g, unsigned int c, uint64_t host)
 
 void xsim_guest_activity(struct xsim_guest *g, unsigned int c, uint64_t host)
 {
-	struct gcpu *gc = &g->cpu[c];
-	uint8_t e[36] = { 0 };
-	int32_t pid = 2000 + (int32_t)(host % 64), prio = 120, cpu = c;
+	int32_t pid = 2000 + (int32_t)(host % 64);
+	char comm[16];
 
+	if (late_due(&g->cpu[c], host))
+		put_switch(g, c, host, true);
 	trace_functions(g, c, host);
 	if (!wants(g, EV_WAKEUP))
 		return;
-	common(e, ID_WAKEUP, task_pid(g, c));
-	snprintf((char *)e + 8, 16, "kworker/%u", pid % 8);
-	memcpy(e + 24, &pid, 4);
-	memcpy(e + 28, &prio, 4);
-	memcpy(e + 32, &cpu, 4);
-	pthread_mutex_lock(&gc->lock);
-	if (passes(g, event_index(EV_WAKEUP), e))
-		append(gc, gtsc(g, c, host), host, e, sizeof(e));
-	else
-		gc->filtered++;
-	pthread_mutex_unlock(&gc->lock);
+	snprintf(comm, sizeof(comm), "kworker/%u", pid % 8);
+	put_wakeup(g, c, host, task_pid(g, c), pid, comm, (int32_t)c);
 }
 
 bool xsim_guest_pop(struct xsim_guest *g, unsigned int c,

@@ -136,6 +136,10 @@ void xsim_guest_free(struct xsim_guest *g);
 /* pCPU thread of vCPU @c: the guest switches between its task and idle */
 void xsim_guest_switch(struct xsim_guest *g, unsigned int c, uint64_t host,
 		       bool to_task);
+/* pCPU thread running vCPU @c, under slock: the guest wakes the task of its
+ * blocked vCPU @target (an IPI Xen turns into that vCPU's wake) */
+void xsim_guest_kick(struct xsim_guest *g, unsigned int c, unsigned int target,
+		     uint64_t host);
 /* pCPU thread: guest kernel activity while running */
 void xsim_guest_activity(struct xsim_guest *g, unsigned int c, uint64_t host);
 /* pCPU thread running vCPU @c: the oldest queued action for @c or for any

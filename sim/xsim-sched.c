@@ -424,6 +424,10 @@ static void remote_wake(struct xsim_pcpu *p, uint64_t t)
 		if (v->pcpu != p->id && v->state == VS_BLOCKED &&
 		    v->state_tsc < t) {
 			wake_locked(p, v, stamp(p, t));
+			/* a vCPU of its own domain: the guest woke its task */
+			if (v->dom == p->cur->dom && h->guest[v->dom])
+				xsim_guest_kick(h->guest[v->dom], p->cur->id,
+						v->id, v->wake_tsc);
 			break;
 		}
 	}
