@@ -427,12 +427,24 @@ static bool has_word(const char *list, const char *w)
 	return false;
 }
 
-static char *read_file(struct agent_trace *tr, bool top, const char *file)
+static char *read_whole(struct agent_trace *tr, bool top, const char *file)
 {
 	char *path = file_path(tr, top, file);
 	char *text = path ? read_path(path) : NULL;
 
 	free(path);
+	return text;
+}
+
+char *agent_trace_read(struct agent_trace *tr, const char *file)
+{
+	return read_whole(tr, false, file);
+}
+
+static char *read_file(struct agent_trace *tr, bool top, const char *file)
+{
+	char *text = read_whole(tr, top, file);
+
 	if (text)
 		text[strcspn(text, "\n")] = 0;
 	return text;

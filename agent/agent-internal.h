@@ -75,6 +75,12 @@ void agent_apply_restore(struct agent_trace *tr);
 int agent_top_choose(struct agent_trace *tr, const struct agent_record_opts *o);
 /* trace_pipe_raw of @cpu (malloc'ed). */
 char *agent_trace_raw_path(struct agent_trace *tr, int cpu);
+
+/*
+ * The text of @file in the session's instance (or the simulated kernel's
+ * directory), at most 8 KiB; malloc'ed, NULL if it cannot be read.
+ */
+char *agent_trace_read(struct agent_trace *tr, const char *file);
 void agent_trace_teardown(struct agent_trace *tr);
 /* the instance of session @seq made ahead (tracefs only), and dropped */
 void agent_trace_prepare(unsigned int seq, const char *tracing_dir);

@@ -416,30 +416,15 @@ static int start_streams(struct session *s)
 /* -m: the events @cpu's ring overwrote, from per_cpu/cpuN/stats "overrun:". */
 static unsigned long long cpu_overrun(struct session *s, int cpu)
 {
-	char file[48], *path = NULL, *text = NULL, *p;
+	char file[48], *text, *p;
 	unsigned long long n = 0;
-	FILE *f;
 
 	snprintf(file, sizeof(file), "per_cpu/cpu%d/stats", cpu);
-	if (s->tr.sim_dir) {
-		if (asprintf(&path, "%s/%s", s->tr.sim_dir, file) < 0)
-			path = NULL;
-	} else {
-		char *t = s->tr.inst ? tracefs_instance_get_file(s->tr.inst, file) :
-			  tracefs_get_tracing_file(file);
-
-		path = t ? strdup(t) : NULL;
-		tracefs_put_tracing_file(t);
-	}
-	f = path ? fopen(path, "r") : NULL;
-	if (f) {
-		text = calloc(1, 4096);
-		if (text && fread(text, 1, 4095, f) > 0 && (p = strstr(text, "overrun:")))
-			n = strtoull(p + 8, NULL, 10);
-		fclose(f);
-	}
+	text = agent_trace_read(&s->tr, file);
+	p = text ? strstr(text, "overrun:") : NULL;
+	if (p)
+		n = strtoull(p + 8, NULL, 10);
 	free(text);
-	free(path);
 	return n;
 }
 

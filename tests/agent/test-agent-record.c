@@ -238,8 +238,9 @@ static void test_filter_exclude_stack(void **state)
 	assert_int_equal(report("m-127.0.0.1.dat", "m.txt"), 0);
 	{
 		char line[256], *p;
-		long cpus = sysconf(_SC_NPROCESSORS_CONF), first = -1, last = -1, n = 0;
+		long cpus = sysconf(_SC_NPROCESSORS_CONF);
 		unsigned long pages = 0;
+		struct tlib_markers m;
 		FILE *f = fopen(a.log, "r");
 
 		assert_non_null(f);
@@ -248,27 +249,15 @@ static void test_filter_exclude_stack(void **state)
 				pages = strtoul(strrchr(line, ':') + 2, NULL, 10);
 		fclose(f);
 		snprintf(line, sizeof(line), "%s/m.txt", dir);
-		f = fopen(line, "r");
-		assert_non_null(f);
-		while (fgets(line, sizeof(line), f)) {
-			long v;
-
-			if (!(p = strstr(line, "tcxm ")))
-				continue;
-			v = strtol(p + 5, NULL, 10);
-			first = first < 0 || v < first ? v : first;
-			last = v > last ? v : last;
-			n++;
-		}
-		fclose(f);
+		assert_int_equal(tlib_markers(line, &m), 0);
 		printf("# -m 64: %lu pages sent, markers %ld..%ld (%ld of 20000)\n", pages,
-		       first, last, n);
+		       m.first, m.last, m.n);
 		assert_true(pages > 0);
 		assert_true(pages <= 17 * (unsigned long)cpus);
-		assert_int_equal(last, 19999);
-		assert_true(first > 10000);
+		assert_int_equal(m.last, 19999);
+		assert_true(m.first > 10000);
 		/* the newest, none missing in between */
-		assert_int_equal(n, last - first + 1);
+		assert_int_equal(m.n, m.last - m.first + 1);
 		assert_true(tlib_count_lines(a.log, "-m 64 KiB: sent the newest") > 0);
 	}
 	assert_int_equal(tlib_count_lines(a.log, "session failed"), 0);

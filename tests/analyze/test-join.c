@@ -156,8 +156,8 @@ static void mark(struct tdat_writer *w, uint64_t host_t, const char *text)
 	assert_int_equal(tdat_write_event(w, 0, host_t - SHIFT, b, 16 + strlen(text) + 2), 0);
 }
 
-/* Guest "web": one vCPU, app (100) and worker (200); times given in host ns. */
-static void write_guest(const char *path, uint64_t id)
+/* A guest file of one vCPU whose clock runs SHIFT behind the host's, data started. */
+static struct tdat_writer *open_guest(const char *path, uint64_t id, bool markers)
 {
 	struct tdat_params tp = { .version = 7, .cpus = 1 };
 	struct tdat_writer *w = tdat_open(path, &tp);
@@ -168,10 +168,19 @@ static void write_guest(const char *path, uint64_t id)
 	assert_non_null(w);
 	add_fmt(w, "sched_switch");
 	assert_int_equal(tdat_add_event_format(w, "sched", wakeup_fmt), 0);
-	assert_int_equal(tdat_add_ftrace_format(w, print_fmt), 0);
+	if (markers)
+		assert_int_equal(tdat_add_ftrace_format(w, print_fmt), 0);
 	assert_int_equal(tdat_set_traceid(w, id), 0);
 	assert_int_equal(tdat_set_time_shift(w, HOST_ID, 0, 1, &c), 0);
 	assert_int_equal(tdat_start_data(w), 0);
+	return w;
+}
+
+/* Guest "web": one vCPU, app (100) and worker (200); times given in host ns. */
+static void write_guest(const char *path, uint64_t id)
+{
+	struct tdat_writer *w = open_guest(path, id, true);
+
 	mark(w, 1050000, "phase end");	/* before the start: not the end */
 	sw(w, 1100000, 0, "swapper/0", 100, "app");
 	mark(w, 2000000, "phase begin");
@@ -192,18 +201,8 @@ static void write_guest(const char *path, uint64_t id)
  */
 static void write_guest_rewake(const char *path)
 {
-	struct tdat_params tp = { .version = 7, .cpus = 1 };
-	struct tdat_writer *w = tdat_open(path, &tp);
-	uint64_t ts[1] = { 0 };
-	int64_t off[1] = { (int64_t)SHIFT }, sc[1] = { 1 }, fr[1] = { 0 };
-	struct tdat_time_shift_cpu c = { 1, ts, off, sc, fr };
+	struct tdat_writer *w = open_guest(path, GUEST_ID, false);
 
-	assert_non_null(w);
-	add_fmt(w, "sched_switch");
-	assert_int_equal(tdat_add_event_format(w, "sched", wakeup_fmt), 0);
-	assert_int_equal(tdat_set_traceid(w, GUEST_ID), 0);
-	assert_int_equal(tdat_set_time_shift(w, HOST_ID, 0, 1, &c), 0);
-	assert_int_equal(tdat_start_data(w), 0);
 	sw(w, 1100000, 0, "swapper/0", 200, "worker");
 	wake(w, 1200000, 200, "worker");
 	sw(w, 1300000, 200, "worker", 0, "swapper/0");

@@ -204,6 +204,30 @@ int tlib_time_shift(const char *file, uint64_t peer, struct tlib_shift *s, size_
 		    char *text, size_t len);
 
 /**
+ * struct tlib_markers - the numbered markers ("tcxm N") of a report
+ * @first: the smallest N, or -1 for none
+ * @last: the largest N, or -1 for none
+ * @n: how many lines held one
+ */
+struct tlib_markers {
+	long first, last, n;
+};
+
+/**
+ * tlib_markers() - the "tcxm N" markers in @report, a `trace-cmd report` saved to a file.
+ *
+ * Return: 0, or -1 if @report cannot be read.
+ */
+int tlib_markers(const char *report, struct tlib_markers *m);
+
+/**
+ * tlib_cpu_kb_max() - the largest CPU's data in @file, KiB, from `trace-cmd dump --flyrecord`.
+ *
+ * Return: the size, or -1 if the dump failed.
+ */
+long tlib_cpu_kb_max(const char *file);
+
+/**
  * tlib_report_ts() - the timestamp in ns of a line of `trace-cmd report -t` for file @base.
  *
  * Return: false for the other files' lines and for headers.

@@ -46,6 +46,54 @@ int tlib_time_shift(const char *file, uint64_t peer, struct tlib_shift *s, size_
 	return n;
 }
 
+int tlib_markers(const char *report, struct tlib_markers *m)
+{
+	FILE *f = fopen(report, "r");
+	char line[512];
+
+	*m = (struct tlib_markers){ -1, -1, 0 };
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "tcxm ");
+		long v;
+
+		if (!p)
+			continue;
+		v = strtol(p + 5, NULL, 10);
+		if (m->first < 0 || v < m->first)
+			m->first = v;
+		if (v > m->last)
+			m->last = v;
+		m->n++;
+	}
+	fclose(f);
+	return 0;
+}
+
+long tlib_cpu_kb_max(const char *file)
+{
+	char cmd[1200], line[512];
+	long max = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "trace-cmd dump --flyrecord -i '%s' 2>&1", file);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	/* "   CPU OFFSET SIZE [id, data offset and size]" */
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long off, size;
+		int cpu;
+
+		if (strstr(line, "[id, data offset and size]") &&
+		    sscanf(line, "%d %llu %llu", &cpu, &off, &size) == 3 &&
+		    (long)(size / 1024) > max)
+			max = (long)(size / 1024);
+	}
+	return pclose(f) ? -1 : max;
+}
+
 bool tlib_report_ts(const char *line, const char *base, uint64_t *ns)
 {
 	const char *p = line, *b, *dot;

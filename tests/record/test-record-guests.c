@@ -602,8 +602,9 @@ static void test_max_kb(void **state)
 {
 	char *err = tlib_path(outdir, "err"), *rep = tlib_path(outdir, "m.txt");
 	char g1[480], cmd[1200], script[900], line[512];
-	long first = -1, last = -1, n = 0, fly_max = 0;
+	struct tlib_markers m;
 	unsigned long long overrun = 0;
+	long fly_max;
 	FILE *f;
 
 	start_xen_agent(gdom[0]);
@@ -618,35 +619,9 @@ static void test_max_kb(void **state)
 		    "--", "/bin/sh", "-c", script, NULL))
 		fail_msg("record failed, see %s", tlib_show(err));
 	stop_agents();
-	snprintf(cmd, sizeof(cmd), "trace-cmd report -i '%s' > '%s' 2>/dev/null", g1, rep);
-	assert_int_equal(system(cmd), 0);
-	f = fopen(rep, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "tcxm ");
-		long v;
-
-		if (!p)
-			continue;
-		v = strtol(p + 5, NULL, 10);
-		first = first < 0 || v < first ? v : first;
-		last = v > last ? v : last;
-		n++;
-	}
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "trace-cmd dump --flyrecord -i '%s' 2>&1", g1);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long off, size;
-		int cpu;
-
-		if (strstr(line, "[id, data offset and size]") &&
-		    sscanf(line, "%d %llu %llu", &cpu, &off, &size) == 3 &&
-		    (long)(size / 1024) > fly_max)
-			fly_max = (long)(size / 1024);
-	}
-	pclose(f);
+	assert_int_equal(tlib_sh("trace-cmd report -i '%s' > '%s' 2>/dev/null", g1, rep), 0);
+	assert_int_equal(tlib_markers(rep, &m), 0);
+	fly_max = tlib_cpu_kb_max(g1);
 	assert_int_equal(tlib_sim_stop(&sim), 0);
 	snprintf(cmd, sizeof(cmd), "%s/truth", sim.dir);
 	f = fopen(cmd, "r");
@@ -659,13 +634,13 @@ static void test_max_kb(void **state)
 	}
 	fclose(f);
 	print_message("# -m 16: markers %ld..%ld (%ld of 2000; the simulator stamped %d), "
-		      "largest CPU %ld KiB, vCPU 0 overwrote %llu events\n", first, last, n,
+		      "largest CPU %ld KiB, vCPU 0 overwrote %llu events\n", m.first, m.last, m.n,
 		      tlib_truth_count(sim.dir, "marker 1 0 "), fly_max, overrun);
 	assert_true(tlib_truth_count(sim.dir, "gbuffer domid=1 size_kb=16 ring_pages=4") > 0);
 	assert_true(tlib_truth_count(sim.dir, "marker 1 0 ") >= 2000);
-	assert_int_equal(last, 1999);
-	assert_true(first > 1000);
-	assert_true(n > 0 && n < 1000);
+	assert_int_equal(m.last, 1999);
+	assert_true(m.first > 1000);
+	assert_true(m.n > 0 && m.n < 1000);
 	/* the ring, the page open at the stop, and one the simulator made
 	 * before it read tracing_on */
 	assert_true(fly_max > 0 && fly_max <= 16 + 8);

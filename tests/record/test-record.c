@@ -511,57 +511,6 @@ static void test_dom0_options(void **state)
 	}
 }
 
-/* The marker numbers "tcxm N" of a trace-cmd report, and the CPUs' sizes. */
-struct markers {
-	long first, last, n;
-	long cpu_kb_max;		/* the largest CPU's data, KiB */
-};
-
-static void read_markers(const char *d0, const char *tmp, struct markers *m)
-{
-	char cmd[1024], line[512];
-	char *rep = tlib_path(tmp, "report.txt"), *fly = tlib_path(tmp, "fly.txt");
-	FILE *f;
-
-	m->first = -1;
-	m->last = -1;
-	m->n = 0;
-	m->cpu_kb_max = 0;
-	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s > %s 2>/dev/null", d0, rep);
-	assert_int_equal(system(cmd), 0);
-	f = fopen(rep, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "tcxm ");
-		long v;
-
-		if (!p)
-			continue;
-		v = strtol(p + 5, NULL, 10);
-		if (m->first < 0 || v < m->first)
-			m->first = v;
-		if (v > m->last)
-			m->last = v;
-		m->n++;
-	}
-	fclose(f);
-	/* "   CPU OFFSET SIZE [id, data offset and size]" in the flyrecord dump */
-	snprintf(cmd, sizeof(cmd), "trace-cmd dump --flyrecord -i %s > %s 2>&1", d0, fly);
-	assert_int_equal(system(cmd), 0);
-	f = fopen(fly, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long off, size;
-		int cpu;
-
-		if (strstr(line, "[id, data offset and size]") &&
-		    sscanf(line, "%d %llu %llu", &cpu, &off, &size) == 3 &&
-		    (long)(size / 1024) > m->cpu_kb_max)
-			m->cpu_kb_max = (long)(size / 1024);
-	}
-	fclose(f);
-}
-
 /*
  * -m KB on dom0: the kernel's ring keeps the newest KB per CPU, read at the
  * stop. A shell writes numbered markers into our instance until it has
@@ -582,19 +531,22 @@ static void test_dom0_max_kb(void **state)
 	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-e", "sched:sched_switch",
 			 "-m", "16", "-b", "512", "--summary-json", js,
 			 "-o", out, "--", "/bin/sh", "-c", (char *)script, NULL };
-	struct markers m;
-	long page_kb = getpagesize() / 1024;
+	char *rep = tlib_path(sim.tmp, "report.txt");
+	struct tlib_markers m;
+	long page_kb = getpagesize() / 1024, cpu_kb_max;
 
 	if (tlib_sim_run(&sim, argv, sum, err))
 		fail_msg("record -m 16 failed, see %s", tlib_show(err));
-	read_markers(d0, sim.tmp, &m);
+	assert_int_equal(tlib_sh("trace-cmd report -i %s > %s 2>/dev/null", d0, rep), 0);
+	assert_int_equal(tlib_markers(rep, &m), 0);
+	cpu_kb_max = tlib_cpu_kb_max(d0);
 	print_message("# -m 16: markers %ld..%ld (%ld of 20000), largest CPU %ld KiB\n",
-		      m.first, m.last, m.n, m.cpu_kb_max);
+		      m.first, m.last, m.n, cpu_kb_max);
 	assert_int_equal(m.last, 19999);
 	assert_true(m.first > 10000);
 	assert_true(m.n > 0 && m.n < 2000);
 	assert_int_equal(m.n, m.last - m.first + 1);
-	assert_true(m.cpu_kb_max > 0 && m.cpu_kb_max <= 16 + page_kb);
+	assert_true(cpu_kb_max > 0 && cpu_kb_max <= 16 + page_kb);
 	if (!tlib_file_has(err, "-b 512 ignored: -m 16 sets the buffer size"))
 		fail_msg("no note on -b beside -m: %s", tlib_show(err));
 	if (!tlib_file_has(err, "-m 16 KiB: kept the newest pages per CPU (cpu0 ") &&
