@@ -72,7 +72,11 @@ def main():
     def ns(t):
         return hfirst + (t - first_tsc) * rate
     bad = []
-    if abs(rate * khz / 1000000 - 1) > 1e-5:
+    # Only a sanity check that the trace is the truth's host: the
+    # recorder's clock readings are late by a scheduling delay at times
+    # (13 ppm over a 1 s window seen on a loaded machine); a wrong rate
+    # would be off by far more.
+    if abs(rate * khz / 1000000 - 1) > 1e-4:
         bad.append('the hypervisor trace runs at %.3f kHz, the truth\'s host at %d'
                    % (1000000 / rate, khz))
     if dropped:
