@@ -29,6 +29,13 @@ enum { ENT_DATA, ENT_PAD };
 /* An empty ring restarts at its beginning once past this: RSS stays small at low rates. */
 #define REWIND_AT	(1u << 20)
 
+/*
+ * The consumer is woken once this much is staged (or at the stop); below
+ * it, its own poll timeout picks the data up. A wake-up per Xen round
+ * costs dom0 two context switches for a few KiB.
+ */
+#define NOTIFY_DIV	32
+
 #define ENT_FIRST	0x1	/* the first chunk of a window */
 #define ENT_LAST	0x2	/* the last chunk of a window */
 #define HDR		16u
@@ -192,7 +199,9 @@ static void round_(struct rec_hvdrain *d)
 		snprintf(d->errmsg, sizeof(d->errmsg), "%s", tcx_error());
 		__atomic_store_n(&d->err, ret, __ATOMIC_RELEASE);
 	}
-	if (d->head != before)
+	if (d->head != before &&
+	    (d->head - __atomic_load_n(&d->tail, __ATOMIC_ACQUIRE) >= d->cap / NOTIFY_DIV ||
+	     __atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)))
 		notify(d);
 }
 

@@ -646,7 +646,10 @@ struct rec_hvdrain_ops {
 int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
 		      int poll_ms);
 
-/** rec_hvdrain_fd - readable when windows were staged */
+/**
+ * rec_hvdrain_fd - readable once a 32nd of the ring is staged, or at the
+ * stop: the consumer polls it with a timeout, which takes smaller amounts
+ */
 int rec_hvdrain_fd(const struct rec_hvdrain *d);
 
 /** rec_hvdrain_consume - hand what is staged to @ops; returns entries or -errno */
