@@ -229,6 +229,8 @@ static int create_output(struct conv *c, struct rec_convert_summary *sum)
 		.max_cpus = c->ncpus,
 		.cpus = c->is_file ? c->ncpus : 0,
 		.region_size = region_size(c),
+		/* the close waits for the disk: let it start now */
+		.writeback = true,
 	};
 	struct rec_sink_opts so = {
 		.svm = o->svm,

@@ -604,6 +604,12 @@ int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c)
 	if (ret)
 		return io_fail(w, ret, "writing pages");
 	c->size += bytes;
+	/* a hint, in large steps (each call walks its range); a region that moves is not hinted again */
+	if (w->writeback && c->size - c->wb_size >= TDAT_WRITEBACK_STEP) {
+		(void)sync_file_range(w->fd, c->region_off + c->wb_size, c->size - c->wb_size,
+				      SYNC_FILE_RANGE_WRITE);
+		c->wb_size = c->size;
+	}
 	c->nbatch = 0;
 	c->page = c->batch;
 	return patch_one(w, c);

@@ -27,6 +27,7 @@
 #define TDAT_LIVE_PER_CPU	(4u << 10)	/* ... plus 128 samples per CPU */
 #define TDAT_LIVE_MAX		(128u << 10)
 #define TDAT_BATCH_BYTES	(128u << 10)	/* per pwrite: 32 pages of 4 KiB */
+#define TDAT_WRITEBACK_STEP	(4u << 20)	/* params.writeback: per CPU, per call */
 
 /* A growable byte buffer for metadata. */
 struct tdat_buf {
@@ -102,6 +103,7 @@ struct tdat_cpu {
 	uint64_t	region_off;	/* absolute file offset */
 	uint64_t	region_cap;	/* bytes reserved */
 	uint64_t	size;		/* bytes of pages on disk */
+	uint64_t	wb_size;	/* ... of which writeback was started */
 	struct tdat_stats st;
 };
 
@@ -120,6 +122,7 @@ struct tdat_writer {
 	int		want_cpus;	/* params.cpus */
 	int		ncpus;		/* CPU count declared on disk */
 	uint64_t	region_size;
+	bool		writeback;	/* params.writeback */
 	char		*path;
 	char		*clock;
 	bool		started;

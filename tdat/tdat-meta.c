@@ -214,6 +214,7 @@ struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params
 	w->max_cpus = p.max_cpus;
 	w->want_cpus = p.cpus;
 	w->region_size = p.region_size;
+	w->writeback = p.writeback;
 	w->long_size = 8;
 	w->hdr = 16;
 	/* bounded memory whatever the page size: one write's worth per CPU */

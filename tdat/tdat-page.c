@@ -146,6 +146,8 @@ void tdat_page_finish(struct tdat_writer *w, struct tdat_cpu *c)
 	if (rem >= 8) {
 		put32(d + c->used, tdat_evhdr(TDAT_TYPE_PADDING, 0));
 		put32(d + c->used + 4, rem - 4);
+		/* no bytes of an earlier page in it: files do not depend on the buffer's past */
+		memset(d + c->used + 8, 0, rem - 8);
 		commit = c->cap;
 	}
 	tail = commit;

@@ -33,6 +33,7 @@
 #ifndef TDAT_H
 #define TDAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +85,11 @@ struct tdat_writer;
  * @clock:	the trace clock name, e.g. "x86-tsc" or "local" (NULL: "local")
  * @region_size: bytes reserved per CPU in the file before it must grow
  *		(0: a default); regions grow as needed, this is only a hint
+ * @writeback:	start writing the pages back to disk as they are written
+ *		(sync_file_range, no wait, every few MiB per CPU): closing the
+ *		holes between the regions at the end waits for every dirty
+ *		page, so a file written in one go (convert) is done sooner;
+ *		the writeback's CPU is then the writer's, not the flusher's
  */
 struct tdat_params {
 	int		version;
@@ -92,6 +98,7 @@ struct tdat_params {
 	int		cpus;
 	const char	*clock;
 	uint64_t	region_size;
+	bool		writeback;
 };
 
 #define TDAT_MAX_CPUS	4096
