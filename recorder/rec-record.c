@@ -40,6 +40,8 @@
 
 #define MAX_DOMS	1024
 #define REFRESH_NS	1000000000ull	/* domain list and status line */
+#define POLL_MS		250		/* what is staged below the drain's threshold */
+#define BACKLOG_NOW	(64u << 10)	/* staged bytes the loop decodes without sleeping */
 #define DOM0_READ_NS	200000000ull	/* dom0's pages, unless the stop drains them */
 /* Xen's trace classes with every subclass (public/trace.h) */
 #define CLS_SCHED	0x0002f000u
@@ -1549,23 +1551,35 @@ static void release_child(struct session *ss)
 	ss->gofd = -1;
 }
 
-/* How long the loop may sleep: until data, the end of the duration, or a poll. */
-static int loop_timeout(struct session *ss, uint64_t end_ns, bool *over)
+/* ms from @now to @due, at least 1 (0 when due) */
+static int ms_until(uint64_t now, uint64_t due)
 {
-	int timeout = ss->o->poll_ms > 0 ? ss->o->poll_ms : 50;
-	uint64_t now;
+	return now >= due ? 0 : (int)((due - now + 999999) / 1000000);
+}
 
-	*over = false;
+/*
+ * How long the loop may sleep: until the drain says a 32nd of its ring
+ * is staged (its eventfd), a signal, or the next thing due: the end of
+ * the duration, dom0's next read, the refresh, or the poll that takes
+ * what is staged below the drain's threshold. Every wake-up costs dom0.
+ */
+static int loop_timeout(struct session *ss, uint64_t end_ns, uint64_t next_refresh,
+			bool *over)
+{
+	int timeout = ss->o->poll_ms > 0 ? ss->o->poll_ms : POLL_MS;
+	uint64_t now = tcx_clock_ns(CLOCK_MONOTONIC);
+	int t;
+
+	*over = end_ns && now >= end_ns;
 	/* a decoder behind Xen goes on at once */
-	if (rec_hvdrain_backlog(ss->dr))
-		timeout = 0;
-	if (end_ns) {
-		now = tcx_clock_ns(CLOCK_MONOTONIC);
-		if (now >= end_ns)
-			*over = true;
-		else if ((end_ns - now) / 1000000 < (uint64_t)timeout)
-			timeout = (int)((end_ns - now) / 1000000) + 1;
-	}
+	if (rec_hvdrain_backlog(ss->dr) >= BACKLOG_NOW)
+		return 0;
+	if (end_ns && (t = ms_until(now, end_ns)) < timeout)
+		timeout = t;
+	if (ss->d0 && (t = ms_until(now, ss->next_d0_ns)) < timeout)
+		timeout = t;
+	if ((t = ms_until(now, next_refresh)) < timeout)
+		timeout = t;
 	return timeout;
 }
 
@@ -1626,7 +1640,7 @@ static void run(struct session *ss)
 			{ .fd = sigpipe[0], .events = POLLIN },
 		};
 		bool over;
-		int timeout = loop_timeout(ss, end_ns, &over);
+		int timeout = loop_timeout(ss, end_ns, next_refresh, &over);
 
 		if (over)
 			break;

@@ -298,7 +298,7 @@ struct rec_guest_args {
  * @command:	NULL-terminated argv run while recording (NULL: none);
  *		the recording stops when it exits
  * @quiet:	no status line and no summary
- * @poll_ms:	wake up at least this often (0: 50)
+ * @poll_ms:	decode what is staged at least this often (0: 250)
  * @log:	warnings and the summary (NULL: none)
  * @dom0:	dom0's ftrace (NULL: the defaults)
  * @pages, @evt_mask, @cpumap: Xen's trace buffers: pages per pCPU, event
