@@ -254,7 +254,15 @@ static void after_poll(struct drain *d, int np)
 		if (d->pfd[i++].revents)
 			t->ops->wait(t, POLLIN, 0);
 	}
-	if (d->ctl_at >= 0 && d->pfd[d->ctl_at].revents) {
+	/*
+	 * The same for the control channel: a receive with no byte there
+	 * fails at once and acknowledges nothing, so an event without data
+	 * (the agent's notify for a message already read) would keep its
+	 * fd readable and this loop spinning until the next message. An
+	 * error is left to the receive to report.
+	 */
+	if (d->ctl_at >= 0 && d->pfd[d->ctl_at].revents &&
+	    g->ctl->ops->wait(g->ctl, POLLIN, 0) != 0) {
 		/*
 		 * A message that started is due whole within the control
 		 * channel's timeout, and after CLOSE by the close deadline:
