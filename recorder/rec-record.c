@@ -55,6 +55,7 @@ struct dom {
 	uint32_t	dom;
 	uint32_t	nvcpus;
 	char		name[64];
+	bool		named;		/* from xenstore, not the d<N> stand-in */
 	bool		at_start;
 	bool		gone;
 	bool		hvm;
@@ -326,7 +327,8 @@ static void dom_name(struct session *ss, struct dom *d)
 		v = xs_read(ss->xs, XBT_NULL, path, &len);
 	}
 	/* the toolstack's, yet shown and compared: checked all the same */
-	if (!v || !len || tmsg_xs_parse_text(v, len, d->name, sizeof(d->name))) {
+	d->named = v && len && !tmsg_xs_parse_text(v, len, d->name, sizeof(d->name));
+	if (!d->named) {
 		if (d->dom == 0)
 			snprintf(d->name, sizeof(d->name), "Domain-0");
 		else
@@ -367,6 +369,12 @@ static void refresh_domains(struct session *ss, bool first)
 		if (d) {
 			if (list[j].nvcpus > d->nvcpus)
 				d->nvcpus = list[j].nvcpus;
+			/* seen while the toolstack was still creating it: its name comes later */
+			if (!d->named) {
+				dom_name(ss, d);
+				if (d->named)
+					note(ss, "domain %u is %s", d->dom, d->name);
+			}
 		} else if (ss->ndoms < MAX_DOMS) {
 			d = &ss->doms[ss->ndoms++];
 			d->dom = list[j].dom;
