@@ -343,11 +343,15 @@ void *rec_guest_drain_main(void *arg)
 			d.dirty = true;
 			continue;
 		}
-		if (d.dirty && !g->sum.error) {
+		if (d.dirty) {
 			/* a quiet moment: what came is on disk, readable */
-			tdat_flush(g->w);
+			if (!g->sum.error)
+				tdat_flush(g->w);
 			d.dirty = false;
 			d.next_flush = now + FLUSH_NS;
+			/* and counted: caught up, the counters are exact */
+			publish(g, d.bytes, d.bad);
+			d.next_publish = now + PUBLISH_NS;
 		}
 		np = poll_set(&d);
 		if (poll(d.pfd, (nfds_t)np, POLL_MS) > 0)
