@@ -253,7 +253,12 @@ static void after_poll(struct drain *d, int np)
 		if (d->pfd[i++].revents)
 			t->ops->wait(t, POLLIN, 0);
 	}
-	if (d->ctl_at >= 0 && d->pfd[d->ctl_at].revents) {
+	/*
+	 * Likewise on the control channel: an event with nothing to read
+	 * is only acknowledged, not taken for a message that timed out.
+	 */
+	if (d->ctl_at >= 0 && d->pfd[d->ctl_at].revents &&
+	    g->ctl->ops->wait(g->ctl, POLLIN, 0) != 0) {
 		/*
 		 * A message that started is due whole within the control
 		 * channel's timeout, and after CLOSE by the close deadline:
