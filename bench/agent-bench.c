@@ -16,7 +16,8 @@
  * speaks the protocol, sends v6 metadata and then the same pages from
  * memory, 64 KiB per write) into rec_guest, against the plain copy of the
  * same pages from memory.
- * Targets: >= 1 GB/s and >= 0.8 of the plain copy; recorder RSS flat.
+ * Targets: >= 1 GB/s, and >= 0.8 of the plain copy with our agent, >= 0.9
+ * with the synthetic one; recorder RSS flat.
  *
  * "vchan": the first pair over libxenvchan on a simulated host (xensim):
  * our agent in guest 1 serving its data vchans (1 MiB rings), against
@@ -280,11 +281,12 @@ static int ours(unsigned int port, const char *out, uint64_t total, struct resul
 	}
 	r->rss_start = r->rss_peak = rss_kb();
 	for (int i = 0;; i++) {
-		usleep(5000);
+		/* the plain copy's end is exact: this one within 1 ms */
+		usleep(1000);
 		rec_guest_stats(g, &s);
 		if (s.bytes >= total || s.died)
 			break;
-		if (i % 10 == 0) {
+		if (i % 50 == 0) {
 			long kb = rss_kb();
 
 			if (kb > r->rss_peak)
@@ -774,6 +776,9 @@ static bool pair(const char *title, const char *dir, const char *k, int cpus, bo
 		double gb = total / 1e9;
 		double go = gb / best_o.secs, gp = gb / best_p.secs, ratio = go / gp;
 		double co = best_o.cpu_rx + best_o.cpu_tx, cp = best_p.cpu_rx + best_p.cpu_tx;
+		/* the recorder's share alone: the tighter target */
+		double target = synth ? 0.9 : 0.8;
+		bool met;
 
 		printf("  %s\n", title);
 		printf("    record -A                     %6.2f GB/s wall  (%.2f s for %.0f MiB; "
@@ -781,18 +786,20 @@ static bool pair(const char *title, const char *dir, const char *k, int cpus, bo
 		       total / 1048576.0, best_o.total);
 		printf("    plain %s copy, same bytes %6.2f GB/s wall  (%.2f s)\n",
 		       vchan ? "libxenvchan" : "socket", gp, best_p.secs);
-		if (vchan) {
-			/* xensim's rings set the pace: only the ratio means anything */
-			printf("    ratio %.2f (target >= 0.8)\n", ratio);
-		} else {
-			printf("    ratio %.2f (target >= 0.8), %s 1 GB/s\n", ratio,
-			       go >= 1.0 ? "above" : "BELOW");
-		}
+		/* xensim's rings set the pace: over vchan only the ratio means anything */
+		met = ratio >= target && (vchan || go >= 1.0);
+		if (vchan)
+			printf("    ratio %.2f (target >= %.1f): %s\n", ratio, target,
+			       met ? "target met" : "target NOT met");
+		else
+			printf("    ratio %.2f, %s 1 GB/s (target >= %.1f and 1 GB/s): %s\n", ratio,
+			       go >= 1.0 ? "above" : "BELOW", target,
+			       met ? "target met" : "target NOT met");
 		printf("    CPU per GB: ours %.2f s (recorder %.2f, %s %.2f) | plain %.2f s "
 		       "(receiver %.2f, sender %.2f) | ratio %.2f\n", co / gb, best_o.cpu_rx / gb,
 		       synth ? "source" : "agent", best_o.cpu_tx / gb, cp / gb,
 		       best_p.cpu_rx / gb, best_p.cpu_tx / gb, cp / co);
-		return (vchan || go >= 1.0) && ratio >= 0.8;
+		return met;
 	}
 }
 

@@ -22,7 +22,8 @@ struct tmsg_transport;
 struct tmsg_trace_resp;
 struct tdat_writer;
 
-#define READ_CHUNK	(256u << 10)	/* per stream and read call */
+#define READ_CHUNK	(1u << 20)	/* per stream and read call: larger costs dom0 less */
+#define PAGE_MAX	(256u << 10)	/* the largest page size a guest may claim */
 #define ROUND_MAX	(1u << 20)	/* per stream per round: fairness */
 #define POLL_MS		100
 #define FLUSH_NS	1000000000ull	/* pages to disk at least every second */

@@ -41,31 +41,31 @@ static void over_limit(struct rec_guest *g)
 		       (unsigned long long)g->max_bytes);
 }
 
-/* The whole pages in the stream's buffer into the file. */
+/*
+ * The whole pages in the stream's buffer into the file, checked and
+ * written in one call: no copy, one pwritev for what one read brought.
+ */
 static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *bad)
 {
-	size_t ps = g->page_size, off = 0;
+	size_t ps = g->page_size, n = s->fill / ps, take = n;
+	int ret;
 
-	for (; s->fill - off >= ps; off += ps) {
-		int ret;
-
-		/* a page the writer refuses may still carry markers */
-		if (g->tsh)
-			tsync_host_page(g->tsh, s->buf + off, ps, (uint32_t)cpu);
-		if (g->sum.error || g->over)
-			continue;	/* the file failed: drain, drop */
-		if (g->max_bytes && g->written + ps > g->max_bytes) {
-			over_limit(g);
-			continue;
-		}
-		g->written += ps;
-		ret = tdat_write_page(g->w, cpu, s->buf + off);
-		if (ret == -EBADMSG || ret == -ERANGE) {
-			/* one bad page from the guest: skip it, keep the rest */
-			if (ret == -ERANGE)
-				(*bad)++;
-			continue;
-		}
+	if (!n)
+		return;
+	/* a page the writer refuses may still carry markers */
+	if (g->tsh)
+		for (size_t i = 0; i < n; i++)
+			tsync_host_page(g->tsh, s->buf + i * ps, ps, (uint32_t)cpu);
+	if (g->sum.error || g->over) {
+		take = 0;	/* the file failed: drain, drop */
+	} else if (g->max_bytes && g->written + n * ps > g->max_bytes) {
+		take = (g->max_bytes - g->written) / ps;
+		over_limit(g);
+	}
+	if (take) {
+		g->written += take * ps;
+		/* bad pages are skipped, those out of order counted here */
+		ret = tdat_write_pages(g->w, cpu, s->buf, take, bad);
 		if (ret) {
 			pthread_mutex_lock(&g->lock);
 			g->sum.error = ret;
@@ -74,10 +74,9 @@ static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *
 			pthread_mutex_unlock(&g->lock);
 		}
 	}
-	if (off) {
-		s->fill -= off;
-		memmove(s->buf, s->buf + off, s->fill);
-	}
+	s->fill -= n * ps;
+	if (s->fill)
+		memmove(s->buf, s->buf + n * ps, s->fill);
 }
 
 /* Read what stream @cpu has now; 1 progress, 0 nothing, -1 it ended. */
@@ -351,11 +350,15 @@ void *rec_guest_drain_main(void *arg)
 			d.dirty = true;
 			continue;
 		}
-		if (d.dirty && !g->sum.error) {
+		if (d.dirty) {
 			/* a quiet moment: what came is on disk, readable */
-			tdat_flush(g->w);
+			if (!g->sum.error)
+				tdat_flush(g->w);
 			d.dirty = false;
 			d.next_flush = now + FLUSH_NS;
+			/* and counted: caught up, the counters are exact */
+			publish(g, d.bytes, d.bad);
+			d.next_publish = now + PUBLISH_NS;
 		}
 		np = poll_set(&d);
 		if (poll(d.pfd, (nfds_t)np, POLL_MS) > 0)

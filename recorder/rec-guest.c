@@ -590,7 +590,7 @@ static int open_data(struct rec_guest *g, const struct rec_guest_opts *o,
 	g->cpus = (int)resp->cpus;
 	g->page_size = resp->page_size;
 	g->traceid = resp->trace_id;
-	if (g->page_size < 4096 || g->page_size > READ_CHUNK)
+	if (g->page_size < 4096 || g->page_size > PAGE_MAX)
 		return tcx_fail(-EPROTO, "guest %s: page size %u not supported",
 				g->sp.name, g->page_size);
 	g->st = calloc((size_t)g->cpus, sizeof(*g->st));

@@ -12,6 +12,7 @@
 #include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "tdat-internal.h"
@@ -45,6 +46,33 @@ int tdat_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 		p += n;
 		len -= n;
 		off += n;
+	}
+	return 0;
+}
+
+/* pwritev() until all is written; @iov is consumed. */
+static int pwritev_all(int fd, struct iovec *iov, int cnt, uint64_t off)
+{
+	while (cnt) {
+		ssize_t n = pwritev(fd, iov, cnt, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!n)
+			return -EIO;
+		off += (uint64_t)n;
+		while (cnt && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt) {
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
 	}
 	return 0;
 }
@@ -583,9 +611,9 @@ static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
 	return ret;
 }
 
-int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c)
+int tdat_file_write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *iov,
+			int cnt, uint64_t bytes)
 {
-	uint64_t bytes = (uint64_t)c->nbatch * w->page_size;
 	int ret;
 
 	if (w->failed)
@@ -600,7 +628,7 @@ int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c)
 		if (ret)
 			return ret;
 	}
-	ret = tdat_pwrite_all(w->fd, c->batch, bytes, c->region_off + c->size);
+	ret = pwritev_all(w->fd, iov, cnt, c->region_off + c->size);
 	if (ret)
 		return io_fail(w, ret, "writing pages");
 	c->size += bytes;
@@ -610,9 +638,21 @@ int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c)
 				      SYNC_FILE_RANGE_WRITE);
 		c->wb_size = c->size;
 	}
-	c->nbatch = 0;
-	c->page = c->batch;
 	return patch_one(w, c);
+}
+
+int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c)
+{
+	struct iovec iov = { c->batch, (size_t)c->nbatch * w->page_size };
+	uint64_t size = c->size;
+	int ret = tdat_file_write_cpu(w, c, &iov, 1, iov.iov_len);
+
+	/* written, even if the size patch failed */
+	if (c->size != size) {
+		c->nbatch = 0;
+		c->page = c->batch;
+	}
+	return ret;
 }
 
 /* ---- close ---- */

@@ -5,6 +5,7 @@
  * tdat-file.c writes out.
  */
 #include <stdlib.h>
+#include <sys/uio.h>
 
 #include "tdat-internal.h"
 
@@ -440,39 +441,31 @@ int tdat_page_check(const void *page, size_t page_size, int long_size, uint64_t 
 	return 0;
 }
 
-int tdat_write_page(struct tdat_writer *w, int cpu, const void *page)
+/*
+ * The checks and counts of one raw page, and the open event page closed
+ * before it: 1 when it is to be stored, 0 for an empty page, or the error.
+ */
+static int page_accept(struct tdat_writer *w, struct tdat_cpu *c, const void *page)
 {
-	struct tdat_cpu *c = data_cpu(w, cpu, "raw page");
 	uint64_t events = 0, last_ts = 0, first_ts, commit = 0;
 	int ret;
 
-	if (!c)
-		return w->first_err;
 	memcpy(&commit, (const uint8_t *)page + 8, w->long_size);
 	if (!(commit & TDAT_COMMIT_MASK))
 		return 0;
 	ret = tdat_page_check(page, w->page_size, w->long_size, &events, &last_ts);
 	if (ret) {
 		c->st.bad_pages++;
-		return tdat_err(w, ret, "raw page on CPU %d: %s", cpu, tcx_error());
+		return tdat_err(w, ret, "raw page on CPU %d: %s", c->cpu, tcx_error());
 	}
 	memcpy(&first_ts, page, 8);
 	if (first_ts < c->ts)
 		return tdat_err(w, -ERANGE, "raw page on CPU %d starts at %llu, before %llu",
-				cpu, (unsigned long long)first_ts, (unsigned long long)c->ts);
+				c->cpu, (unsigned long long)first_ts, (unsigned long long)c->ts);
 	if (c->open) {
 		ret = page_finish_flush(w, c);
 		if (ret)
 			return ret;
-	}
-	memcpy(c->page, page, w->page_size);
-	if (c->missed) {
-		/* the page is the kernel's: mark the loss, store no count */
-		commit |= TDAT_MISSED_EVENTS;
-		tdat_put_long(w, c->page + 8, commit);
-		c->missed = false;
-		c->missed_known = false;
-		c->missed_count = 0;
 	}
 	c->ts = last_ts;
 	c->st.events += events;
@@ -481,14 +474,117 @@ int tdat_write_page(struct tdat_writer *w, int cpu, const void *page)
 	if (commit & TDAT_MISSED_STORED) {
 		uint64_t n = 0;
 
-		memcpy(&n, c->page + w->hdr + (commit & TDAT_COMMIT_MASK), w->long_size);
+		memcpy(&n, (const uint8_t *)page + w->hdr + (commit & TDAT_COMMIT_MASK),
+		       w->long_size);
 		c->st.missed += n;
+	}
+	return 1;
+}
+
+/* An accepted page into the batch, marked if events were lost before it. */
+static int page_store(struct tdat_writer *w, struct tdat_cpu *c, const void *page)
+{
+	memcpy(c->page, page, w->page_size);
+	if (c->missed) {
+		uint64_t commit = 0;
+
+		/* the page is the kernel's: mark the loss, store no count */
+		memcpy(&commit, c->page + 8, w->long_size);
+		commit |= TDAT_MISSED_EVENTS;
+		tdat_put_long(w, c->page + 8, commit);
+		c->missed = false;
+		c->missed_known = false;
+		c->missed_count = 0;
 	}
 	c->nbatch++;
 	c->page += w->page_size;
 	if (c->nbatch == w->batch_pages)
 		return tdat_file_flush_cpu(w, c);
 	return 0;
+}
+
+int tdat_write_page(struct tdat_writer *w, int cpu, const void *page)
+{
+	struct tdat_cpu *c = data_cpu(w, cpu, "raw page");
+	int ret;
+
+	if (!c)
+		return w->first_err;
+	ret = page_accept(w, c, page);
+	return ret == 1 ? page_store(w, c, page) : ret;
+}
+
+#define RUNS_MAX	64	/* runs of pages per pwritev */
+
+/* The batch, then the runs of the caller's pages, in one write. */
+static int runs_out(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *iov,
+		    int *cnt, uint64_t *bytes)
+{
+	uint64_t size = c->size;
+	int ret;
+
+	if (!*cnt)
+		return 0;
+	ret = tdat_file_write_cpu(w, c, iov, *cnt, *bytes);
+	if (c->size != size) {
+		c->nbatch = 0;
+		c->page = c->batch;
+	}
+	*cnt = 0;
+	*bytes = 0;
+	return ret;
+}
+
+int tdat_write_pages(struct tdat_writer *w, int cpu, const void *pages, size_t n,
+		     uint64_t *out_of_order)
+{
+	struct tdat_cpu *c = data_cpu(w, cpu, "raw page");
+	const uint8_t *p = pages;
+	struct iovec iov[RUNS_MAX + 1];
+	uint64_t bytes = 0;
+	int cnt = 0, ret;
+
+	if (!c)
+		return w->first_err;
+	for (size_t i = 0; i < n; i++, p += w->page_size) {
+		ret = page_accept(w, c, p);
+		if (ret == -EBADMSG || ret == -ERANGE) {
+			if (ret == -ERANGE && out_of_order)
+				(*out_of_order)++;
+			continue;
+		}
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			continue;
+		if (c->missed) {
+			/* this page changes: it goes by the batch, in order */
+			ret = runs_out(w, c, iov, &cnt, &bytes);
+			if (!ret)
+				ret = page_store(w, c, p);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (!cnt && c->nbatch) {
+			/* what the batch holds goes first */
+			iov[cnt++] = (struct iovec){ c->batch, (size_t)c->nbatch * w->page_size };
+			bytes += iov[0].iov_len;
+		}
+		if (cnt && (const uint8_t *)iov[cnt - 1].iov_base + iov[cnt - 1].iov_len == p &&
+		    iov[cnt - 1].iov_base != c->batch) {
+			iov[cnt - 1].iov_len += w->page_size;
+		} else {
+			if (cnt == RUNS_MAX + 1) {
+				ret = runs_out(w, c, iov, &cnt, &bytes);
+				if (ret)
+					return ret;
+			}
+			iov[cnt++] = (struct iovec){ (void *)p, w->page_size };
+		}
+		bytes += w->page_size;
+	}
+	return runs_out(w, c, iov, &cnt, &bytes);
 }
 
 int tdat_flush(struct tdat_writer *w)

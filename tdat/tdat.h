@@ -314,6 +314,19 @@ int tdat_mark_missed(struct tdat_writer *w, int cpu, uint64_t count);
  */
 int tdat_write_page(struct tdat_writer *w, int cpu, const void *page);
 
+/**
+ * tdat_write_pages - tdat_write_page() for @n pages in a row at @pages
+ * @out_of_order: incremented for each page refused with -ERANGE
+ *
+ * Each page is checked and counted as tdat_write_page() does; bad pages
+ * (stats.bad_pages) and pages out of order are skipped, the rest are
+ * written from @pages in one pwritev() per call, not copied (a page that
+ * must carry a loss mark is). Returns 0, or the error that failed the
+ * writer; the pages after it are not written.
+ */
+int tdat_write_pages(struct tdat_writer *w, int cpu, const void *pages, size_t n,
+		     uint64_t *out_of_order);
+
 /* ---- reading a ring-buffer page ---- */
 
 /*

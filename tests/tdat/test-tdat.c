@@ -759,6 +759,90 @@ static void raw_pages(int v)
 }
 VERSIONED(raw_pages)
 
+/* Many pages in one call: the same file and counts as one page a call. */
+static void raw_pages_batch(int v)
+{
+	char *src = path_in(tmpdir, "batchsrc.dat"), *one = path_in(tmpdir, "batch1.dat");
+	char *many = path_in(tmpdir, "batchn.dat");
+	enum { N = 200 };
+	struct tdat_writer *w, *wn;
+	struct tdat_stats s1, sn;
+	uint64_t commit, oo = 0;
+	uint8_t *pg;
+	struct tf f, fn;
+	int i, c, n1, nn, ret;
+
+	w = mk(v, src, 0, 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	/* 170 events of 24 bytes fill a page */
+	for (i = 0; i < 170 * (N - 10); i++)
+		ev(w, 0, 1000 + i, 20, i);
+	assert_int_equal(tdat_close(w), 0);
+	load(src, &f);
+	assert_int_equal(tf_cpu(&f, 0)->size, (N - 10) * 4096ull);
+	pg = malloc(N * 4096);
+	assert_non_null(pg);
+	memcpy(pg, f.buf + tf_cpu(&f, 0)->off, (N - 10) * 4096);
+	tf_free(&f);
+	/* the tail: bad, empty, out of order; every other page empty early on */
+	for (i = N - 10; i < N; i++)
+		memcpy(pg + i * 4096, pg + (N - 11) * 4096, 4096);
+	commit = 4081;
+	memcpy(pg + (N - 9) * 4096 + 8, &commit, 8);
+	commit = 0;
+	memcpy(pg + (N - 8) * 4096 + 8, &commit, 8);
+	for (i = 1; i < 140; i += 2)
+		memcpy(pg + i * 4096 + 8, &commit, 8);
+
+	w = mk(v, one, 0, 0);
+	wn = mk(v, many, 0, 0);
+	assert_int_equal(tdat_start_data(w), 0);
+	assert_int_equal(tdat_start_data(wn), 0);
+	/* CPU 1: an open event page first; CPU 2: a loss mark first */
+	ev(w, 1, 10, 16, 1);
+	ev(wn, 1, 10, 16, 1);
+	assert_int_equal(tdat_mark_missed(w, 2, 5), 0);
+	assert_int_equal(tdat_mark_missed(wn, 2, 5), 0);
+	for (c = 0; c < 3; c++) {
+		for (i = 0, n1 = 0; i < N; i++) {
+			ret = tdat_write_page(w, c, pg + i * 4096);
+			n1 += ret == -ERANGE;
+			assert_true(ret == 0 || ret == -EBADMSG || ret == -ERANGE);
+		}
+		/* calls of 1, 2, ... pages: runs split at every edge */
+		for (i = 0, nn = 1; i < N; i += nn, nn++)
+			assert_int_equal(tdat_write_pages(wn, c, pg + i * 4096,
+							  i + nn > N ? N - i : nn, &oo), 0);
+		assert_int_equal(n1, 8);
+	}
+	assert_int_equal(oo, 24);
+	/* one call of all of them, on a CPU of its own */
+	assert_int_equal(tdat_write_pages(wn, 3, pg, N, &oo), 0);
+	for (i = 0; i < N; i++)
+		tdat_write_page(w, 3, pg + i * 4096);
+	assert_int_equal(oo, 32);
+	for (c = -1; c < 4; c++) {
+		assert_int_equal(tdat_get_stats(w, c, &s1), 0);
+		assert_int_equal(tdat_get_stats(wn, c, &sn), 0);
+		assert_memory_equal(&s1, &sn, sizeof(s1));
+	}
+	assert_int_equal(tdat_close(w), 0);
+	assert_int_equal(tdat_close(wn), 0);
+	load(one, &f);
+	load(many, &fn);
+	for (c = 0; c < 4; c++) {
+		assert_true(tf_cpu(&f, c)->size > 0);
+		assert_int_equal(tf_cpu(&f, c)->size, tf_cpu(&fn, c)->size);
+		assert_memory_equal(f.buf + tf_cpu(&f, c)->off, fn.buf + tf_cpu(&fn, c)->off,
+				    tf_cpu(&f, c)->size);
+	}
+	assert_int_equal(tf_commit(&fn, 2, 0), tf_commit(&fn, 0, 0) | TDAT_MISSED_EVENTS);
+	tf_free(&f);
+	tf_free(&fn);
+	free(pg);
+}
+VERSIONED(raw_pages_batch)
+
 
 /* Random and hostile raw pages: what is accepted must decode in bounds. */
 static void raw_page_fuzz(void **s)
@@ -1250,6 +1334,8 @@ int main(void)
 		cmocka_unit_test(readable_while_writing_v7),
 		cmocka_unit_test(raw_pages_v6),
 		cmocka_unit_test(raw_pages_v7),
+		cmocka_unit_test(raw_pages_batch_v6),
+		cmocka_unit_test(raw_pages_batch_v7),
 		cmocka_unit_test(raw_page_fuzz),
 		cmocka_unit_test(page_walker),
 		cmocka_unit_test(errors),
