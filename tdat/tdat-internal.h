@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "tcx-util.h"
 #include "tdat.h"
@@ -194,6 +195,9 @@ void *tdat_reserve_slow(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
 /* tdat-file.c */
 int tdat_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c);
+/* @cnt buffers of whole pages (@bytes in all) at the end of @c's region, then its size */
+int tdat_file_write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *iov,
+			int cnt, uint64_t bytes);
 int tdat_file_patch_cpus(struct tdat_writer *w);
 int tdat_file_finish(struct tdat_writer *w);
 int tdat_write_metadata(struct tdat_writer *w);
