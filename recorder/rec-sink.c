@@ -17,6 +17,7 @@
 #include "recorder-internal.h"
 #include "tcx-util.h"
 #include "tdat.h"
+#include "tdat-internal.h"	/* tdat_reserve_inline() */
 
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
@@ -440,7 +441,7 @@ static inline void emit_plain(struct rec_sink *k, const struct rec_record *r,
 	k->st.classes[l->cls]++;
 	if (l->enc == REC_ENC_VMEXIT)
 		isa = exit_isa(k, r);
-	p = tdat_reserve(k->w, cpu, r->tsc, 8 + l->size);
+	p = tdat_reserve_inline(k->w, cpu, r->tsc, 8 + l->size);
 	if (likely(p)) {
 		switch (l->enc) {
 		case REC_ENC_WORDS:
