@@ -218,7 +218,8 @@ static inline void decode_fast(const uint8_t *p, int cpu, struct rec_record *r)
 static inline void stamp(struct rec_stream *s, struct cpu_q *c, struct rec_record *r)
 {
 	if (r->flags & REC_F_TSC) {
-		if (c->has_cur && r->tsc < c->cur_tsc) {
+		/* cur_tsc is 0 until the first: nothing is older than that */
+		if (r->tsc < c->cur_tsc) {
 			uint64_t d = c->cur_tsc - r->tsc;
 
 			s->st.skew++;
@@ -468,16 +469,17 @@ static int reserve(struct cpu_q *c, size_t n)
  * Unordered (a scan, or per_cpu): decode and emit at once. Records before
  * the first TSC of their pCPU wait in its queue until that TSC comes (they
  * take it, as the merge gives them) or until rec_stream_finish(). @avail:
- * the bytes readable from @p. Inline: it runs once per record.
+ * the bytes readable from @p; @masked: s->p.class_mask is set. Inline: it
+ * runs once per record.
  */
 static inline __attribute__((always_inline)) void
-pass_through(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail)
+pass_through(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail, bool masked)
 {
 	struct cpu_q *c = &s->cpus[cpu];
 	uint32_t hdr = rd32(p);
 	struct rec_record r;
 
-	if (s->p.class_mask && !((hdr >> 16) & s->p.class_mask))
+	if (masked && !((hdr >> 16) & s->p.class_mask))
 		return;
 	if (unlikely((hdr & 0x0fffffff) == TRC_GEN_WRAP)) {
 		s->st.fillers++;
@@ -513,6 +515,23 @@ pass_through(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail)
 		decode(p, cpu, &r);
 	stamp(s, c, &r);
 	emit_one(s, &r);
+}
+
+/* pass_through() the whole records of @p[0..len); returns their bytes. */
+static inline __attribute__((always_inline)) size_t
+pass_all(struct rec_stream *s, int cpu, const uint8_t *p, size_t len, bool masked)
+{
+	size_t off = 0;
+
+	while (len - off >= 4) {
+		unsigned int size = rec_record_size(rd32(p + off));
+
+		if (size > len - off)
+			break;
+		pass_through(s, cpu, p + off, len - off, masked);
+		off += size;
+	}
+	return off;
 }
 
 static int append(struct rec_stream *s, struct cpu_q *c, const uint8_t *p, size_t len)
@@ -577,7 +596,7 @@ static int queue(struct rec_stream *s, int cpu, const uint8_t *p, size_t len,
 
 	if (s->p.unordered) {
 		for (size_t off = 0; off < len; off += rec_record_size(rd32(p + off)))
-			pass_through(s, cpu, p + off, len - off);
+			pass_through(s, cpu, p + off, len - off, s->p.class_mask != 0);
 		return 0;
 	}
 	if (!c->fed_tsc) {
@@ -676,15 +695,11 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 	}
 	if (s->p.unordered) {
 		/* one walk, nothing queued */
-		while (len >= 4) {
-			unsigned int size = rec_record_size(rd32(p));
+		size_t n = s->p.class_mask ? pass_all(s, cpu, p, len, true)
+					   : pass_all(s, cpu, p, len, false);
 
-			if (size > len)
-				break;
-			pass_through(s, cpu, p, len);
-			p += size;
-			len -= size;
-		}
+		p += n;
+		len -= n;
 	}
 	/* Whole records, in slices so the bound is checked as we go. */
 	while (len >= 4) {
