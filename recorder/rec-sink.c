@@ -435,23 +435,26 @@ static __attribute__((noinline)) void emit_general(struct rec_sink *k,
 static inline void emit_plain(struct rec_sink *k, const struct rec_record *r,
 			      const struct lent *l, unsigned int cpu)
 {
+	/* read once: the page stores below may alias anything */
+	unsigned int enc = l->enc, size = l->size, nr = r->nr;
 	int pid = k->cur[cpu].pid, isa = 0;
+	uint16_t id = l->id;
 	uint8_t *p;
 
 	k->st.classes[l->cls]++;
-	if (l->enc == REC_ENC_VMEXIT)
+	if (enc == REC_ENC_VMEXIT)
 		isa = exit_isa(k, r);
-	p = tdat_reserve_inline(k->w, cpu, r->tsc, 8 + l->size);
+	p = tdat_reserve_inline(k->w, cpu, r->tsc, 8 + size);
 	if (likely(p)) {
-		switch (l->enc) {
+		switch (enc) {
 		case REC_ENC_WORDS:
-			rec_encode_words(p, l->id, l->size, pid, r, r->nr);
+			rec_encode_words(p, id, size, pid, r, nr);
 			break;
 		case REC_ENC_VMENTRY:
-			rec_encode_vmentry(p, l->id, pid, r);
+			rec_encode_vmentry(p, id, pid, r);
 			break;
 		default:
-			rec_encode_vmexit(p, l->id, pid, isa, r, r->nr);
+			rec_encode_vmexit(p, id, pid, isa, r, nr);
 			break;
 		}
 		k->st.events++;
@@ -460,9 +463,9 @@ static inline void emit_plain(struct rec_sink *k, const struct rec_record *r,
 
 		put_buffered(k, &e, r, pid, isa);
 	}
-	if (l->enc == REC_ENC_VMENTRY)
+	if (enc == REC_ENC_VMENTRY)
 		k->in_guest[cpu] = true;
-	else if (l->enc == REC_ENC_VMEXIT)
+	else if (enc == REC_ENC_VMEXIT)
 		k->in_guest[cpu] = false;
 }
 
