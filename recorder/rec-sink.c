@@ -112,7 +112,7 @@ struct rec_sink {
 	struct vset		tasks;
 	bool			*in_guest;	/* per pCPU: after a kvm_entry */
 	struct cur		*cur;		/* per pCPU, refreshed by SCHED records */
-	bool			hold;		/* an error or a tap: no fast path */
+	bool			hold;		/* an error or a tap: not the fast path */
 	/* catalogue entries by Xen id: most captures use a few dozen ids */
 	struct lent {
 		uint32_t		ev;
@@ -364,6 +364,15 @@ static inline int exit_isa(struct rec_sink *k, const struct rec_record *r)
 	return 0;
 }
 
+/* The record and the vCPU its pCPU runs, to the tap, once written. */
+static __attribute__((noinline)) void tap(struct rec_sink *k, const struct rec_record *r)
+{
+	uint32_t dom, vcpu;
+	bool known = rec_vcpus_current(k->vm, r->cpu, &dom, &vcpu);
+
+	k->o.tap(k->o.tap_ctx, r, known, dom, vcpu);
+}
+
 /* Everything emit_plain() does not take. */
 static __attribute__((noinline)) void emit_general(struct rec_sink *k,
 						   const struct rec_record *r,
@@ -421,16 +430,14 @@ static __attribute__((noinline)) void emit_general(struct rec_sink *k,
 				k->cur[r->cpu].pid = 0;
 		}
 	}
-	if (k->o.tap) {
-		bool known = rec_vcpus_current(k->vm, r->cpu, &dom, &vcpu);
-
-		k->o.tap(k->o.tap_ctx, r, known, dom, vcpu);
-	}
+	if (k->o.tap)
+		tap(k, r);
 }
 
 /*
  * Most records: a payload of known size straight into the page, the
- * encoding picked once. The same bytes and counters as emit_general().
+ * encoding picked once. The same bytes and counters as emit_general();
+ * the caller taps.
  */
 static inline void emit_plain(struct rec_sink *k, const struct rec_record *r,
 			      const struct lent *l, unsigned int cpu)
@@ -469,6 +476,20 @@ static inline void emit_plain(struct rec_sink *k, const struct rec_record *r,
 		k->in_guest[cpu] = false;
 }
 
+/* With a tap: still emit_plain() where it can, then the tap. */
+static __attribute__((noinline)) void emit_tapped(struct rec_sink *k, const struct rec_record *r,
+						  const struct lent *l)
+{
+	unsigned int cpu = r->cpu;
+
+	if (r->nr < l->lim && !k->err && cpu < (unsigned int)k->o.ncpus && !k->cur[cpu].pend) {
+		emit_plain(k, r, l, cpu);
+		tap(k, r);
+	} else {
+		emit_general(k, r, l);
+	}
+}
+
 void rec_sink_emit(void *sink, const struct rec_record *r)
 {
 	struct rec_sink *k = sink;
@@ -478,6 +499,8 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 	if (likely(r->nr < l->lim && !k->hold && cpu < (unsigned int)k->o.ncpus &&
 		   !k->cur[cpu].pend))
 		emit_plain(k, r, l, cpu);
+	else if (k->o.tap)
+		emit_tapped(k, r, l);
 	else
 		emit_general(k, r, l);
 }
