@@ -305,7 +305,10 @@ static uint8_t plain_lim(const struct rec_event *e, uint32_t ev, enum rec_class 
 		return 0;
 	switch (e->enc) {
 	case REC_ENC_WORDS:
-		return e->size >= 4 ? (e->size - 4) / 4 + 1 : 0;
+		/* at most the 7 words a record has: r->nr is not clamped there */
+		if (e->size < 4)
+			return 0;
+		return (e->size - 4) / 4 < 7 ? (e->size - 4) / 4 + 1 : 8;
 	case REC_ENC_VMENTRY:
 		return 1;
 	case REC_ENC_VMEXIT:
