@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,6 +164,53 @@ static inline void decode(const uint8_t *p, int cpu, struct rec_record *r)
 }
 
 /*
+ * Words kept of the 8 that follow a record's header and TSC, by count:
+ * the words past the record's own are zeroed as decode() does.
+ */
+#define K(n, i)	((i) < (n) ? 0xffffffffu : 0)
+#define ROW(n)	{ K(n, 0), K(n, 1), K(n, 2), K(n, 3), K(n, 4), K(n, 5), K(n, 6), 0 }
+static const uint32_t keep_words[8][8] = {
+	ROW(0), ROW(1), ROW(2), ROW(3), ROW(4), ROW(5), ROW(6), ROW(7),
+};
+#undef ROW
+#undef K
+
+_Static_assert(sizeof(struct rec_record) >= offsetof(struct rec_record, w) + 32,
+	       "decode_fast() stores 8 words at w");
+
+/* Bytes from a record's start decode_fast() reads: one word past the largest. */
+#define DECODE_FAST_READ	44
+
+/*
+ * decode() where DECODE_FAST_READ bytes are readable: the words are loaded
+ * and masked whole instead of one by one. The 8th lands in the struct's
+ * tail padding.
+ */
+static inline void decode_fast(const uint8_t *p, int cpu, struct rec_record *r)
+{
+	uint32_t hdr = rd32(p);
+	unsigned int nr = (hdr >> 28) & 7;
+	const uint8_t *q = p + 4;
+	uint64_t v[4], m[4];
+
+	r->event = hdr & 0x0fffffff;
+	r->nr = nr;
+	r->cpu = cpu;
+	r->flags = 0;
+	r->tsc = 0;
+	if (hdr & 0x80000000u) {
+		r->tsc = rd32(q) | ((uint64_t)rd32(q + 4) << 32);
+		r->flags = REC_F_TSC;
+		q += 8;
+	}
+	memcpy(v, q, sizeof(v));
+	memcpy(m, keep_words[nr], sizeof(m));
+	for (int i = 0; i < 4; i++)
+		v[i] &= m[i];
+	memcpy((uint8_t *)r + offsetof(struct rec_record, w), v, sizeof(v));
+}
+
+/*
  * The time rules, in pCPU order: a record without TSC takes the previous
  * one of its pCPU (or, before the first, that first TSC); a record older
  * than its predecessor is counted as skew and clamped, never moved.
@@ -170,7 +218,8 @@ static inline void decode(const uint8_t *p, int cpu, struct rec_record *r)
 static inline void stamp(struct rec_stream *s, struct cpu_q *c, struct rec_record *r)
 {
 	if (r->flags & REC_F_TSC) {
-		if (c->has_cur && r->tsc < c->cur_tsc) {
+		/* cur_tsc is 0 until the first: nothing is older than that */
+		if (r->tsc < c->cur_tsc) {
 			uint64_t d = c->cur_tsc - r->tsc;
 
 			s->st.skew++;
@@ -419,15 +468,18 @@ static int reserve(struct cpu_q *c, size_t n)
 /*
  * Unordered (a scan, or per_cpu): decode and emit at once. Records before
  * the first TSC of their pCPU wait in its queue until that TSC comes (they
- * take it, as the merge gives them) or until rec_stream_finish().
+ * take it, as the merge gives them) or until rec_stream_finish(). @avail:
+ * the bytes readable from @p; @masked: s->p.class_mask is set. Inline: it
+ * runs once per record.
  */
-static void pass_through(struct rec_stream *s, int cpu, const uint8_t *p)
+static inline __attribute__((always_inline)) void
+pass_through(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail, bool masked)
 {
 	struct cpu_q *c = &s->cpus[cpu];
 	uint32_t hdr = rd32(p);
 	struct rec_record r;
 
-	if (s->p.class_mask && !((hdr >> 16) & s->p.class_mask))
+	if (masked && !((hdr >> 16) & s->p.class_mask))
 		return;
 	if (unlikely((hdr & 0x0fffffff) == TRC_GEN_WRAP)) {
 		s->st.fillers++;
@@ -457,9 +509,29 @@ static void pass_through(struct rec_stream *s, int cpu, const uint8_t *p)
 		while (load_head(s, cpu))
 			emit_one(s, &c->head);
 	}
-	decode(p, cpu, &r);
+	if (likely(avail >= DECODE_FAST_READ))
+		decode_fast(p, cpu, &r);
+	else
+		decode(p, cpu, &r);
 	stamp(s, c, &r);
 	emit_one(s, &r);
+}
+
+/* pass_through() the whole records of @p[0..len); returns their bytes. */
+static inline __attribute__((always_inline)) size_t
+pass_all(struct rec_stream *s, int cpu, const uint8_t *p, size_t len, bool masked)
+{
+	size_t off = 0;
+
+	while (len - off >= 4) {
+		unsigned int size = rec_record_size(rd32(p + off));
+
+		if (size > len - off)
+			break;
+		pass_through(s, cpu, p + off, len - off, masked);
+		off += size;
+	}
+	return off;
 }
 
 static int append(struct rec_stream *s, struct cpu_q *c, const uint8_t *p, size_t len)
@@ -524,7 +596,7 @@ static int queue(struct rec_stream *s, int cpu, const uint8_t *p, size_t len,
 
 	if (s->p.unordered) {
 		for (size_t off = 0; off < len; off += rec_record_size(rd32(p + off)))
-			pass_through(s, cpu, p + off);
+			pass_through(s, cpu, p + off, len - off, s->p.class_mask != 0);
 		return 0;
 	}
 	if (!c->fed_tsc) {
@@ -623,15 +695,11 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 	}
 	if (s->p.unordered) {
 		/* one walk, nothing queued */
-		while (len >= 4) {
-			unsigned int size = rec_record_size(rd32(p));
+		size_t n = s->p.class_mask ? pass_all(s, cpu, p, len, true)
+					   : pass_all(s, cpu, p, len, false);
 
-			if (size > len)
-				break;
-			pass_through(s, cpu, p);
-			p += size;
-			len -= size;
-		}
+		p += n;
+		len -= n;
 	}
 	/* Whole records, in slices so the bound is checked as we go. */
 	while (len >= 4) {

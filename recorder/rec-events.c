@@ -712,17 +712,11 @@ size_t rec_event_encode(const struct rec_event *e, const struct rec_record *r,
 
 	common(b, e->id, pid);
 	switch (e->enc) {
-	case REC_ENC_WORDS: {
-		unsigned int room = (e->size - 4) / 4;
-
+	case REC_ENC_WORDS:
 		if (4 + nr * 4u > e->size)
 			return 0;
-		put32(b, 8, nr);
-		/* word by word: cheaper than memcpy and memset of run-time sizes */
-		for (unsigned int i = 0; i < room; i++)
-			put32(b, 12 + 4 * i, i < nr ? r->w[i] : 0);
+		rec_encode_words(b, e->id, e->size, pid, r, nr);
 		return len;
-	}
 	case REC_ENC_RUNSTATE:
 		if (nr != 1)
 			return 0;
@@ -743,29 +737,13 @@ size_t rec_event_encode(const struct rec_event *e, const struct rec_record *r,
 	case REC_ENC_VMENTRY:
 		if (nr)
 			return 0;
-		/* the size is fixed: constant stores, no memset call */
-		memset(b + 8, 0, REC_KVM_ENTRY_SIZE - 8);
-		put32(b, 8, pid > 0 ? (uint32_t)(pid - 1) & 0xffff : 0);
-		put32(b, 12, r->event);
+		rec_encode_vmentry(b, e->id, pid, r);
 		return len;
-	case REC_ENC_VMEXIT: {
-		uint64_t rip;
-
+	case REC_ENC_VMEXIT:
 		if (nr > 3)
 			return 0;
-		memset(b + 8, 0, REC_KVM_EXIT_SIZE - 8);
-		rip = nr > 1 ? r->w[1] : 0;
-		if (nr > 2)
-			rip |= (uint64_t)r->w[2] << 32;
-		if (!isa)
-			isa = (r->event & 0xff) == 0x03 ? 2 : 1;
-		put32(b, 8, nr ? r->w[0] : 0);
-		put32(b, 12, isa);
-		put64(b, 16, rip);
-		put32(b, 24, pid > 0 ? (uint32_t)(pid - 1) & 0xffff : 0);
-		put32(b, 28, r->event);
+		rec_encode_vmexit(b, e->id, pid, isa, r, nr);
 		return len;
-	}
 	}
 	return 0;
 }

@@ -17,6 +17,7 @@
 #include "recorder-internal.h"
 #include "tcx-util.h"
 #include "tdat.h"
+#include "tdat-internal.h"	/* tdat_reserve_inline() */
 
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
@@ -111,10 +112,15 @@ struct rec_sink {
 	struct vset		tasks;
 	bool			*in_guest;	/* per pCPU: after a kvm_entry */
 	struct cur		*cur;		/* per pCPU, refreshed by SCHED records */
+	bool			hold;		/* an error or a tap: not the fast path */
 	/* catalogue entries by Xen id: most captures use a few dozen ids */
-	struct {
+	struct lent {
 		uint32_t		ev;
-		uint32_t		cls;
+		uint16_t		id;	/* e's */
+		uint16_t		size;
+		uint8_t			enc;
+		uint8_t			cls;
+		uint8_t			lim;	/* emit_plain() takes nr < lim */
 		const struct rec_event	*e;
 	} lcache[LCACHE_SIZE];
 	struct rec_sink_stats	st;
@@ -156,6 +162,7 @@ struct rec_sink *rec_sink_new(struct tdat_writer *w, const struct rec_sink_opts 
 	k->o = *o;
 	if (k->o.ncpus < 1 || k->o.ncpus > REC_MAX_CPUS)
 		k->o.ncpus = REC_MAX_CPUS;
+	k->hold = k->o.tap != NULL;
 	k->vm = rec_vcpus_new(k->o.ncpus, k->o.use_switch);
 	k->in_guest = calloc(k->o.ncpus, sizeof(*k->in_guest));
 	k->cur = calloc(k->o.ncpus, sizeof(*k->cur));
@@ -208,6 +215,7 @@ static void fail(struct rec_sink *k, int err)
 	if (k->err)
 		return;
 	k->err = err;
+	k->hold = true;
 	snprintf(k->errmsg, sizeof(k->errmsg), "%s", tcx_error());
 }
 
@@ -285,27 +293,96 @@ static void note_vcpus(struct rec_sink *k, const struct rec_record *r)
 			fail(k, tcx_fail(-ENOMEM, "out of memory for the vCPUs"));
 }
 
-/* The catalogue entry and the class of id @ev, from the cache. */
-static inline const struct rec_event *lookup(struct rec_sink *k, uint32_t ev,
-					     enum rec_class *cls)
+/*
+ * The records emit_plain() writes, by the words they may have (lim: one
+ * more, 0 for none): those of the encodings whose size the entry tells,
+ * which no sink state but in_guest follows. LOST_RECORDS, scheduler and
+ * xen/unknown records take the general path.
+ */
+static uint8_t plain_lim(const struct rec_event *e, uint32_t ev, enum rec_class cls)
 {
-	unsigned int h = (ev ^ (ev >> 8) ^ (ev >> 16)) & (LCACHE_SIZE - 1);
-
-	if (unlikely(k->lcache[h].ev != ev)) {
-		k->lcache[h].ev = ev;
-		k->lcache[h].cls = rec_event_class(ev);
-		k->lcache[h].e = rec_event_lookup(ev);
+	if (ev == TRC_LOST_RECORDS || cls == REC_CLASS_SCHED || e->xen_id == 0xffffffff)
+		return 0;
+	switch (e->enc) {
+	case REC_ENC_WORDS:
+		/* at most the 7 words a record has: r->nr is not clamped there */
+		if (e->size < 4)
+			return 0;
+		return (e->size - 4) / 4 < 7 ? (e->size - 4) / 4 + 1 : 8;
+	case REC_ENC_VMENTRY:
+		return 1;
+	case REC_ENC_VMEXIT:
+		return 4;
+	default:
+		return 0;
 	}
-	*cls = k->lcache[h].cls;
-	return k->lcache[h].e;
 }
 
-void rec_sink_emit(void *sink, const struct rec_record *r)
+/* The catalogue entry of id @ev, from the cache. */
+static inline const struct lent *lookup(struct rec_sink *k, uint32_t ev)
 {
-	struct rec_sink *k = sink;
-	enum rec_class cls;
-	const struct rec_event *e = lookup(k, r->event, &cls);
+	unsigned int h = (ev ^ (ev >> 8) ^ (ev >> 16)) & (LCACHE_SIZE - 1);
+	struct lent *l = &k->lcache[h];
+
+	if (unlikely(l->ev != ev)) {
+		l->ev = ev;
+		l->cls = rec_event_class(ev);
+		l->e = rec_event_lookup(ev);
+		l->id = l->e->id;
+		l->size = l->e->size;
+		l->enc = l->e->enc;
+		l->lim = plain_lim(l->e, ev, l->cls);
+	}
+	return l;
+}
+
+/* A payload that did not fit the page's room, or had no known size. */
+static void put_buffered(struct rec_sink *k, const struct rec_event **ep,
+			 const struct rec_record *r, int pid, int isa)
+{
 	uint8_t b[REC_MAX_PAYLOAD];
+	size_t len = rec_event_encode(*ep, r, pid, isa, b);
+
+	if (!len) {
+		*ep = rec_event_lookup(0xffffffff);
+		len = rec_event_encode(*ep, r, pid, 0, b);
+	}
+	/* also where tdat_reserve() failed: this gives its error */
+	put(k, r->cpu, r->tsc, b, len);
+}
+
+/* The isa of a VMX-numbered exit (0: from the id), switching to SVM when seen. */
+static inline int exit_isa(struct rec_sink *k, const struct rec_record *r)
+{
+	if ((r->event & 0xff) != 0x02)
+		return 0;
+	/* VMX exit reasons stay below 0x60; AMD's interrupt, I/O, NPF... do not */
+	if (!k->o.svm && k->o.svm_auto && r->nr && r->w[0] >= 0x60) {
+		k->o.svm = true;
+		k->st.svm_switched = true;
+	}
+	if (k->o.svm)
+		return 2;
+	k->st.vmx_before_svm++;
+	return 0;
+}
+
+/* The record and the vCPU its pCPU runs, to the tap, once written. */
+static __attribute__((noinline)) void tap(struct rec_sink *k, const struct rec_record *r)
+{
+	uint32_t dom, vcpu;
+	bool known = rec_vcpus_current(k->vm, r->cpu, &dom, &vcpu);
+
+	k->o.tap(k->o.tap_ctx, r, known, dom, vcpu);
+}
+
+/* Everything emit_plain() does not take. */
+static __attribute__((noinline)) void emit_general(struct rec_sink *k,
+						   const struct rec_record *r,
+						   const struct lent *l)
+{
+	enum rec_class cls = l->cls;
+	const struct rec_event *e = l->e;
 	struct rec_switch sw;
 	uint32_t dom, vcpu;
 	int pid, isa = 0, ret;
@@ -326,17 +403,8 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 			return;
 		}
 	}
-	if (e->enc == REC_ENC_VMEXIT && (r->event & 0xff) == 0x02) {
-		/* VMX exit reasons stay below 0x60; AMD's interrupt, I/O, NPF... do not */
-		if (!k->o.svm && k->o.svm_auto && r->nr && r->w[0] >= 0x60) {
-			k->o.svm = true;
-			k->st.svm_switched = true;
-		}
-		if (k->o.svm)
-			isa = 2;
-		else
-			k->st.vmx_before_svm++;
-	}
+	if (e->enc == REC_ENC_VMEXIT)
+		isa = exit_isa(k, r);
 	/* most records: encoded straight into the page, no copy */
 	len = rec_event_encode_size(e, r);
 	p = likely(len) ? tdat_reserve(k->w, r->cpu, r->tsc, len) : NULL;
@@ -344,13 +412,7 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 		rec_event_encode(e, r, pid, isa, p);
 		k->st.events++;
 	} else {
-		len = rec_event_encode(e, r, pid, isa, b);
-		if (!len) {
-			e = rec_event_lookup(0xffffffff);
-			len = rec_event_encode(e, r, pid, 0, b);
-		}
-		/* also where tdat_reserve() failed: this gives its error */
-		put(k, r->cpu, r->tsc, b, len);
+		put_buffered(k, &e, r, pid, isa);
 	}
 	if (unlikely(e->xen_id == 0xffffffff))	/* the xen/unknown entry */
 		k->st.unknown++;
@@ -371,11 +433,79 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 				k->cur[r->cpu].pid = 0;
 		}
 	}
-	if (k->o.tap) {
-		bool known = rec_vcpus_current(k->vm, r->cpu, &dom, &vcpu);
+	if (k->o.tap)
+		tap(k, r);
+}
 
-		k->o.tap(k->o.tap_ctx, r, known, dom, vcpu);
+/*
+ * Most records: a payload of known size straight into the page, the
+ * encoding picked once. The same bytes and counters as emit_general();
+ * the caller taps.
+ */
+static inline void emit_plain(struct rec_sink *k, const struct rec_record *r,
+			      const struct lent *l, unsigned int cpu)
+{
+	/* read once: the page stores below may alias anything */
+	unsigned int enc = l->enc, size = l->size, nr = r->nr;
+	int pid = k->cur[cpu].pid, isa = 0;
+	uint16_t id = l->id;
+	uint8_t *p;
+
+	k->st.classes[l->cls]++;
+	if (enc == REC_ENC_VMEXIT)
+		isa = exit_isa(k, r);
+	p = tdat_reserve_inline(k->w, cpu, r->tsc, 8 + size);
+	if (likely(p)) {
+		switch (enc) {
+		case REC_ENC_WORDS:
+			rec_encode_words(p, id, size, pid, r, nr);
+			break;
+		case REC_ENC_VMENTRY:
+			rec_encode_vmentry(p, id, pid, r);
+			break;
+		default:
+			rec_encode_vmexit(p, id, pid, isa, r, nr);
+			break;
+		}
+		k->st.events++;
+	} else {
+		const struct rec_event *e = l->e;
+
+		put_buffered(k, &e, r, pid, isa);
 	}
+	if (enc == REC_ENC_VMENTRY)
+		k->in_guest[cpu] = true;
+	else if (enc == REC_ENC_VMEXIT)
+		k->in_guest[cpu] = false;
+}
+
+/* With a tap: still emit_plain() where it can, then the tap. */
+static __attribute__((noinline)) void emit_tapped(struct rec_sink *k, const struct rec_record *r,
+						  const struct lent *l)
+{
+	unsigned int cpu = r->cpu;
+
+	if (r->nr < l->lim && !k->err && cpu < (unsigned int)k->o.ncpus && !k->cur[cpu].pend) {
+		emit_plain(k, r, l, cpu);
+		tap(k, r);
+	} else {
+		emit_general(k, r, l);
+	}
+}
+
+void rec_sink_emit(void *sink, const struct rec_record *r)
+{
+	struct rec_sink *k = sink;
+	const struct lent *l = lookup(k, r->event);
+	unsigned int cpu = r->cpu;
+
+	if (likely(r->nr < l->lim && !k->hold && cpu < (unsigned int)k->o.ncpus &&
+		   !k->cur[cpu].pend))
+		emit_plain(k, r, l, cpu);
+	else if (k->o.tap)
+		emit_tapped(k, r, l);
+	else
+		emit_general(k, r, l);
 }
 
 int rec_sink_add_cmdlines(struct rec_sink *k)

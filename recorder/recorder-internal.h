@@ -19,6 +19,8 @@
 #ifndef RECORDER_INTERNAL_H
 #define RECORDER_INTERNAL_H
 
+#include <string.h>
+
 #include "recorder.h"
 
 /* Xen's idle domain and the placeholder for "no vCPU known". */
@@ -148,7 +150,12 @@ void rec_stream_free(struct rec_stream *s);
 /** rec_record_size - a trace record's bytes, from its first word */
 static inline unsigned int rec_record_size(uint32_t hdr)
 {
-	return 4 + ((hdr >> 31) ? 8 : 0) + ((hdr >> 28) & 7) * 4;
+	/* by the top nibble (TSC bit, word count): one load on the per-record path */
+	static const uint8_t size[16] = {
+		4, 8, 12, 16, 20, 24, 28, 32, 12, 16, 20, 24, 28, 32, 36, 40,
+	};
+
+	return size[hdr >> 28];
 }
 
 /* Called now and then while reading, with the bytes read so far. */
@@ -327,6 +334,81 @@ static inline size_t rec_event_encode_size(const struct rec_event *e,
 		break;	/* only decoding the arguments tells */
 	}
 	return 0;
+}
+
+/*
+ * The encodings of most records, shared by rec_event_encode() and the
+ * sink, which writes them straight into a page: 8 + the event's size
+ * bytes at @b, the record's fit (rec_event_encode_size()) already checked.
+ */
+static inline void rec_put32(uint8_t *b, unsigned int off, uint32_t v)
+{
+	memcpy(b + off, &v, 4);
+}
+
+static inline void rec_put64(uint8_t *b, unsigned int off, uint64_t v)
+{
+	memcpy(b + off, &v, 8);
+}
+
+/* The common header: type, flags 0, preempt count 0, pid. */
+static inline void rec_put_common(uint8_t *b, uint16_t id, int pid)
+{
+	uint16_t v = id;
+
+	memcpy(b, &v, 2);
+	b[2] = 0;
+	b[3] = 0;
+	rec_put32(b, 4, (uint32_t)pid);
+}
+
+/* REC_ENC_WORDS: nr, then the @size / 4 - 1 words it has room for. */
+static inline void rec_encode_words(uint8_t *b, uint16_t id, unsigned int size, int pid,
+				    const struct rec_record *r, unsigned int nr)
+{
+	unsigned int room = (size - 4) / 4;
+
+	rec_put_common(b, id, pid);
+	rec_put32(b, 8, nr);
+	/* word by word: cheaper than memcpy and memset of run-time sizes */
+	for (unsigned int i = 0; i < room; i++)
+		rec_put32(b, 12 + 4 * i, i < nr ? r->w[i] : 0);
+}
+
+/* The vCPU id kvm events carry: the pid's low 16 bits, less one. */
+static inline uint32_t rec_pid_vcpu(int pid)
+{
+	return pid > 0 ? (uint32_t)(pid - 1) & 0xffff : 0;
+}
+
+/* REC_ENC_VMENTRY, for a record without words. */
+static inline void rec_encode_vmentry(uint8_t *b, uint16_t id, int pid,
+				      const struct rec_record *r)
+{
+	rec_put_common(b, id, pid);
+	/* the size is fixed: constant stores, no memset call */
+	memset(b + 8, 0, REC_KVM_ENTRY_SIZE - 8);
+	rec_put32(b, 8, rec_pid_vcpu(pid));
+	rec_put32(b, 12, r->event);
+}
+
+/* REC_ENC_VMEXIT, for a record of at most 3 words; @isa 0: from the id. */
+static inline void rec_encode_vmexit(uint8_t *b, uint16_t id, int pid, int isa,
+				     const struct rec_record *r, unsigned int nr)
+{
+	uint64_t rip = nr > 1 ? r->w[1] : 0;
+
+	if (nr > 2)
+		rip |= (uint64_t)r->w[2] << 32;
+	if (!isa)
+		isa = (r->event & 0xff) == 0x03 ? 2 : 1;
+	rec_put_common(b, id, pid);
+	memset(b + 8, 0, REC_KVM_EXIT_SIZE - 8);
+	rec_put32(b, 8, nr ? r->w[0] : 0);
+	rec_put32(b, 12, isa);
+	rec_put64(b, 16, rip);
+	rec_put32(b, 24, rec_pid_vcpu(pid));
+	rec_put32(b, 28, r->event);
 }
 
 /** rec_encode_sched_switch - a sched/sched_switch payload (64 bytes) */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * tdat internals shared by the writer's source files. Not installed.
+ * tdat internals shared by the writer's source files, and by the recorder's
+ * sink for tdat_reserve_inline(). Not installed.
  */
 #ifndef TDAT_INTERNAL_H
 #define TDAT_INTERNAL_H
@@ -231,6 +232,51 @@ static inline uint32_t tdat_evhdr(uint32_t type_len, uint32_t delta)
 #else
 	return type_len | (delta << 5);
 #endif
+}
+
+/*
+ * tdat_reserve()'s fast path: a small event with a small delta on an open
+ * page (a closed page has cap 0, so one bounds check covers both).
+ * Anything else (new page, TIME_EXTEND, long form, errors) goes to the
+ * slow path. Here so that a caller on the per-event path can have it
+ * inline (tdat_reserve_inline()).
+ */
+static inline __attribute__((always_inline)) uint8_t *
+tdat_reserve_fast(struct tdat_writer *w, int cpu, uint64_t ts, size_t len, bool zero_tail)
+{
+	struct tdat_cpu *c;
+	uint64_t delta;
+	uint32_t rlen, hdr;
+	uint8_t *e;
+
+	if (likely((unsigned int)cpu < (unsigned int)w->live)) {
+		c = w->cpu[cpu];
+		if (likely(c != NULL)) {
+			/* ts < c->ts wraps to a huge delta: also slow path */
+			delta = ts - c->ts;
+			rlen = (len + 3) & ~3u;
+			if (likely(delta <= TDAT_DELTA_MAX && len - 8 <= TDAT_SMALL_MAX - 8 &&
+				   c->used + 4 + rlen <= c->cap)) {
+				e = c->page + w->hdr + c->used;
+				hdr = tdat_evhdr(rlen >> 2, delta);
+				memcpy(e, &hdr, 4);
+				/* zero the rounding bytes; the caller fills len */
+				if (zero_tail)
+					memset(e + rlen, 0, 4);
+				c->used += 4 + rlen;
+				c->ts = ts;
+				c->st.events++;
+				return e + 4;
+			}
+		}
+	}
+	return tdat_reserve_slow(w, cpu, ts, len);
+}
+
+/* tdat_reserve(), inline: for the recorder's sink, once per record. */
+static inline void *tdat_reserve_inline(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
+{
+	return tdat_reserve_fast(w, cpu, ts, len, true);
 }
 
 #endif /* TDAT_INTERNAL_H */

@@ -14,45 +14,9 @@ static inline void put32(uint8_t *p, uint32_t v)
 	memcpy(p, &v, 4);
 }
 
-/*
- * The fast path: a small event with a small delta on an open page (a
- * closed page has cap 0, so one bounds check covers both). Anything else
- * (new page, TIME_EXTEND, long form, errors) goes to the slow path.
- */
-static inline __attribute__((always_inline)) uint8_t *
-reserve_fast(struct tdat_writer *w, int cpu, uint64_t ts, size_t len, bool zero_tail)
-{
-	struct tdat_cpu *c;
-	uint64_t delta;
-	uint32_t rlen;
-	uint8_t *e;
-
-	if (likely((unsigned int)cpu < (unsigned int)w->live)) {
-		c = w->cpu[cpu];
-		if (likely(c != NULL)) {
-			/* ts < c->ts wraps to a huge delta: also slow path */
-			delta = ts - c->ts;
-			rlen = (len + 3) & ~3u;
-			if (likely(delta <= TDAT_DELTA_MAX && len - 8 <= TDAT_SMALL_MAX - 8 &&
-				   c->used + 4 + rlen <= c->cap)) {
-				e = c->page + w->hdr + c->used;
-				put32(e, tdat_evhdr(rlen >> 2, delta));
-				/* zero the rounding bytes; the caller fills len */
-				if (zero_tail)
-					put32(e + rlen, 0);
-				c->used += 4 + rlen;
-				c->ts = ts;
-				c->st.events++;
-				return e + 4;
-			}
-		}
-	}
-	return tdat_reserve_slow(w, cpu, ts, len);
-}
-
 void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
 {
-	return reserve_fast(w, cpu, ts, len, true);
+	return tdat_reserve_fast(w, cpu, ts, len, true);
 }
 
 /*
@@ -85,7 +49,7 @@ static inline void copy_payload(uint8_t *d, const uint8_t *s, size_t n)
 int tdat_write_event(struct tdat_writer *w, int cpu, uint64_t ts,
 		     const void *payload, size_t len)
 {
-	uint8_t *p = reserve_fast(w, cpu, ts, len, false);
+	uint8_t *p = tdat_reserve_fast(w, cpu, ts, len, false);
 
 	if (unlikely(!p))
 		return w->first_err ? w->first_err : -EINVAL;
