@@ -17,7 +17,6 @@
 #include "recorder-internal.h"
 #include "tcx-util.h"
 #include "tdat.h"
-#include "tdat-internal.h"	/* tdat_reserve_inline() */
 
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
@@ -454,7 +453,7 @@ static inline void emit_plain(struct rec_sink *k, const struct rec_record *r,
 	k->st.classes[l->cls]++;
 	if (enc == REC_ENC_VMEXIT)
 		isa = exit_isa(k, r);
-	p = tdat_reserve_inline(k->w, cpu, r->tsc, 8 + size);
+	p = tdat_reserve(k->w, cpu, r->tsc, 8 + size);
 	if (likely(p)) {
 		switch (enc) {
 		case REC_ENC_WORDS:

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * tdat internals shared by the writer's source files, and by the recorder's
- * sink for tdat_reserve_inline(). Not installed.
+ * tdat internals shared by the writer's source files. Not installed.
  */
 #ifndef TDAT_INTERNAL_H
 #define TDAT_INTERNAL_H
@@ -238,8 +237,7 @@ static inline uint32_t tdat_evhdr(uint32_t type_len, uint32_t delta)
  * tdat_reserve()'s fast path: a small event with a small delta on an open
  * page (a closed page has cap 0, so one bounds check covers both).
  * Anything else (new page, TIME_EXTEND, long form, errors) goes to the
- * slow path. Here so that a caller on the per-event path can have it
- * inline (tdat_reserve_inline()).
+ * slow path.
  */
 static inline __attribute__((always_inline)) uint8_t *
 tdat_reserve_fast(struct tdat_writer *w, int cpu, uint64_t ts, size_t len, bool zero_tail)
@@ -271,12 +269,6 @@ tdat_reserve_fast(struct tdat_writer *w, int cpu, uint64_t ts, size_t len, bool 
 		}
 	}
 	return tdat_reserve_slow(w, cpu, ts, len);
-}
-
-/* tdat_reserve(), inline: for the recorder's sink, once per record. */
-static inline void *tdat_reserve_inline(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
-{
-	return tdat_reserve_fast(w, cpu, ts, len, true);
 }
 
 #endif /* TDAT_INTERNAL_H */
