@@ -29,27 +29,6 @@
 
 static const uint8_t magic[10] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
 
-int tdat_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *p = buf;
-	ssize_t n;
-
-	while (len) {
-		n = pwrite(fd, p, len, off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (!n)
-			return -EIO;
-		p += n;
-		len -= n;
-		off += n;
-	}
-	return 0;
-}
-
 /* pwritev() until all is written; @iov is consumed. */
 static int pwritev_all(int fd, struct iovec *iov, int cnt, uint64_t off)
 {
@@ -75,6 +54,13 @@ static int pwritev_all(int fd, struct iovec *iov, int cnt, uint64_t off)
 		}
 	}
 	return 0;
+}
+
+int tdat_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return len ? pwritev_all(fd, &iov, 1, off) : 0;
 }
 
 static int io_fail(struct tdat_writer *w, int ret, const char *what)
