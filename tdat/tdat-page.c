@@ -19,6 +19,34 @@ void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len)
 	return tdat_reserve_fast(w, cpu, ts, len, true);
 }
 
+void tdat_run_begin(struct tdat_writer *w, int cpu, struct tdat_run *run)
+{
+	struct tdat_cpu *c = (unsigned int)cpu < (unsigned int)w->live ? w->cpu[cpu] : NULL;
+
+	run->pos = run->end = NULL;
+	run->events = 0;
+	/* a closed page has cap 0: no room, whatever used says */
+	if (!c || !c->open || !c->cap)
+		return;
+	run->pos = c->page + w->hdr + c->used;
+	run->end = c->page + w->hdr + c->cap;
+	run->ts = c->ts;
+}
+
+void tdat_run_end(struct tdat_writer *w, int cpu, struct tdat_run *run)
+{
+	struct tdat_cpu *c;
+
+	if (!run->pos)
+		return;
+	c = w->cpu[cpu];
+	c->used = (uint32_t)(run->pos - (c->page + w->hdr));
+	c->ts = run->ts;
+	c->st.events += run->events;
+	run->pos = run->end = NULL;
+	run->events = 0;
+}
+
 /*
  * Payloads are mostly small: two overlapping word copies beat a call to
  * memcpy with a length only known at run time.

@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Bits of a ring-buffer page's commit word. */
 #define TDAT_COMMIT_MASK	((1u << 27) - 1)
@@ -291,6 +292,75 @@ int tdat_write_event(struct tdat_writer *w, int cpu, uint64_t ts,
  * Returns a pointer into the page, or NULL (the reason in tcx_error()).
  */
 void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len);
+
+/*
+ * What tdat_run_reserve() takes: the kernel ring buffer's small events
+ * (type_len 1..28) with a delta that fits their 27 bits.
+ */
+#define TDAT_RUN_DELTA_MAX	((1ull << 27) - 1)
+#define TDAT_RUN_LEN_MAX	112
+
+/**
+ * struct tdat_run - a CPU's open page, lent to a writer of many small events
+ * @pos:	where the next event's header goes
+ * @end:	the end of the page's room
+ * @ts:		the timestamp of the last event
+ * @events:	events added through the run
+ *
+ * Between tdat_run_begin() and tdat_run_end() the CPU's page belongs to
+ * the run: no other call may touch that CPU (tdat_reserve(),
+ * tdat_write_event(), tdat_mark_missed(), tdat_flush(), tdat_close()...)
+ * until tdat_run_end() gives it back.
+ */
+struct tdat_run {
+	uint8_t		*pos;
+	uint8_t		*end;
+	uint64_t	ts;
+	uint64_t	events;
+};
+
+/**
+ * tdat_run_begin - lend @cpu's open page to @run
+ *
+ * Without an open page (none yet, or the previous one was finished) the run
+ * has no room, and tdat_run_reserve() sends every event to tdat_reserve().
+ */
+void tdat_run_begin(struct tdat_writer *w, int cpu, struct tdat_run *run);
+
+/** tdat_run_end - give @cpu's page back, with the events @run added to it */
+void tdat_run_end(struct tdat_writer *w, int cpu, struct tdat_run *run);
+
+/**
+ * tdat_run_reserve - tdat_reserve() in @run's page, inline: room for a
+ * @len-byte payload at @ts, its rounding bytes zeroed
+ *
+ * Returns NULL where tdat_reserve() must take the event (a full page, a
+ * delta or a payload too large, a timestamp that goes back): end the run
+ * first.
+ */
+static inline void *tdat_run_reserve(struct tdat_run *run, uint64_t ts, size_t len)
+{
+	uint64_t delta = ts - run->ts;	/* going back wraps: too large */
+	size_t rlen = (len + 3) & ~(size_t)3;
+	uint8_t *e = run->pos;
+	uint32_t hdr;
+
+	if (delta > TDAT_RUN_DELTA_MAX || len - 8 > TDAT_RUN_LEN_MAX - 8 ||
+	    (size_t)(run->end - e) < 4 + rlen)
+		return NULL;
+	/* type_len (words of payload) and time_delta, as the kernel's bitfield */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	hdr = (uint32_t)(rlen >> 2) << 27 | (uint32_t)delta;
+#else
+	hdr = (uint32_t)(rlen >> 2) | (uint32_t)delta << 5;
+#endif
+	memcpy(e, &hdr, 4);
+	memset(e + rlen, 0, 4);
+	run->pos = e + 4 + rlen;
+	run->ts = ts;
+	run->events++;
+	return e + 4;
+}
 
 /**
  * tdat_mark_missed - events were lost on @cpu before the next event

@@ -843,6 +843,101 @@ static void raw_pages_batch(int v)
 }
 VERSIONED(raw_pages_batch)
 
+/*
+ * Events through tdat_run_reserve() give the file tdat_reserve() gives:
+ * sizes 8..120 (the long form past 112), deltas up to and past 2^27, full
+ * pages, runs ended and begun at random, a loss mark and a flush between
+ * runs, a CPU with no page yet.
+ */
+static void run_reserve(int v)
+{
+	char *a = path_in(tmpdir, "run-a.dat"), *b = path_in(tmpdir, "run-b.dat");
+	struct tdat_writer *wa = mk(v, a, 0, 0), *wb = mk(v, b, 0, 0);
+	uint64_t seed = 0x2545f4914f6cdd1dull, ts[3] = { 100, 100, 100 };
+	struct tdat_run run = { 0 };
+	int run_cpu = -1, fast = 0, slow = 0;
+	struct tdat_stats sa, sb;
+	struct tf fa, fb;
+
+	assert_int_equal(tdat_start_data(wa), 0);
+	assert_int_equal(tdat_start_data(wb), 0);
+	for (int i = 0; i < 60000; i++) {
+		int cpu, r;
+		size_t len;
+		uint8_t *pa, *pb;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		r = (int)(seed >> 33);
+		cpu = r % 7 ? 0 : 1 + r % 2;
+		len = 8 + (size_t)(r >> 4) % 29 * 4 - ((r >> 9) & 3);
+		if (len < 8)
+			len = 8;
+		ts[cpu] += (r >> 12) % 500 ? (uint64_t)(r >> 14) % 3000 : (1ull << 27) + 7;
+		if (i % 1500 == 1499 || (i % 3333 == 3332)) {
+			/* a mark or a flush: the run goes back first */
+			if (run_cpu >= 0)
+				tdat_run_end(wb, run_cpu, &run);
+			run_cpu = -1;
+			if (i % 1500 == 1499) {
+				assert_int_equal(tdat_mark_missed(wa, cpu, 3), 0);
+				assert_int_equal(tdat_mark_missed(wb, cpu, 3), 0);
+			} else {
+				assert_int_equal(tdat_flush(wa), 0);
+				assert_int_equal(tdat_flush(wb), 0);
+			}
+		}
+		pa = tdat_reserve(wa, cpu, ts[cpu], len);
+		assert_non_null(pa);
+		payload(pa, len, i);
+		if (cpu != run_cpu || (r & 0x3f) == 0) {
+			if (run_cpu >= 0)
+				tdat_run_end(wb, run_cpu, &run);
+			tdat_run_begin(wb, cpu, &run);
+			run_cpu = cpu;
+		}
+		pb = tdat_run_reserve(&run, ts[cpu], len);
+		if (pb) {
+			fast++;
+		} else {
+			slow++;
+			tdat_run_end(wb, cpu, &run);
+			pb = tdat_reserve(wb, cpu, ts[cpu], len);
+			assert_non_null(pb);
+			tdat_run_begin(wb, cpu, &run);
+		}
+		payload(pb, len, i);
+		/* the rounding bytes are zeroed by both, whatever the caller fills */
+		assert_memory_equal(pa - 4, pb - 4, 4 + ((len + 3) & ~(size_t)3));
+	}
+	if (run_cpu >= 0)
+		tdat_run_end(wb, run_cpu, &run);
+	/* most go the fast way; page ends, big deltas and long events do not */
+	assert_true(fast > 40000);
+	assert_true(slow > 500);
+	for (int c = -1; c < 3; c++) {
+		assert_int_equal(tdat_get_stats(wa, c, &sa), 0);
+		assert_int_equal(tdat_get_stats(wb, c, &sb), 0);
+		assert_memory_equal(&sa, &sb, sizeof(sa));
+	}
+	/* a run of a CPU without a page has no room */
+	tdat_run_begin(wb, 5, &run);
+	assert_null(tdat_run_reserve(&run, 1ull << 40, 16));
+	tdat_run_end(wb, 5, &run);
+	assert_int_equal(tdat_close(wa), 0);
+	assert_int_equal(tdat_close(wb), 0);
+	load(a, &fa);
+	load(b, &fb);
+	for (int c = 0; c < 3; c++) {
+		assert_true(tf_cpu(&fa, c)->size > 0);
+		assert_int_equal(tf_cpu(&fa, c)->size, tf_cpu(&fb, c)->size);
+		assert_memory_equal(fa.buf + tf_cpu(&fa, c)->off, fb.buf + tf_cpu(&fb, c)->off,
+				    tf_cpu(&fa, c)->size);
+	}
+	assert_null(tf_cpu(&fb, 5));
+	tf_free(&fa);
+	tf_free(&fb);
+}
+VERSIONED(run_reserve)
 
 /* Random and hostile raw pages: what is accepted must decode in bounds. */
 static void raw_page_fuzz(void **s)
@@ -1336,6 +1431,8 @@ int main(void)
 		cmocka_unit_test(raw_pages_v7),
 		cmocka_unit_test(raw_pages_batch_v6),
 		cmocka_unit_test(raw_pages_batch_v7),
+		cmocka_unit_test(run_reserve_v6),
+		cmocka_unit_test(run_reserve_v7),
 		cmocka_unit_test(raw_page_fuzz),
 		cmocka_unit_test(page_walker),
 		cmocka_unit_test(errors),
