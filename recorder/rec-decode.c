@@ -61,7 +61,11 @@ struct hent {
 struct rec_stream {
 	struct rec_stream_params p;
 	rec_emit_fn		emit;
+	rec_emit_batch_fn	emit_batch;	/* set: emit is not */
 	void			*ctx;
+	/* records decoded, not yet handed over (batched); slot nbatch is the next */
+	struct rec_record	batch[REC_EMIT_BATCH];
+	unsigned int		nbatch;
 	struct cpu_q		*cpus;
 	struct hent		*heap;		/* pCPUs by the TSC of their head */
 	int			nheap;
@@ -81,8 +85,14 @@ static inline uint32_t rd32(const uint8_t *p)
 	return v;
 }
 
-struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
-				  rec_emit_fn emit, void *ctx)
+/* The TSC of the record at @p, which has one. */
+static inline uint64_t rd64_tsc(const uint8_t *p)
+{
+	return rd32(p + 4) | ((uint64_t)rd32(p + 8) << 32);
+}
+
+static struct rec_stream *stream_new(const struct rec_stream_params *p, rec_emit_fn emit,
+				     rec_emit_batch_fn emit_batch, void *ctx)
 {
 	struct rec_stream *s = calloc(1, sizeof(*s));
 
@@ -102,6 +112,7 @@ struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
 	if (!s->p.unordered)
 		s->p.class_mask = 0;
 	s->emit = emit;
+	s->emit_batch = emit_batch;
 	s->ctx = ctx;
 	s->cpus = calloc(s->p.max_cpus, sizeof(*s->cpus));
 	s->heap = calloc(s->p.max_cpus, sizeof(*s->heap));
@@ -113,6 +124,18 @@ struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
 	s->st.max_cpu = -1;
 	s->st.first_tsc = UINT64_MAX;
 	return s;
+}
+
+struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
+				  rec_emit_fn emit, void *ctx)
+{
+	return stream_new(p, emit, NULL, ctx);
+}
+
+struct rec_stream *rec_stream_new_batched(const struct rec_stream_params *p,
+					  rec_emit_batch_fn emit, void *ctx)
+{
+	return stream_new(p, NULL, emit, ctx);
 }
 
 void rec_stream_free(struct rec_stream *s)
@@ -331,6 +354,17 @@ static void heap_add(struct rec_stream *s, int cpu)
 
 /* ---- emission ---- */
 
+/* The batched records to the consumer. */
+static void hand_over(struct rec_stream *s)
+{
+	unsigned int n = s->nbatch;
+
+	if (n) {
+		s->nbatch = 0;
+		s->emit_batch(s->ctx, s->batch, n);
+	}
+}
+
 /*
  * Per record: keep it short. last_emitted starts at 0 and st.first_tsc at
  * UINT64_MAX (reported as 0 while nothing was emitted), so no test of
@@ -356,7 +390,13 @@ static inline void emit_one(struct rec_stream *s, struct rec_record *r)
 		if (r->nr >= 1)
 			s->st.lost += r->w[0];
 	}
-	s->emit(s->ctx, r);
+	if (!s->emit_batch) {
+		s->emit(s->ctx, r);
+		return;
+	}
+	s->batch[s->nbatch] = *r;
+	if (unlikely(++s->nbatch == REC_EMIT_BATCH))
+		hand_over(s);
 }
 
 /*
@@ -534,6 +574,83 @@ pass_all(struct rec_stream *s, int cpu, const uint8_t *p, size_t len, bool maske
 	return off;
 }
 
+/*
+ * pass_all() of a batched per_cpu stream, its common case with the state
+ * in registers: records of a pCPU past its first TSC, decoded straight
+ * into the batch, with emit_one()'s and stamp()'s bookkeeping done once
+ * per run. Fillers, LOST_RECORDS, records before the first TSC and those
+ * too near the end for decode_fast() take pass_through().
+ */
+static size_t pass_batched(struct rec_stream *s, int cpu, const uint8_t *p, size_t len)
+{
+	struct cpu_q *c = &s->cpus[cpu];
+	uint64_t cur = c->cur_tsc, first = s->st.first_tsc, last = s->last_emitted;
+	uint64_t no_tsc = 0, records = 0;
+	unsigned int n = s->nbatch;
+	bool has_cur = c->has_cur;
+	size_t off = 0;
+
+	while (len - off >= 4) {
+		uint32_t hdr = rd32(p + off);
+		unsigned int size = rec_record_size(hdr);
+		uint32_t ev = hdr & 0x0fffffff;
+		struct rec_record *r;
+
+		if (size > len - off)
+			break;
+		if (unlikely(!c->fed_tsc || ev == TRC_GEN_WRAP || ev == TRC_GEN_LOST ||
+			     len - off < DECODE_FAST_READ || ((hdr >> 31) && rd64_tsc(p + off) < cur))) {
+			/* the general path, on the state as it stands */
+			c->cur_tsc = cur;
+			c->has_cur = has_cur;
+			s->st.first_tsc = first;
+			s->last_emitted = last;
+			s->nbatch = n;
+			pass_through(s, cpu, p + off, len - off, false);
+			cur = c->cur_tsc;
+			has_cur = c->has_cur;
+			first = s->st.first_tsc;
+			last = s->last_emitted;
+			n = s->nbatch;
+			off += size;
+			continue;
+		}
+		r = &s->batch[n];
+		decode_fast(p + off, cpu, r);
+		/* stamp() without the skew, which took the general path */
+		if (hdr >> 31) {
+			cur = r->tsc;
+			has_cur = true;
+		} else {
+			no_tsc++;
+			r->tsc = has_cur ? cur : c->first_fed;
+		}
+		if (r->tsc > last)
+			last = r->tsc;
+		if (unlikely(r->tsc < first))
+			first = r->tsc;
+		records++;
+		off += size;
+		if (unlikely(++n == REC_EMIT_BATCH)) {
+			c->cur_tsc = cur;
+			c->has_cur = has_cur;
+			s->nbatch = n;
+			hand_over(s);
+			n = 0;
+		}
+	}
+	c->cur_tsc = cur;
+	c->has_cur = has_cur;
+	s->st.first_tsc = first;
+	s->last_emitted = last;
+	s->st.no_tsc += no_tsc;
+	s->st.records += records;
+	if (records)
+		s->emitted_any = true;
+	s->nbatch = n;
+	return off;
+}
+
 static int append(struct rec_stream *s, struct cpu_q *c, const uint8_t *p, size_t len)
 {
 	int ret = reserve(c, len);
@@ -657,7 +774,7 @@ static int queue_walk(struct rec_stream *s, int cpu, const uint8_t *p, size_t le
 	return n ? queue(s, cpu, p, n, has, first, max) : 0;
 }
 
-int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
+static int feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 	struct cpu_q *c;
@@ -695,8 +812,9 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 	}
 	if (s->p.unordered) {
 		/* one walk, nothing queued */
-		size_t n = s->p.class_mask ? pass_all(s, cpu, p, len, true)
-					   : pass_all(s, cpu, p, len, false);
+		size_t n = s->p.class_mask ? pass_all(s, cpu, p, len, true) :
+			   s->emit_batch ? pass_batched(s, cpu, p, len) :
+			   pass_all(s, cpu, p, len, false);
 
 		p += n;
 		len -= n;
@@ -720,6 +838,14 @@ int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 	return 0;
 }
 
+int rec_stream_feed(struct rec_stream *s, int cpu, const void *data, size_t len)
+{
+	int ret = feed(s, cpu, data, len);
+
+	hand_over(s);
+	return ret;
+}
+
 int rec_stream_end_window(struct rec_stream *s, int cpu)
 {
 	if (cpu < 0 || cpu >= s->p.max_cpus)
@@ -729,6 +855,7 @@ int rec_stream_end_window(struct rec_stream *s, int cpu)
 	s->st.windows++;
 	if (!s->p.unordered)
 		drain(s, false);
+	hand_over(s);
 	return 0;
 }
 
@@ -754,5 +881,6 @@ int rec_stream_finish(struct rec_stream *s)
 		heap_add(s, i);
 	}
 	drain(s, true);
+	hand_over(s);
 	return 0;
 }

@@ -57,6 +57,15 @@ struct rec_record {
 /* Receives every record but the wrap fillers, in merged TSC order. */
 typedef void (*rec_emit_fn)(void *ctx, const struct rec_record *r);
 
+/* Records a batched stream holds before it hands them over. */
+#define REC_EMIT_BATCH		64
+
+/*
+ * Receives the same records in the same order as a rec_emit_fn, @n at a
+ * time (1..REC_EMIT_BATCH): one call per run instead of one per record.
+ */
+typedef void (*rec_emit_batch_fn)(void *ctx, const struct rec_record *r, unsigned int n);
+
 /**
  * struct rec_stream_params - how a stream buffers
  * @max_cpus:	pCPU ids accepted are 0..max_cpus-1 (0: REC_MAX_CPUS)
@@ -106,6 +115,18 @@ struct rec_stream;
  */
 struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
 				  rec_emit_fn emit, void *ctx);
+
+/**
+ * rec_stream_new_batched - rec_stream_new(), records handed to @emit in runs
+ * @p:		parameters (NULL: defaults)
+ *
+ * Every run is handed over before the rec_stream_feed(),
+ * rec_stream_end_window() or rec_stream_finish() that decoded it returns:
+ * between those calls the consumer has seen every record a rec_emit_fn
+ * would have. Returns NULL with errno set on failure.
+ */
+struct rec_stream *rec_stream_new_batched(const struct rec_stream_params *p,
+					  rec_emit_batch_fn emit, void *ctx);
 
 /**
  * rec_stream_feed - raw ring bytes of @cpu, in the order the ring holds them
@@ -568,6 +589,12 @@ struct rec_sink *rec_sink_new(struct tdat_writer *w, const struct rec_sink_opts 
  * keeps the error for rec_sink_error().
  */
 void rec_sink_emit(void *sink, const struct rec_record *r);
+
+/**
+ * rec_sink_emit_batch - rec_sink_emit() of @n records at @r, in order
+ * (a rec_emit_batch_fn: pass the sink as ctx)
+ */
+void rec_sink_emit_batch(void *sink, const struct rec_record *r, unsigned int n);
 
 /** rec_sink_note_vcpu - remember a (dom, vcpu) pair, e.g. from a scan */
 int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu);

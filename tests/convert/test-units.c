@@ -364,6 +364,106 @@ static void test_stream_no_tsc_per_cpu(void **state)
 	no_tsc_run(true, true);
 }
 
+/*
+ * A batched stream hands over the records an unbatched one emits, in the
+ * same order and with the same stats, each run before the call that
+ * decoded it returns, in per_cpu and merge mode: random records of two
+ * pCPUs (TSC or not, skewed, fillers, LOST_RECORDS, held before the first
+ * TSC) fed in random pieces, records split between pieces.
+ */
+struct batched {
+	struct rec_record	r[4096];
+	int			n;
+	int			runs;
+};
+
+static void collect_run(void *ctx, const struct rec_record *r, unsigned int n)
+{
+	struct batched *k = ctx;
+
+	assert_true(n >= 1 && n <= REC_EMIT_BATCH);
+	k->runs++;
+	for (unsigned int i = 0; i < n && k->n < 4096; i++)
+		k->r[k->n++] = r[i];
+}
+
+static void batched_run(bool per_cpu)
+{
+	struct rec_stream_params p = { .per_cpu = per_cpu };
+	struct sink *k = calloc(1, sizeof(*k));
+	struct batched *kb = calloc(1, sizeof(*kb));
+	struct rec_stream *s = rec_stream_new(&p, collect, k);
+	struct rec_stream *sb = rec_stream_new_batched(&p, collect_run, kb);
+	struct buf *b[2] = { calloc(1, sizeof(struct buf)), calloc(1, sizeof(struct buf)) };
+	struct rec_stream_stats st, stb;
+	uint64_t seed = 7, t[2] = { 1000, 1000 };
+
+	for (int i = 0; i < 3000; i++) {
+		int cpu, r;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		r = (int)(seed >> 33);
+		cpu = r & 1;
+		t[cpu] += (r >> 1) % 50;
+		if (i < 6)
+			rec(b[cpu], TRC_HVM_INTR, false, 0, 1, i);	/* before the first TSC */
+		else if ((r >> 8) % 97 == 0)
+			rec(b[cpu], TRC_TRACE_WRAP_BUFFER, false, 0, 3, 0, 0, 0);
+		else if ((r >> 8) % 89 == 0)
+			rec(b[cpu], TRC_LOST_RECORDS, true, t[cpu], 4, 3, 0, 0, 0);
+		else if ((r >> 8) % 83 == 0)
+			rec(b[cpu], TRC_PM_FREQ_CHANGE, true, t[cpu] - 40, 2, i, 0);	/* skew */
+		else if ((r >> 8) % 3 == 0)
+			rec(b[cpu], TRC_HVM_CPUID, false, 0, (r >> 12) % 7, 1, 2, 3, 4, 5, 6);
+		else
+			rec(b[cpu], TRC_HVM_VMEXIT, true, t[cpu], (r >> 12) % 4, i, 2, 3);
+	}
+	for (int cpu = 0; cpu < 2; cpu++) {
+		for (size_t off = 0; off < b[cpu]->len;) {
+			size_t n;
+
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			n = 1 + (seed >> 33) % 700;
+			if (n > b[cpu]->len - off)
+				n = b[cpu]->len - off;
+			assert_int_equal(rec_stream_feed(s, cpu, b[cpu]->b + off, n), 0);
+			assert_int_equal(rec_stream_feed(sb, cpu, b[cpu]->b + off, n), 0);
+			assert_int_equal(kb->n, k->n);
+			off += n;
+			if ((seed >> 40) % 5 == 0) {
+				rec_stream_end_window(s, cpu);
+				rec_stream_end_window(sb, cpu);
+				assert_int_equal(kb->n, k->n);
+			}
+		}
+		rec_stream_end_window(s, cpu);
+		rec_stream_end_window(sb, cpu);
+	}
+	rec_stream_finish(s);
+	rec_stream_finish(sb);
+	assert_true(k->n > 2900);
+	assert_int_equal(kb->n, k->n);
+	/* runs of more than one record: not a call per record */
+	assert_true(kb->runs * 4 < kb->n);
+	assert_memory_equal(kb->r, k->r, k->n * sizeof(k->r[0]));
+	rec_stream_get_stats(s, &st);
+	rec_stream_get_stats(sb, &stb);
+	assert_true(st.skew > 0 && st.fillers > 0 && st.lost_records > 0 && st.no_tsc > 0);
+	assert_memory_equal(&st, &stb, sizeof(st));
+	rec_stream_free(s);
+	rec_stream_free(sb);
+	free(b[0]);
+	free(b[1]);
+	free(k);
+	free(kb);
+}
+
+static void test_stream_batched(void **state)
+{
+	batched_run(true);
+	batched_run(false);
+}
+
 /* ---- the catalogue ---- */
 
 static void test_catalogue_formats(void **state)
@@ -651,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_stream_bound),
 		cmocka_unit_test(test_stream_no_tsc_merge),
 		cmocka_unit_test(test_stream_no_tsc_per_cpu),
+		cmocka_unit_test(test_stream_batched),
 		cmocka_unit_test(test_catalogue_formats),
 		cmocka_unit_test(test_catalogue_lookup),
 		cmocka_unit_test(test_encode),
