@@ -293,8 +293,9 @@ static int convert_records(struct conv *c, struct rec_convert_summary *sum)
 	struct rec_stream *s;
 	int rret, ret;
 
-	s = rec_stream_new(&(struct rec_stream_params){ .max_cpus = c->ncpus, .per_cpu = true },
-			   rec_sink_emit, c->out);
+	s = rec_stream_new_batched(&(struct rec_stream_params){ .max_cpus = c->ncpus,
+								.per_cpu = true },
+				   rec_sink_emit_batch, c->out);
 	if (!s)
 		return tcx_fail(-ENOMEM, "out of memory");
 	rret = rec_read_xentrace(c->fd, s, &sum->read, o->progress ? progress : NULL, (void *)o);

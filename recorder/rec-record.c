@@ -1328,9 +1328,9 @@ static int setup_files(struct session *ss)
 	 * only within one stretch on one pCPU (see run_of()). Records go
 	 * from the staging ring to the sink with no queue and no merge.
 	 */
-	ss->s = rec_stream_new(&(struct rec_stream_params){ .max_cpus = ss->ncpus,
-							     .per_cpu = true },
-			       rec_sink_emit, ss->sink);
+	ss->s = rec_stream_new_batched(&(struct rec_stream_params){ .max_cpus = ss->ncpus,
+								     .per_cpu = true },
+				       rec_sink_emit_batch, ss->sink);
 	return ss->s ? 0 : -ENOMEM;
 }
 

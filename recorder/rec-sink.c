@@ -492,9 +492,9 @@ static __attribute__((noinline)) void emit_tapped(struct rec_sink *k, const stru
 	}
 }
 
-void rec_sink_emit(void *sink, const struct rec_record *r)
+static inline __attribute__((always_inline)) void emit(struct rec_sink *k,
+							 const struct rec_record *r)
 {
-	struct rec_sink *k = sink;
 	const struct lent *l = lookup(k, r->event);
 	unsigned int cpu = r->cpu;
 
@@ -505,6 +505,86 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 		emit_tapped(k, r, l);
 	else
 		emit_general(k, r, l);
+}
+
+void rec_sink_emit(void *sink, const struct rec_record *r)
+{
+	emit(sink, r);
+}
+
+/*
+ * emit_plain() into a run of the pCPU's page: false when the page has no
+ * room (or the event must take tdat_reserve()'s slow path), nothing done.
+ */
+static inline bool emit_run(struct rec_sink *k, struct tdat_run *run, const struct rec_record *r,
+			    const struct lent *l, unsigned int cpu)
+{
+	unsigned int enc = l->enc, size = l->size, nr = r->nr;
+	int pid = k->cur[cpu].pid;
+	uint16_t id = l->id;
+	uint8_t *p = tdat_run_reserve(run, r->tsc, 8 + size);
+
+	if (unlikely(!p))
+		return false;
+	k->st.classes[l->cls]++;
+	switch (enc) {
+	case REC_ENC_WORDS:
+		rec_encode_words(p, id, size, pid, r, nr);
+		break;
+	case REC_ENC_VMENTRY:
+		rec_encode_vmentry(p, id, pid, r);
+		k->in_guest[cpu] = true;
+		break;
+	default:
+		rec_encode_vmexit(p, id, pid, exit_isa(k, r), r, nr);
+		k->in_guest[cpu] = false;
+		break;
+	}
+	return true;
+}
+
+/*
+ * What emit_plain() takes goes into a run of its pCPU's page
+ * (tdat_run_reserve(), inline); anything else ends the run first.
+ */
+void rec_sink_emit_batch(void *sink, const struct rec_record *r, unsigned int n)
+{
+	struct rec_sink *k = sink;
+	const struct rec_record *end = r + n;
+	unsigned int ncpus = k->o.ncpus;
+	struct tdat_run run = { 0 };
+	int run_cpu = -1;
+
+	for (; r < end; r++) {
+		const struct lent *l = lookup(k, r->event);
+		unsigned int cpu = r->cpu;
+
+		if (unlikely(r->nr >= l->lim || k->err || cpu >= ncpus || k->cur[cpu].pend)) {
+			if (run_cpu >= 0)
+				tdat_run_end(k->w, run_cpu, &run);
+			run_cpu = -1;
+			emit(k, r);
+			continue;
+		}
+		if ((int)cpu != run_cpu) {
+			if (run_cpu >= 0)
+				tdat_run_end(k->w, run_cpu, &run);
+			tdat_run_begin(k->w, cpu, &run);
+			run_cpu = cpu;
+		}
+		if (likely(emit_run(k, &run, r, l, cpu))) {
+			k->st.events++;
+		} else {
+			/* a new page: tdat_reserve()'s */
+			tdat_run_end(k->w, cpu, &run);
+			emit_plain(k, r, l, cpu);
+			tdat_run_begin(k->w, cpu, &run);
+		}
+		if (unlikely(k->o.tap))
+			tap(k, r);
+	}
+	if (run_cpu >= 0)
+		tdat_run_end(k->w, run_cpu, &run);
 }
 
 int rec_sink_add_cmdlines(struct rec_sink *k)
