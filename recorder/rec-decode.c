@@ -62,6 +62,7 @@ struct rec_stream {
 	struct rec_stream_params p;
 	rec_emit_fn		emit;
 	rec_emit_batch_fn	emit_batch;	/* set: emit is not */
+	rec_emit_raw_fn		emit_raw;	/* per_cpu and batched only */
 	void			*ctx;
 	/* records decoded, not yet handed over (batched); slot nbatch is the next */
 	struct rec_record	batch[REC_EMIT_BATCH];
@@ -83,12 +84,6 @@ static inline uint32_t rd32(const uint8_t *p)
 
 	memcpy(&v, p, 4);
 	return v;
-}
-
-/* The TSC of the record at @p, which has one. */
-static inline uint64_t rd64_tsc(const uint8_t *p)
-{
-	return rd32(p + 4) | ((uint64_t)rd32(p + 8) << 32);
 }
 
 static struct rec_stream *stream_new(const struct rec_stream_params *p, rec_emit_fn emit,
@@ -138,6 +133,12 @@ struct rec_stream *rec_stream_new_batched(const struct rec_stream_params *p,
 	return stream_new(p, NULL, emit, ctx);
 }
 
+void rec_stream_set_raw(struct rec_stream *s, rec_emit_raw_fn raw)
+{
+	if (s->p.per_cpu && s->emit_batch)
+		s->emit_raw = raw;
+}
+
 void rec_stream_free(struct rec_stream *s)
 {
 	if (!s)
@@ -184,53 +185,6 @@ static inline void decode(const uint8_t *p, int cpu, struct rec_record *r)
 	/* word by word: a memcpy of a run-time size costs more for 0..7 words */
 	for (unsigned int i = 0; i < 7; i++)
 		r->w[i] = i < r->nr ? rd32(p + off + 4 * i) : 0;
-}
-
-/*
- * Words kept of the 8 that follow a record's header and TSC, by count:
- * the words past the record's own are zeroed as decode() does.
- */
-#define K(n, i)	((i) < (n) ? 0xffffffffu : 0)
-#define ROW(n)	{ K(n, 0), K(n, 1), K(n, 2), K(n, 3), K(n, 4), K(n, 5), K(n, 6), 0 }
-static const uint32_t keep_words[8][8] = {
-	ROW(0), ROW(1), ROW(2), ROW(3), ROW(4), ROW(5), ROW(6), ROW(7),
-};
-#undef ROW
-#undef K
-
-_Static_assert(sizeof(struct rec_record) >= offsetof(struct rec_record, w) + 32,
-	       "decode_fast() stores 8 words at w");
-
-/* Bytes from a record's start decode_fast() reads: one word past the largest. */
-#define DECODE_FAST_READ	44
-
-/*
- * decode() where DECODE_FAST_READ bytes are readable: the words are loaded
- * and masked whole instead of one by one. The 8th lands in the struct's
- * tail padding.
- */
-static inline void decode_fast(const uint8_t *p, int cpu, struct rec_record *r)
-{
-	uint32_t hdr = rd32(p);
-	unsigned int nr = (hdr >> 28) & 7;
-	const uint8_t *q = p + 4;
-	uint64_t v[4], m[4];
-
-	r->event = hdr & 0x0fffffff;
-	r->nr = nr;
-	r->cpu = cpu;
-	r->flags = 0;
-	r->tsc = 0;
-	if (hdr & 0x80000000u) {
-		r->tsc = rd32(q) | ((uint64_t)rd32(q + 4) << 32);
-		r->flags = REC_F_TSC;
-		q += 8;
-	}
-	memcpy(v, q, sizeof(v));
-	memcpy(m, keep_words[nr], sizeof(m));
-	for (int i = 0; i < 4; i++)
-		v[i] &= m[i];
-	memcpy((uint8_t *)r + offsetof(struct rec_record, w), v, sizeof(v));
 }
 
 /*
@@ -549,8 +503,8 @@ pass_through(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail, bool
 		while (load_head(s, cpu))
 			emit_one(s, &c->head);
 	}
-	if (likely(avail >= DECODE_FAST_READ))
-		decode_fast(p, cpu, &r);
+	if (likely(avail >= REC_DECODE_FAST_READ))
+		rec_decode_fast(p, cpu, &r);
 	else
 		decode(p, cpu, &r);
 	stamp(s, c, &r);
@@ -575,79 +529,46 @@ pass_all(struct rec_stream *s, int cpu, const uint8_t *p, size_t len, bool maske
 }
 
 /*
- * pass_all() of a batched per_cpu stream, its common case with the state
- * in registers: records of a pCPU past its first TSC, decoded straight
- * into the batch, with emit_one()'s and stamp()'s bookkeeping done once
- * per run. Fillers, LOST_RECORDS, records before the first TSC and those
- * too near the end for decode_fast() take pass_through().
+ * pass_all() of a per_cpu stream with a raw consumer: the records of a
+ * pCPU past its first TSC go to it as they lie in @p, with the time rules
+ * lent in a struct rec_time; the one it stops at takes pass_through().
  */
-static size_t pass_batched(struct rec_stream *s, int cpu, const uint8_t *p, size_t len)
+static size_t pass_raw(struct rec_stream *s, int cpu, const uint8_t *p, size_t len)
 {
 	struct cpu_q *c = &s->cpus[cpu];
-	uint64_t cur = c->cur_tsc, first = s->st.first_tsc, last = s->last_emitted;
-	uint64_t no_tsc = 0, records = 0;
-	unsigned int n = s->nbatch;
-	bool has_cur = c->has_cur;
 	size_t off = 0;
 
 	while (len - off >= 4) {
-		uint32_t hdr = rd32(p + off);
-		unsigned int size = rec_record_size(hdr);
-		uint32_t ev = hdr & 0x0fffffff;
-		struct rec_record *r;
+		unsigned int size = rec_record_size(rd32(p + off));
 
 		if (size > len - off)
 			break;
-		if (unlikely(!c->fed_tsc || ev == TRC_GEN_WRAP || ev == TRC_GEN_LOST ||
-			     len - off < DECODE_FAST_READ || ((hdr >> 31) && rd64_tsc(p + off) < cur))) {
-			/* the general path, on the state as it stands */
-			c->cur_tsc = cur;
-			c->has_cur = has_cur;
-			s->st.first_tsc = first;
-			s->last_emitted = last;
-			s->nbatch = n;
-			pass_through(s, cpu, p + off, len - off, false);
-			cur = c->cur_tsc;
-			has_cur = c->has_cur;
-			first = s->st.first_tsc;
-			last = s->last_emitted;
-			n = s->nbatch;
-			off += size;
-			continue;
-		}
-		r = &s->batch[n];
-		decode_fast(p + off, cpu, r);
-		/* stamp() without the skew, which took the general path */
-		if (hdr >> 31) {
-			cur = r->tsc;
-			has_cur = true;
-		} else {
-			no_tsc++;
-			r->tsc = has_cur ? cur : c->first_fed;
-		}
-		if (r->tsc > last)
-			last = r->tsc;
-		if (unlikely(r->tsc < first))
-			first = r->tsc;
-		records++;
-		off += size;
-		if (unlikely(++n == REC_EMIT_BATCH)) {
-			c->cur_tsc = cur;
-			c->has_cur = has_cur;
-			s->nbatch = n;
+		if (c->fed_tsc) {
+			struct rec_time t = {
+				.cur_tsc = c->cur_tsc, .first_fed = c->first_fed,
+				.has_cur = c->has_cur, .first_tsc = s->st.first_tsc,
+				.last_tsc = s->last_emitted,
+			};
+			size_t n;
+
+			/* in order: what is batched before what is written now */
 			hand_over(s);
-			n = 0;
+			n = s->emit_raw(s->ctx, cpu, p + off, len - off, &t);
+			c->cur_tsc = t.cur_tsc;
+			c->has_cur = t.has_cur;
+			s->st.first_tsc = t.first_tsc;
+			s->last_emitted = t.last_tsc;
+			s->st.records += t.records;
+			s->st.no_tsc += t.no_tsc;
+			if (t.records)
+				s->emitted_any = true;
+			off += n;
+			if (n)
+				continue;
 		}
+		pass_through(s, cpu, p + off, len - off, false);
+		off += size;
 	}
-	c->cur_tsc = cur;
-	c->has_cur = has_cur;
-	s->st.first_tsc = first;
-	s->last_emitted = last;
-	s->st.no_tsc += no_tsc;
-	s->st.records += records;
-	if (records)
-		s->emitted_any = true;
-	s->nbatch = n;
 	return off;
 }
 
@@ -813,7 +734,7 @@ static int feed(struct rec_stream *s, int cpu, const void *data, size_t len)
 	if (s->p.unordered) {
 		/* one walk, nothing queued */
 		size_t n = s->p.class_mask ? pass_all(s, cpu, p, len, true) :
-			   s->emit_batch ? pass_batched(s, cpu, p, len) :
+			   s->emit_raw ? pass_raw(s, cpu, p, len) :
 			   pass_all(s, cpu, p, len, false);
 
 		p += n;

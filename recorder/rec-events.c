@@ -715,7 +715,7 @@ size_t rec_event_encode(const struct rec_event *e, const struct rec_record *r,
 	case REC_ENC_WORDS:
 		if (4 + nr * 4u > e->size)
 			return 0;
-		rec_encode_words(b, e->id, e->size, pid, r, nr);
+		rec_encode_words(b, e->id, e->size, pid, r->w, nr);
 		return len;
 	case REC_ENC_RUNSTATE:
 		if (nr != 1)
@@ -737,12 +737,12 @@ size_t rec_event_encode(const struct rec_event *e, const struct rec_record *r,
 	case REC_ENC_VMENTRY:
 		if (nr)
 			return 0;
-		rec_encode_vmentry(b, e->id, pid, r);
+		rec_encode_vmentry(b, e->id, pid, r->event);
 		return len;
 	case REC_ENC_VMEXIT:
 		if (nr > 3)
 			return 0;
-		rec_encode_vmexit(b, e->id, pid, isa, r, nr);
+		rec_encode_vmexit(b, e->id, pid, isa, r->event, r->w, nr);
 		return len;
 	}
 	return 0;

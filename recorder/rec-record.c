@@ -1331,7 +1331,10 @@ static int setup_files(struct session *ss)
 	ss->s = rec_stream_new_batched(&(struct rec_stream_params){ .max_cpus = ss->ncpus,
 								     .per_cpu = true },
 				       rec_sink_emit_batch, ss->sink);
-	return ss->s ? 0 : -ENOMEM;
+	if (!ss->s)
+		return -ENOMEM;
+	rec_stream_set_raw(ss->s, rec_sink_emit_raw);
+	return 0;
 }
 
 /* The refined TSC rate: the measured one if it agrees with Xen's within 0.1 %. */

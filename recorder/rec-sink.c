@@ -351,12 +351,12 @@ static void put_buffered(struct rec_sink *k, const struct rec_event **ep,
 }
 
 /* The isa of a VMX-numbered exit (0: from the id), switching to SVM when seen. */
-static inline int exit_isa(struct rec_sink *k, const struct rec_record *r)
+static inline int exit_isa(struct rec_sink *k, uint32_t event, unsigned int nr, uint32_t reason)
 {
-	if ((r->event & 0xff) != 0x02)
+	if ((event & 0xff) != 0x02)
 		return 0;
 	/* VMX exit reasons stay below 0x60; AMD's interrupt, I/O, NPF... do not */
-	if (!k->o.svm && k->o.svm_auto && r->nr && r->w[0] >= 0x60) {
+	if (!k->o.svm && k->o.svm_auto && nr && reason >= 0x60) {
 		k->o.svm = true;
 		k->st.svm_switched = true;
 	}
@@ -403,7 +403,7 @@ static __attribute__((noinline)) void emit_general(struct rec_sink *k,
 		}
 	}
 	if (e->enc == REC_ENC_VMEXIT)
-		isa = exit_isa(k, r);
+		isa = exit_isa(k, r->event, r->nr, r->w[0]);
 	/* most records: encoded straight into the page, no copy */
 	len = rec_event_encode_size(e, r);
 	p = likely(len) ? tdat_reserve(k->w, r->cpu, r->tsc, len) : NULL;
@@ -452,18 +452,18 @@ static inline void emit_plain(struct rec_sink *k, const struct rec_record *r,
 
 	k->st.classes[l->cls]++;
 	if (enc == REC_ENC_VMEXIT)
-		isa = exit_isa(k, r);
+		isa = exit_isa(k, r->event, r->nr, r->w[0]);
 	p = tdat_reserve(k->w, cpu, r->tsc, 8 + size);
 	if (likely(p)) {
 		switch (enc) {
 		case REC_ENC_WORDS:
-			rec_encode_words(p, id, size, pid, r, nr);
+			rec_encode_words(p, id, size, pid, r->w, nr);
 			break;
 		case REC_ENC_VMENTRY:
-			rec_encode_vmentry(p, id, pid, r);
+			rec_encode_vmentry(p, id, pid, r->event);
 			break;
 		default:
-			rec_encode_vmexit(p, id, pid, isa, r, nr);
+			rec_encode_vmexit(p, id, pid, isa, r->event, r->w, nr);
 			break;
 		}
 		k->st.events++;
@@ -529,14 +529,15 @@ static inline bool emit_run(struct rec_sink *k, struct tdat_run *run, const stru
 	k->st.classes[l->cls]++;
 	switch (enc) {
 	case REC_ENC_WORDS:
-		rec_encode_words(p, id, size, pid, r, nr);
+		rec_encode_words(p, id, size, pid, r->w, nr);
 		break;
 	case REC_ENC_VMENTRY:
-		rec_encode_vmentry(p, id, pid, r);
+		rec_encode_vmentry(p, id, pid, r->event);
 		k->in_guest[cpu] = true;
 		break;
 	default:
-		rec_encode_vmexit(p, id, pid, exit_isa(k, r), r, nr);
+		rec_encode_vmexit(p, id, pid, exit_isa(k, r->event, nr, r->w[0]), r->event,
+				  r->w, nr);
 		k->in_guest[cpu] = false;
 		break;
 	}
@@ -551,19 +552,22 @@ void rec_sink_emit_batch(void *sink, const struct rec_record *r, unsigned int n)
 {
 	struct rec_sink *k = sink;
 	const struct rec_record *end = r + n;
+	/* in registers: the page stores may alias anything; only the slow paths change err */
 	unsigned int ncpus = k->o.ncpus;
+	const struct cur *cur = k->cur;
+	int run_cpu = -1, err = k->err;
 	struct tdat_run run = { 0 };
-	int run_cpu = -1;
 
 	for (; r < end; r++) {
 		const struct lent *l = lookup(k, r->event);
 		unsigned int cpu = r->cpu;
 
-		if (unlikely(r->nr >= l->lim || k->err || cpu >= ncpus || k->cur[cpu].pend)) {
+		if (unlikely(r->nr >= l->lim || err || cpu >= ncpus || cur[cpu].pend)) {
 			if (run_cpu >= 0)
 				tdat_run_end(k->w, run_cpu, &run);
 			run_cpu = -1;
 			emit(k, r);
+			err = k->err;
 			continue;
 		}
 		if ((int)cpu != run_cpu) {
@@ -578,6 +582,7 @@ void rec_sink_emit_batch(void *sink, const struct rec_record *r, unsigned int n)
 			/* a new page: tdat_reserve()'s */
 			tdat_run_end(k->w, cpu, &run);
 			emit_plain(k, r, l, cpu);
+			err = k->err;
 			tdat_run_begin(k->w, cpu, &run);
 		}
 		if (unlikely(k->o.tap))
@@ -585,6 +590,121 @@ void rec_sink_emit_batch(void *sink, const struct rec_record *r, unsigned int n)
 	}
 	if (run_cpu >= 0)
 		tdat_run_end(k->w, run_cpu, &run);
+}
+
+/* A run kept in registers: tdat sees only copies, so page stores need no reload of it. */
+static inline void run_open(struct rec_sink *k, int cpu, struct tdat_run *run)
+{
+	struct tdat_run t;
+
+	tdat_run_begin(k->w, cpu, &t);
+	*run = t;
+}
+
+static inline void run_close(struct rec_sink *k, int cpu, const struct tdat_run *run)
+{
+	struct tdat_run t = *run;
+
+	tdat_run_end(k->w, cpu, &t);
+}
+
+/*
+ * The fast lane: one pCPU's plain records, from the window's bytes into
+ * its page. Nothing it takes touches the vCPU model, so the pCPU's pid and
+ * pending entry hold for the whole call; a tap or an error sends every
+ * record the other way.
+ */
+size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, struct rec_time *t)
+{
+	struct rec_sink *k = sink;
+	uint64_t cur = t->cur_tsc, first = t->first_tsc, last = t->last_tsc;
+	uint64_t no_tsc = 0, taken = 0, events = 0;
+	bool has_cur = t->has_cur;
+	struct tdat_run run;
+	size_t off = 0;
+	int pid;
+
+	if (k->hold || (unsigned int)cpu >= (unsigned int)k->o.ncpus || k->cur[cpu].pend)
+		return 0;
+	pid = k->cur[cpu].pid;
+	run_open(k, cpu, &run);
+	while (len - off >= REC_DECODE_FAST_READ) {
+		uint32_t hdr, ev, lo, hi;
+		const struct lent *l;
+		const uint8_t *w;
+		unsigned int nr;
+		uint64_t ts;
+		uint8_t *e;
+
+		memcpy(&hdr, p + off, 4);
+		/* fillers and LOST_RECORDS are the stream's */
+		if ((hdr & 0x0ffff000) == (TRC_GEN & 0x0ffff000))
+			break;
+		l = lookup(k, hdr & 0x0fffffff);
+		if (((hdr >> 28) & 7) >= l->lim)
+			break;
+		ev = hdr & 0x0fffffff;
+		nr = (hdr >> 28) & 7;
+		w = p + off + 4;
+		if (hdr >> 31) {
+			memcpy(&lo, w, 4);
+			memcpy(&hi, w + 4, 4);
+			ts = lo | (uint64_t)hi << 32;
+			if (ts < cur)
+				break;	/* skew: the stream's */
+			cur = ts;
+			has_cur = true;
+			w += 8;
+		} else {
+			ts = has_cur ? cur : t->first_fed;
+			no_tsc++;
+		}
+		e = tdat_run_reserve(&run, ts, 8 + l->size);
+		if (likely(e)) {
+			k->st.classes[l->cls]++;
+			switch (l->enc) {
+			case REC_ENC_WORDS:
+				rec_encode_words(e, l->id, l->size, pid, w, nr);
+				break;
+			case REC_ENC_VMENTRY:
+				rec_encode_vmentry(e, l->id, pid, ev);
+				k->in_guest[cpu] = true;
+				break;
+			default:
+				rec_encode_vmexit(e, l->id, pid, exit_isa(k, ev, nr, rec_word(w, 0)), ev,
+						  w, nr);
+				k->in_guest[cpu] = false;
+				break;
+			}
+			events++;
+		} else {
+			/* a new page: tdat_reserve()'s */
+			struct rec_record r;
+
+			rec_decode_fast(p + off, cpu, &r);
+			r.tsc = ts;
+			run_close(k, cpu, &run);
+			emit_plain(k, &r, l, cpu);
+			run_open(k, cpu, &run);
+			if (unlikely(k->err))
+				break;
+		}
+		if (ts > last)
+			last = ts;
+		if (unlikely(ts < first))
+			first = ts;
+		taken++;
+		off += rec_record_size(hdr);
+	}
+	run_close(k, cpu, &run);
+	k->st.events += events;
+	t->cur_tsc = cur;
+	t->has_cur = has_cur;
+	t->first_tsc = first;
+	t->last_tsc = last;
+	t->records += taken;
+	t->no_tsc += no_tsc;
+	return off;
 }
 
 int rec_sink_add_cmdlines(struct rec_sink *k)

@@ -19,6 +19,7 @@
 #ifndef RECORDER_INTERNAL_H
 #define RECORDER_INTERNAL_H
 
+#include <stddef.h>
 #include <string.h>
 
 #include "recorder.h"
@@ -117,6 +118,40 @@ struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
 				  rec_emit_fn emit, void *ctx);
 
 /**
+ * struct rec_time - a pCPU's time rules and the stream's counters, lent to
+ * a rec_emit_raw_fn for one call
+ * @cur_tsc:	the pCPU's newest TSC
+ * @first_fed:	its first TSC (what records without one take before any other)
+ * @has_cur:	@cur_tsc is set
+ * @records:	records taken (the callee adds)
+ * @no_tsc:	of which without a TSC of their own (the callee adds)
+ * @first_tsc:	the stream's oldest TSC emitted (lowered by the callee)
+ * @last_tsc:	its newest (raised by the callee)
+ */
+struct rec_time {
+	uint64_t	cur_tsc;
+	uint64_t	first_fed;
+	bool		has_cur;
+	uint64_t	records;
+	uint64_t	no_tsc;
+	uint64_t	first_tsc;
+	uint64_t	last_tsc;
+};
+
+/*
+ * Takes whole records of pCPU @cpu from @p (@len bytes) in order, as a
+ * per_cpu stream would emit them, keeping the time rules on @t (a record
+ * without a TSC takes @t->cur_tsc, or @t->first_fed before any), and
+ * returns the bytes it took. It stops before any record it does not take;
+ * it must not take fillers and LOST_RECORDS (the GEN class), a record
+ * older than @t->cur_tsc (skew, which the stream counts), or a record
+ * fewer than REC_DECODE_FAST_READ bytes from the end of @p. Whatever is
+ * batched is handed over before the call.
+ */
+typedef size_t (*rec_emit_raw_fn)(void *ctx, int cpu, const uint8_t *p, size_t len,
+				  struct rec_time *t);
+
+/**
  * rec_stream_new_batched - rec_stream_new(), records handed to @emit in runs
  * @p:		parameters (NULL: defaults)
  *
@@ -127,6 +162,13 @@ struct rec_stream *rec_stream_new(const struct rec_stream_params *p,
  */
 struct rec_stream *rec_stream_new_batched(const struct rec_stream_params *p,
 					  rec_emit_batch_fn emit, void *ctx);
+
+/**
+ * rec_stream_set_raw - a per_cpu batched stream offers its pCPUs' records
+ * to @raw first, once each pCPU has its first TSC; what @raw does not take
+ * goes to the batch as before
+ */
+void rec_stream_set_raw(struct rec_stream *s, rec_emit_raw_fn raw);
 
 /**
  * rec_stream_feed - raw ring bytes of @cpu, in the order the ring holds them
@@ -177,6 +219,53 @@ static inline unsigned int rec_record_size(uint32_t hdr)
 	};
 
 	return size[hdr >> 28];
+}
+
+/* Bytes from a record's start rec_decode_fast() reads: one word past the largest. */
+#define REC_DECODE_FAST_READ	44
+
+_Static_assert(sizeof(struct rec_record) >= offsetof(struct rec_record, w) + 32,
+	       "rec_decode_fast() stores 8 words at w");
+
+/**
+ * rec_decode_fast - the record at @p into @r, without the time rules, where
+ * REC_DECODE_FAST_READ bytes are readable: its words are loaded and masked
+ * whole, not one by one (the 8th lands in the struct's tail padding)
+ */
+static inline void rec_decode_fast(const uint8_t *p, int cpu, struct rec_record *r)
+{
+	/* the words kept of the 8 after the header and TSC, by count */
+#define K(n, i)	((i) < (n) ? 0xffffffffu : 0)
+#define ROW(n)	{ K(n, 0), K(n, 1), K(n, 2), K(n, 3), K(n, 4), K(n, 5), K(n, 6), 0 }
+	static const uint32_t keep[8][8] = {
+		ROW(0), ROW(1), ROW(2), ROW(3), ROW(4), ROW(5), ROW(6), ROW(7),
+	};
+#undef ROW
+#undef K
+	uint32_t hdr, lo, hi;
+	unsigned int nr;
+	uint64_t v[4], m[4];
+
+	memcpy(&hdr, p, 4);
+	nr = (hdr >> 28) & 7;
+	p += 4;
+	r->event = hdr & 0x0fffffff;
+	r->nr = nr;
+	r->cpu = cpu;
+	r->flags = 0;
+	r->tsc = 0;
+	if (hdr & 0x80000000u) {
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + 4, 4);
+		r->tsc = lo | (uint64_t)hi << 32;
+		r->flags = REC_F_TSC;
+		p += 8;
+	}
+	memcpy(v, p, sizeof(v));
+	memcpy(m, keep[nr], sizeof(m));
+	for (int i = 0; i < 4; i++)
+		v[i] &= m[i];
+	memcpy((uint8_t *)r + offsetof(struct rec_record, w), v, sizeof(v));
 }
 
 /* Called now and then while reading, with the bytes read so far. */
@@ -362,6 +451,15 @@ static inline size_t rec_event_encode_size(const struct rec_event *e,
  * sink, which writes them straight into a page: 8 + the event's size
  * bytes at @b, the record's fit (rec_event_encode_size()) already checked.
  */
+/* Word @i of a record's words (a struct rec_record's w, or the raw bytes after its header and TSC). */
+static inline uint32_t rec_word(const void *words, unsigned int i)
+{
+	uint32_t v;
+
+	memcpy(&v, (const uint8_t *)words + 4 * i, 4);
+	return v;
+}
+
 static inline void rec_put32(uint8_t *b, unsigned int off, uint32_t v)
 {
 	memcpy(b + off, &v, 4);
@@ -385,7 +483,7 @@ static inline void rec_put_common(uint8_t *b, uint16_t id, int pid)
 
 /* REC_ENC_WORDS: nr, then the @size / 4 - 1 words it has room for. */
 static inline void rec_encode_words(uint8_t *b, uint16_t id, unsigned int size, int pid,
-				    const struct rec_record *r, unsigned int nr)
+				    const void *words, unsigned int nr)
 {
 	unsigned int room = (size - 4) / 4;
 
@@ -393,7 +491,7 @@ static inline void rec_encode_words(uint8_t *b, uint16_t id, unsigned int size, 
 	rec_put32(b, 8, nr);
 	/* word by word: cheaper than memcpy and memset of run-time sizes */
 	for (unsigned int i = 0; i < room; i++)
-		rec_put32(b, 12 + 4 * i, i < nr ? r->w[i] : 0);
+		rec_put32(b, 12 + 4 * i, i < nr ? rec_word(words, i) : 0);
 }
 
 /* The vCPU id kvm events carry: the pid's low 16 bits, less one. */
@@ -403,33 +501,32 @@ static inline uint32_t rec_pid_vcpu(int pid)
 }
 
 /* REC_ENC_VMENTRY, for a record without words. */
-static inline void rec_encode_vmentry(uint8_t *b, uint16_t id, int pid,
-				      const struct rec_record *r)
+static inline void rec_encode_vmentry(uint8_t *b, uint16_t id, int pid, uint32_t event)
 {
 	rec_put_common(b, id, pid);
 	/* the size is fixed: constant stores, no memset call */
 	memset(b + 8, 0, REC_KVM_ENTRY_SIZE - 8);
 	rec_put32(b, 8, rec_pid_vcpu(pid));
-	rec_put32(b, 12, r->event);
+	rec_put32(b, 12, event);
 }
 
 /* REC_ENC_VMEXIT, for a record of at most 3 words; @isa 0: from the id. */
-static inline void rec_encode_vmexit(uint8_t *b, uint16_t id, int pid, int isa,
-				     const struct rec_record *r, unsigned int nr)
+static inline void rec_encode_vmexit(uint8_t *b, uint16_t id, int pid, int isa, uint32_t event,
+				     const void *words, unsigned int nr)
 {
-	uint64_t rip = nr > 1 ? r->w[1] : 0;
+	uint64_t rip = nr > 1 ? rec_word(words, 1) : 0;
 
 	if (nr > 2)
-		rip |= (uint64_t)r->w[2] << 32;
+		rip |= (uint64_t)rec_word(words, 2) << 32;
 	if (!isa)
-		isa = (r->event & 0xff) == 0x03 ? 2 : 1;
+		isa = (event & 0xff) == 0x03 ? 2 : 1;
 	rec_put_common(b, id, pid);
 	memset(b + 8, 0, REC_KVM_EXIT_SIZE - 8);
-	rec_put32(b, 8, nr ? r->w[0] : 0);
+	rec_put32(b, 8, nr ? rec_word(words, 0) : 0);
 	rec_put32(b, 12, isa);
 	rec_put64(b, 16, rip);
 	rec_put32(b, 24, rec_pid_vcpu(pid));
-	rec_put32(b, 28, r->event);
+	rec_put32(b, 28, event);
 }
 
 /** rec_encode_sched_switch - a sched/sched_switch payload (64 bytes) */
@@ -595,6 +692,13 @@ void rec_sink_emit(void *sink, const struct rec_record *r);
  * (a rec_emit_batch_fn: pass the sink as ctx)
  */
 void rec_sink_emit_batch(void *sink, const struct rec_record *r, unsigned int n);
+
+/**
+ * rec_sink_emit_raw - the records of known size that touch no vCPU state,
+ * from the raw window bytes straight into the page (a rec_emit_raw_fn:
+ * pass the sink as ctx); the same bytes and counters as rec_sink_emit()
+ */
+size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, struct rec_time *t);
 
 /** rec_sink_note_vcpu - remember a (dom, vcpu) pair, e.g. from a scan */
 int rec_sink_note_vcpu(struct rec_sink *k, uint32_t dom, uint32_t vcpu);

@@ -367,7 +367,8 @@ static void test_stream_no_tsc_per_cpu(void **state)
 /*
  * A batched stream hands over the records an unbatched one emits, in the
  * same order and with the same stats, each run before the call that
- * decoded it returns, in per_cpu and merge mode: random records of two
+ * decoded it returns, in per_cpu and merge mode, with and without a raw
+ * consumer that takes some of them (per_cpu only): random records of two
  * pCPUs (TSC or not, skewed, fillers, LOST_RECORDS, held before the first
  * TSC) fed in random pieces, records split between pieces.
  */
@@ -375,6 +376,9 @@ struct batched {
 	struct rec_record	r[4096];
 	int			n;
 	int			runs;
+	int			raw;		/* records the raw consumer took */
+	int			raw_calls;
+	unsigned int		raw_seed;
 };
 
 static void collect_run(void *ctx, const struct rec_record *r, unsigned int n)
@@ -387,7 +391,47 @@ static void collect_run(void *ctx, const struct rec_record *r, unsigned int n)
 		k->r[k->n++] = r[i];
 }
 
-static void batched_run(bool per_cpu)
+/*
+ * A raw consumer that takes 0 to 4 records a call, as a sink's fast lane
+ * would: never the GEN class, a skewed record or one too near the end.
+ */
+static size_t take_raw(void *ctx, int cpu, const uint8_t *p, size_t len, struct rec_time *t)
+{
+	struct batched *k = ctx;
+	size_t off = 0;
+	int most = k->raw_seed++ % 5;
+
+	k->raw_calls++;
+	while (most-- > 0 && len - off >= REC_DECODE_FAST_READ && k->n < 4096) {
+		struct rec_record r;
+		uint32_t hdr;
+
+		memcpy(&hdr, p + off, 4);
+		if ((hdr & 0x0ffff000) == TRC_GEN)
+			break;
+		rec_decode_fast(p + off, cpu, &r);
+		if (r.flags & REC_F_TSC) {
+			if (r.tsc < t->cur_tsc)
+				break;
+			t->cur_tsc = r.tsc;
+			t->has_cur = true;
+		} else {
+			r.tsc = t->has_cur ? t->cur_tsc : t->first_fed;
+			t->no_tsc++;
+		}
+		if (r.tsc > t->last_tsc)
+			t->last_tsc = r.tsc;
+		if (r.tsc < t->first_tsc)
+			t->first_tsc = r.tsc;
+		t->records++;
+		k->r[k->n++] = r;
+		k->raw++;
+		off += rec_record_size(hdr);
+	}
+	return off;
+}
+
+static void batched_run(bool per_cpu, bool raw)
 {
 	struct rec_stream_params p = { .per_cpu = per_cpu };
 	struct sink *k = calloc(1, sizeof(*k));
@@ -398,6 +442,8 @@ static void batched_run(bool per_cpu)
 	struct rec_stream_stats st, stb;
 	uint64_t seed = 7, t[2] = { 1000, 1000 };
 
+	if (raw)
+		rec_stream_set_raw(sb, take_raw);
 	for (int i = 0; i < 3000; i++) {
 		int cpu, r;
 
@@ -443,8 +489,14 @@ static void batched_run(bool per_cpu)
 	rec_stream_finish(sb);
 	assert_true(k->n > 2900);
 	assert_int_equal(kb->n, k->n);
-	/* runs of more than one record: not a call per record */
-	assert_true(kb->runs * 4 < kb->n);
+	/* runs of more than one record: not a call per record (a raw lane cuts them) */
+	if (!raw)
+		assert_true(kb->runs * 4 < kb->n);
+	/* only a per_cpu stream has a raw lane, and it took a share there */
+	if (raw && per_cpu)
+		assert_true(kb->raw > kb->n / 4 && kb->raw < kb->n);
+	else
+		assert_int_equal(kb->raw_calls, 0);
 	assert_memory_equal(kb->r, k->r, k->n * sizeof(k->r[0]));
 	rec_stream_get_stats(s, &st);
 	rec_stream_get_stats(sb, &stb);
@@ -460,8 +512,10 @@ static void batched_run(bool per_cpu)
 
 static void test_stream_batched(void **state)
 {
-	batched_run(true);
-	batched_run(false);
+	batched_run(true, false);
+	batched_run(false, false);
+	batched_run(true, true);
+	batched_run(false, true);
 }
 
 /* ---- the catalogue ---- */
