@@ -610,21 +610,21 @@ static inline void run_close(struct rec_sink *k, int cpu, const struct tdat_run 
 
 /*
  * The fast lane: one pCPU's plain records, from the window's bytes into
- * its page. Nothing it takes touches the vCPU model, so the pCPU's pid and
- * pending entry hold for the whole call; a tap or an error sends every
- * record the other way.
+ * its page, then to the tap if there is one. Nothing it takes touches the
+ * vCPU model, so the pCPU's pid and pending entry hold for the whole call;
+ * after an error every record goes the other way.
  */
 size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, struct rec_time *t)
 {
 	struct rec_sink *k = sink;
 	uint64_t cur = t->cur_tsc, first = t->first_tsc, last = t->last_tsc;
 	uint64_t no_tsc = 0, taken = 0, events = 0;
-	bool has_cur = t->has_cur;
+	bool has_cur = t->has_cur, tapped = k->o.tap != NULL;
 	struct tdat_run run;
 	size_t off = 0;
 	int pid;
 
-	if (k->hold || (unsigned int)cpu >= (unsigned int)k->o.ncpus || k->cur[cpu].pend)
+	if (k->err || (unsigned int)cpu >= (unsigned int)k->o.ncpus || k->cur[cpu].pend)
 		return 0;
 	pid = k->cur[cpu].pid;
 	run_open(k, cpu, &run);
@@ -688,6 +688,13 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 			run_open(k, cpu, &run);
 			if (unlikely(k->err))
 				break;
+		}
+		if (unlikely(tapped)) {
+			struct rec_record r;
+
+			rec_decode_fast(p + off, cpu, &r);
+			r.tsc = ts;
+			tap(k, &r);
 		}
 		if (ts > last)
 			last = ts;
