@@ -7,15 +7,18 @@
  * consumer; the simulator's ground truth says what was written and what
  * Xen dropped (lost by the consumer being late). Also: CPU time (user +
  * system of the consumer) per million records, max RSS, and RSS sampled
- * over a soak run at a drainable rate (memory must stay flat). The thread
+ * over a soak run at a drainable rate (memory must stay flat). Each step
+ * runs each consumer -r times (3), in turn, and takes the medians: on a
+ * shared 2-core machine one run's CPU time varies by half. The thread
  * that copies out of Xen's buffers runs at the bench's nice - 10 in both
  * (record's drain thread asks for it; xentrace is started so). Both run
  * every step up to 400 000 exits/s per vCPU: record must lose no more
- * than xentrace at any step and nothing where xentrace loses nothing.
+ * than xentrace at any step and nothing where xentrace loses nothing, and
+ * take at most twice xentrace's CPU per record at every step.
  * The floor line writes as many bytes as record's trace.dat took, alone:
  * what the kernel's write path costs for them, before any decoding.
  *
- *   record-bench [-d SEC] [-S PAGES] [--soak SEC] [--soak-rate EXITS] [--no-ladder]
+ *   record-bench [-d SEC] [-S PAGES] [-r RUNS] [--soak SEC] [--soak-rate EXITS] [--no-ladder]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -251,23 +254,67 @@ static void cleanup(void)
 		fprintf(stderr, "record-bench: could not remove %s\n", tmp);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One consumer's runs at one step: medians, so one noisy run decides nothing. */
+struct step {
+	double		cpu_per_m;	/* CPU s per M records */
+	double		lost;		/* records Xen dropped */
+	double		written;
+	double		out_per_rec;	/* file bytes per record */
+	long		rss_kb;		/* the largest */
+	bool		failed;		/* a run's exit status */
+};
+
+/* Both consumers (record only, without xentrace) at @rate, @reps times in turn. */
+static void run_step(bool xt, unsigned int rate, double secs, unsigned int pages, int reps,
+		     struct step st[2])
+{
+	double cpu[2][16], lost[2][16], wr[2][16], out[2][16];
+
+	memset(st, 0, 2 * sizeof(*st));
+	for (int i = 0; i < reps; i++) {
+		for (int k = xt ? 0 : 1; k < 2; k++) {
+			struct result r = consume(k == 1, rate, secs, pages, false);
+
+			cpu[k][i] = r.written ? r.cpu * 1e6 / r.written : 0;
+			lost[k][i] = r.dropped;
+			wr[k][i] = r.written;
+			out[k][i] = r.written ? (double)r.out_bytes / r.written : 0;
+			if (r.rss_kb > st[k].rss_kb)
+				st[k].rss_kb = r.rss_kb;
+			st[k].failed |= r.status != 0;
+		}
+	}
+	for (int k = xt ? 0 : 1; k < 2; k++) {
+		st[k].cpu_per_m = median(cpu[k], reps);
+		st[k].lost = median(lost[k], reps);
+		st[k].written = median(wr[k], reps);
+		st[k].out_per_rec = median(out[k], reps);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const unsigned int rates[] = { 25000, 50000, 100000, 200000, 400000, 800000,
 					      1600000 };
 	double secs = 3, soak = 20;
 	unsigned int pages = 32, best_xt = 0, best_tcx = 0;
-	double cpu_tcx = 0, cpu_xt = 0;
-	/* CPU s per M records at the highest rate both drained clean */
-	double same_tcx = 0, same_xt = 0;
-	unsigned int same_rate = 0;
-	/* else at the first step, whatever xentrace lost */
-	double first_tcx = 0, first_xt = 0;
-	/* trace.dat and xentrace file bytes per record there */
-	double same_out = 0, same_raw = 0;
-	unsigned int loss_bad = 0;
-	int nsteps = 0;
-	uint64_t rec_tcx = 0, rec_xt = 0;
+	unsigned int loss_bad = 0, cpu_bad = 0;
+	double worst_ratio = 0, clean_out = 0, clean_xt = 0, clean_tcx = 0;
+	unsigned int worst_rate = 0, clean_rate = 0;
+	int nsteps = 0, reps = 3;
 	bool xt_ok = !access(XENTRACE, X_OK), xt_lost = false, tcx_lost = false, ladder = true;
 	unsigned int soak_rate = SOAK_RATE;
 
@@ -276,6 +323,8 @@ int main(int argc, char **argv)
 			secs = atof(argv[++i]);
 		else if (!strcmp(argv[i], "-S") && i + 1 < argc)
 			pages = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-r") && i + 1 < argc)
+			reps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--soak") && i + 1 < argc)
 			soak = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--soak-rate") && i + 1 < argc)
@@ -283,10 +332,14 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--no-ladder"))
 			ladder = false;
 		else {
-			fprintf(stderr, "usage: record-bench [-d SEC] [-S PAGES] [--soak SEC] "
+			fprintf(stderr, "usage: record-bench [-d SEC] [-S PAGES] [-r RUNS] [--soak SEC] "
 				"[--soak-rate EXITS] [--no-ladder]\n");
 			return 2;
 		}
+	}
+	if (reps < 1 || reps > 16) {
+		fprintf(stderr, "record-bench: -r takes 1 to 16\n");
+		return 2;
 	}
 	snprintf(tmp, sizeof(tmp), "/tmp/record-bench-XXXXXX");
 	if (!mkdtemp(tmp)) {
@@ -295,95 +348,86 @@ int main(int argc, char **argv)
 	}
 	atexit(cleanup);
 	printf("record-bench: 2 pCPUs, one busy HVM guest (a vCPU per pCPU), %u-page buffers, "
-	       "%.0f s per step\n", pages, secs);
-	printf("%10s  %-10s %12s %10s %8s %10s %9s\n", "exits/s", "consumer", "records",
-	       "rec/s", "lost", "CPU s/Mrec", "maxRSS");
+	       "%.0f s per run, medians of %d runs per consumer and step\n", pages, secs, reps);
+	printf("%10s  %-10s %12s %10s %8s %10s %9s %8s\n", "exits/s", "consumer", "records",
+	       "rec/s", "lost", "CPU s/Mrec", "maxRSS", "CPU x");
 	for (size_t i = 0; ladder && i < sizeof(rates) / sizeof(rates[0]); i++) {
-		struct result r[2] = { 0 };
+		struct step st[2];
 
 		/* both up to LOSS_TOP, which the loss target names; past it while one is clean */
 		if (rates[i] > LOSS_TOP && tcx_lost && (xt_lost || !xt_ok))
 			break;
+		run_step(xt_ok, rates[i], secs, pages, reps, st);
 		for (int k = xt_ok ? 0 : 1; k < 2; k++) {
 			bool ours = k == 1;
+			double ratio = 0;
 
-			r[k] = consume(ours, rates[i], secs, pages, false);
-			printf("%10u  %-10s %12" PRIu64 " %10.0f %8" PRIu64 " %10.3f %6ld MiB%s\n",
-			       rates[i], ours ? "record" : "xentrace", r[k].written,
-			       r[k].written / secs, r[k].dropped,
-			       r[k].written ? r[k].cpu * 1e6 / r[k].written : 0, r[k].rss_kb >> 10,
-			       r[k].status ? "  (exit status!)" : "");
+			if (ours && xt_ok && st[0].cpu_per_m > 0)
+				ratio = st[1].cpu_per_m / st[0].cpu_per_m;
+			printf("%10u  %-10s %12.0f %10.0f %8.0f %10.3f %6ld MiB", rates[i],
+			       ours ? "record" : "xentrace", st[k].written, st[k].written / secs,
+			       st[k].lost, st[k].cpu_per_m, st[k].rss_kb >> 10);
+			if (ratio > 0)
+				printf(" %7.2fx", ratio);
+			printf("%s\n", st[k].failed ? "  (exit status!)" : "");
 			fflush(stdout);
-			if (r[k].dropped || r[k].status)
+			if (st[k].lost || st[k].failed)
 				*(ours ? &tcx_lost : &xt_lost) = true;
+			if (ratio > worst_ratio) {
+				worst_ratio = ratio;
+				worst_rate = rates[i];
+			}
+			if (ratio > 2 && !cpu_bad)
+				cpu_bad = rates[i];
 		}
 		if (xt_ok) {
 			/* never more than xentrace; none where it lost none */
-			if (r[1].status || r[1].dropped > r[0].dropped ||
-			    (!r[0].dropped && r[1].dropped)) {
+			if (st[1].failed || st[1].lost > st[0].lost || (!st[0].lost && st[1].lost)) {
 				if (!loss_bad)
 					loss_bad = rates[i];
 			}
 			nsteps++;
-		}
-		if (i == 0 && r[1].written && r[0].written) {
-			first_tcx = r[1].cpu * 1e6 / r[1].written;
-			first_xt = r[0].cpu * 1e6 / r[0].written;
-		}
-		if (!r[1].dropped && !r[1].status && r[1].written) {
-			best_tcx = rates[i];
-			cpu_tcx = r[1].cpu;
-			rec_tcx = r[1].written;
-			if (xt_ok && !r[0].dropped && !r[0].status && r[0].written) {
-				same_rate = rates[i];
-				same_xt = r[0].cpu * 1e6 / r[0].written;
-				same_tcx = r[1].cpu * 1e6 / r[1].written;
-				same_out = (double)r[1].out_bytes / r[1].written;
-				same_raw = (double)r[0].out_bytes / r[0].written;
+			if (!st[0].lost && !st[1].lost && !st[0].failed && !st[1].failed) {
+				clean_rate = rates[i];
+				clean_xt = st[0].cpu_per_m;
+				clean_tcx = st[1].cpu_per_m;
+				clean_out = st[1].out_per_rec;
 			}
 		}
-		if (xt_ok && !r[0].dropped && !r[0].status && r[0].written) {
+		if (!st[1].lost && !st[1].failed && st[1].written)
+			best_tcx = rates[i];
+		if (xt_ok && !st[0].lost && !st[0].failed && st[0].written)
 			best_xt = rates[i];
-			cpu_xt = r[0].cpu;
-			rec_xt = r[0].written;
-		}
 	}
-	printf("\nhighest rate drained with nothing lost (exits/s per vCPU):\n");
+	printf("\nhighest rate drained with nothing lost (exits/s per vCPU, median run):\n");
 	printf("  record --xen  %u%s\n", best_tcx, tcx_lost ? "" : " (or more: the ladder ended)");
 	if (xt_ok)
 		printf("  xentrace      %u%s\n", best_xt, xt_lost ? "" : " (or more)");
-	if (xt_ok && best_xt)
-		printf("  ratio record/xentrace: %.2f\n", (double)best_tcx / best_xt);
-	if (xt_ok && nsteps)
-		printf("losses: record lost no more than xentrace at any of %d steps, and nothing "
-		       "where xentrace lost nothing: target %s", nsteps, loss_bad ? "NOT met" : "met");
-	if (loss_bad)
-		printf(" (first at %u exits/s)", loss_bad);
-	if (xt_ok && nsteps)
+	if (xt_ok && nsteps) {
+		if (loss_bad)
+			printf("losses: record lost more than xentrace, or lost where xentrace lost "
+			       "nothing, from %u exits/s (of %d steps): target NOT met\n", loss_bad,
+			       nsteps);
+		else
+			printf("losses: record lost no more than xentrace at any of %d steps, and "
+			       "nothing where xentrace lost nothing: target met\n", nsteps);
+		printf("CPU per record, record/xentrace: at most %.2fx (at %u exits/s); target at "
+		       "most 2x at every step: %s", worst_ratio, worst_rate,
+		       cpu_bad ? "NOT met" : "met");
+		if (cpu_bad)
+			printf(" (first over at %u exits/s)", cpu_bad);
 		printf("\n");
-	if (rec_tcx)
-		printf("CPU time per million records at that rate: record %.3f s", cpu_tcx * 1e6 / rec_tcx);
-	if (rec_xt)
-		printf(", xentrace %.3f s (record converts to trace.dat as it goes)", cpu_xt * 1e6 / rec_xt);
-	printf("\n");
-	if (same_rate && same_xt > 0) {
+	} else if (ladder) {
+		printf("CPU per record against xentrace: not measured, no xentrace (target NOT met)\n");
+	}
+	if (clean_rate && clean_xt > 0) {
 		/* ten million records' worth, for a figure above the clock's grain */
-		double floor = write_floor((uint64_t)(same_out * 1e7)) / 10;
+		double floor = write_floor((uint64_t)(clean_out * 1e7)) / 10;
 
-		printf("CPU per record, record/xentrace at %u exits/s (both clean): %.2f "
-		       "(target at most 2): target %s\n", same_rate, same_tcx / same_xt,
-		       same_tcx / same_xt <= 2 ? "met" : "NOT met");
-		/* the bytes decide most of it: xentrace writes its records, record trace.dat */
-		printf("floor: record writes %.1f bytes per record (xentrace %.1f); write()ing "
-		       "that alone costs %.3f CPU s per M records = %.2fx xentrace's whole CPU, "
-		       "record's decoding and encoding %.3f s on top\n", same_out, same_raw, floor,
-		       floor / same_xt, same_tcx - floor > 0 ? same_tcx - floor : 0);
-	} else if (first_tcx > 0 && first_xt > 0) {
-		printf("CPU per record, record/xentrace at %u exits/s (xentrace lost records): "
-		       "%.2f (target at most 2): target %s\n", rates[0], first_tcx / first_xt,
-		       first_tcx / first_xt <= 2 ? "met" : "NOT met");
-	} else if (xt_ok && ladder) {
-		printf("CPU per record against xentrace: not measured (target NOT met)\n");
+		printf("floor at %u exits/s: record writes %.1f bytes per record; write()ing that "
+		       "alone costs %.3f CPU s per M records = %.2fx xentrace's whole CPU, record's "
+		       "decoding and encoding %.3f s on top\n", clean_rate, clean_out, floor,
+		       floor / clean_xt, clean_tcx - floor > 0 ? clean_tcx - floor : 0);
 	}
 	if (soak > 0) {
 		struct result r;
