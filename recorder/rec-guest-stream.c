@@ -4,6 +4,12 @@
  * its control stream, hands every whole page to time sync and to the
  * guest file, flushes the file every second and sends CLOSE when the stop
  * comes; a guest that stalls or dies stalls only this thread.
+ *
+ * The pages of a read go to the file on a writer thread of the guest's
+ * own, so that reading the next ones (the copy out of the socket or
+ * vchan) and writing these (the page check, the copy into the page
+ * cache, a region's growth) run at once: each stream has two buffers,
+ * one being read into while the other is written.
  */
 #include <errno.h>
 #include <poll.h>
@@ -41,13 +47,198 @@ static void over_limit(struct rec_guest *g)
 		       (unsigned long long)g->max_bytes);
 }
 
+/* ---- the writer thread ---- */
+
+/* A read's whole pages, on their way into the file. */
+struct wjob {
+	int cpu;
+	uint8_t *buf;
+	size_t pages;
+	uint64_t bytes;		/* in the file once written */
+};
+
 /*
- * The whole pages in the stream's buffer into the file, checked and
- * written in one call: no copy, one pwritev for what one read brought.
+ * The guest's writer: a FIFO of at most one buffer per CPU (the stream's
+ * other buffer is being read into), so each CPU's pages stay in order.
+ * @lock guards the queue, @spare, @inflight, @bad and the flags; @wlock
+ * the file (g->w) between the writer and the guest's thread (flush,
+ * counters). The guest's thread waits for a CPU's spare buffer: the
+ * writer's pace is the reader's, as when it wrote itself.
  */
-static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *bad)
+struct writer {
+	struct rec_guest	*g;
+	pthread_t		th;
+	bool			started;
+	pthread_mutex_t		lock, wlock;
+	pthread_cond_t		cond;
+	struct wjob		*q;
+	int			head, n;
+	uint8_t			**spare;	/* per CPU; NULL while queued */
+	uint64_t		inflight;	/* bytes queued, not in the file yet */
+	uint64_t		bad;		/* pages refused for their order */
+	bool			quit;
+	bool			want_idle;	/* wake the guest's thread when empty */
+	atomic_bool		failed;		/* the file failed: drop pages */
+};
+
+/* The file failed: its first error into the summary. */
+static void write_failed(struct rec_guest *g, struct writer *wr, int ret)
+{
+	pthread_mutex_lock(&g->lock);
+	if (!g->sum.error) {
+		g->sum.error = ret;
+		snprintf(g->sum.note, sizeof(g->sum.note), "%.120s: %.120s",
+			 g->path, tcx_error());
+	}
+	pthread_mutex_unlock(&g->lock);
+	atomic_store(&wr->failed, true);
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *wr = arg;
+	struct rec_guest *g = wr->g;
+	uint64_t one = 1;
+
+	for (;;) {
+		struct wjob j;
+		uint64_t bad = 0;
+		bool wake;
+		int ret;
+
+		pthread_mutex_lock(&wr->lock);
+		while (!wr->n && !wr->quit)
+			pthread_cond_wait(&wr->cond, &wr->lock);
+		if (!wr->n) {
+			pthread_mutex_unlock(&wr->lock);
+			break;
+		}
+		j = wr->q[wr->head];
+		pthread_mutex_unlock(&wr->lock);
+
+		pthread_mutex_lock(&wr->wlock);
+		ret = atomic_load(&wr->failed) ? 0 :
+		      tdat_write_pages(g->w, j.cpu, j.buf, j.pages, &bad);
+		pthread_mutex_unlock(&wr->wlock);
+		if (ret)
+			write_failed(g, wr, ret);
+
+		pthread_mutex_lock(&wr->lock);
+		wr->head = (wr->head + 1) % g->cpus;
+		wr->n--;
+		wr->spare[j.cpu] = j.buf;
+		wr->inflight -= j.bytes;
+		wr->bad += bad;
+		wake = !wr->n && wr->want_idle;
+		if (wake)
+			wr->want_idle = false;
+		pthread_cond_broadcast(&wr->cond);
+		pthread_mutex_unlock(&wr->lock);
+		/* caught up: the guest's thread flushes and publishes */
+		if (wake && write(g->wakefd, &one, sizeof(one)) < 0)
+			continue;	/* the counter is full: a wakeup is pending */
+	}
+	return NULL;
+}
+
+/* The spare buffers and the thread; without them the guest's thread writes. */
+static void writer_open(struct writer *wr, struct rec_guest *g)
+{
+	*wr = (struct writer){ .g = g };
+	pthread_mutex_init(&wr->lock, NULL);
+	pthread_mutex_init(&wr->wlock, NULL);
+	pthread_cond_init(&wr->cond, NULL);
+	wr->q = calloc((size_t)g->cpus, sizeof(*wr->q));
+	wr->spare = calloc((size_t)g->cpus, sizeof(*wr->spare));
+	if (!wr->q || !wr->spare)
+		return;
+	for (int c = 0; c < g->cpus; c++) {
+		wr->spare[c] = malloc(READ_CHUNK + g->page_size);
+		if (!wr->spare[c])
+			return;
+	}
+	/* the guest's thread blocks every signal: so does this one */
+	wr->started = !pthread_create(&wr->th, NULL, writer_main, wr);
+	if (wr->started)
+		pthread_setname_np(wr->th, "tcx-gwrite");
+}
+
+/* Write what is queued and end the thread: the guest's thread writes now. */
+static void writer_stop(struct writer *wr)
+{
+	if (!wr->started)
+		return;
+	pthread_mutex_lock(&wr->lock);
+	wr->quit = true;
+	pthread_cond_broadcast(&wr->cond);
+	pthread_mutex_unlock(&wr->lock);
+	pthread_join(wr->th, NULL);
+	wr->started = false;
+}
+
+/* After writer_stop(): the spare buffers and the locks. */
+static void writer_free(struct writer *wr)
+{
+	for (int c = 0; wr->spare && c < wr->g->cpus; c++)
+		free(wr->spare[c]);
+	free(wr->spare);
+	free(wr->q);
+	pthread_cond_destroy(&wr->cond);
+	pthread_mutex_destroy(&wr->wlock);
+	pthread_mutex_destroy(&wr->lock);
+}
+
+/* Whether nothing is queued; if not, the writer wakes us when it is. */
+static bool writer_idle(struct writer *wr)
+{
+	bool idle;
+
+	if (!wr->started)
+		return true;
+	pthread_mutex_lock(&wr->lock);
+	idle = !wr->n;
+	wr->want_idle = !idle;
+	pthread_mutex_unlock(&wr->lock);
+	return idle;
+}
+
+/*
+ * Queue @take of the @n whole pages in stream @cpu's buffer and go on in
+ * its spare one, with the piece of a page that followed them.
+ */
+static void writer_queue(struct writer *wr, int cpu, struct stream *s, size_t n,
+			 size_t take)
+{
+	struct rec_guest *g = wr->g;
+	size_t ps = g->page_size, rest = s->fill - n * ps;
+	uint8_t *next;
+
+	pthread_mutex_lock(&wr->lock);
+	while (!wr->spare[cpu])
+		pthread_cond_wait(&wr->cond, &wr->lock);
+	next = wr->spare[cpu];
+	wr->spare[cpu] = NULL;
+	wr->q[(wr->head + wr->n) % g->cpus] = (struct wjob){
+		.cpu = cpu, .buf = s->buf, .pages = take, .bytes = n * ps,
+	};
+	wr->n++;
+	wr->inflight += n * ps;
+	pthread_cond_broadcast(&wr->cond);
+	pthread_mutex_unlock(&wr->lock);
+	memcpy(next, s->buf + n * ps, rest);
+	s->buf = next;
+	s->fill = rest;
+}
+
+/*
+ * The whole pages in the stream's buffer to time sync and into the file:
+ * checked and written in one call, without a copy, by the writer thread
+ * (or here, without one).
+ */
+static void put_pages(struct rec_guest *g, struct writer *wr, int cpu, struct stream *s)
 {
 	size_t ps = g->page_size, n = s->fill / ps, take = n;
+	uint64_t bad = 0;
 	int ret;
 
 	if (!n)
@@ -56,23 +247,25 @@ static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *
 	if (g->tsh)
 		for (size_t i = 0; i < n; i++)
 			tsync_host_page(g->tsh, s->buf + i * ps, ps, (uint32_t)cpu);
-	if (g->sum.error || g->over) {
+	if (atomic_load(&wr->failed) || g->over) {
 		take = 0;	/* the file failed: drain, drop */
 	} else if (g->max_bytes && g->written + n * ps > g->max_bytes) {
 		take = (g->max_bytes - g->written) / ps;
 		over_limit(g);
 	}
+	g->written += take * ps;
+	if (take && wr->started) {
+		writer_queue(wr, cpu, s, n, take);
+		return;
+	}
 	if (take) {
-		g->written += take * ps;
 		/* bad pages are skipped, those out of order counted here */
-		ret = tdat_write_pages(g->w, cpu, s->buf, take, bad);
-		if (ret) {
-			pthread_mutex_lock(&g->lock);
-			g->sum.error = ret;
-			snprintf(g->sum.note, sizeof(g->sum.note), "%.120s: %.120s",
-				 g->path, tcx_error());
-			pthread_mutex_unlock(&g->lock);
-		}
+		pthread_mutex_lock(&wr->wlock);
+		ret = tdat_write_pages(g->w, cpu, s->buf, take, &bad);
+		wr->bad += bad;
+		pthread_mutex_unlock(&wr->wlock);
+		if (ret)
+			write_failed(g, wr, ret);
 	}
 	s->fill -= n * ps;
 	if (s->fill)
@@ -80,7 +273,7 @@ static void put_pages(struct rec_guest *g, int cpu, struct stream *s, uint64_t *
 }
 
 /* Read what stream @cpu has now; 1 progress, 0 nothing, -1 it ended. */
-static int pump(struct rec_guest *g, int cpu, uint64_t *bytes, uint64_t *bad)
+static int pump(struct rec_guest *g, struct writer *wr, int cpu, uint64_t *bytes)
 {
 	struct stream *s = &g->st[cpu];
 	size_t round = 0;
@@ -100,16 +293,24 @@ static int pump(struct rec_guest *g, int cpu, uint64_t *bytes, uint64_t *bad)
 		s->bytes += (uint64_t)n;
 		*bytes += (uint64_t)n;
 		round += (size_t)n;
-		put_pages(g, cpu, s, bad);
+		put_pages(g, wr, cpu, s);
 	}
 	return 1;
 }
 
-static void publish(struct rec_guest *g, uint64_t bytes, uint64_t bad)
+/* The counters of what is in the file: bytes still queued are not yet. */
+static void publish(struct rec_guest *g, struct writer *wr, uint64_t bytes)
 {
 	struct tdat_stats st;
+	uint64_t bad;
 
+	pthread_mutex_lock(&wr->wlock);
 	tdat_get_stats(g->w, -1, &st);
+	pthread_mutex_unlock(&wr->wlock);
+	pthread_mutex_lock(&wr->lock);
+	bytes -= wr->inflight;
+	bad = wr->bad;
+	pthread_mutex_unlock(&wr->lock);
 	pthread_mutex_lock(&g->lock);
 	g->sum.bytes = bytes;
 	g->sum.pages = st.pages;
@@ -119,12 +320,22 @@ static void publish(struct rec_guest *g, uint64_t bytes, uint64_t bad)
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* What the writer took is readable in the file (under its lock). */
+static void flush_file(struct rec_guest *g, struct writer *wr)
+{
+	pthread_mutex_lock(&wr->wlock);
+	if (!atomic_load(&wr->failed))
+		tdat_flush(g->w);
+	pthread_mutex_unlock(&wr->wlock);
+}
+
 /* The drain thread's state between its steps. */
 struct drain {
 	struct rec_guest	*g;
 	struct pollfd		*pfd;
 	struct tmsg		*m;
-	uint64_t		bytes, bad, deadline;
+	struct writer		wr;
+	uint64_t		bytes, deadline;
 	uint64_t		next_flush, next_publish;
 	bool			closing, ctl_open, resp, lost, dirty;
 	int			nopen;
@@ -142,7 +353,7 @@ static bool pump_all(struct drain *d)
 
 		if (!g->st[c].open)
 			continue;
-		r = pump(g, c, &d->bytes, &d->bad);
+		r = pump(g, &d->wr, c, &d->bytes);
 		if (g->over) {
 			/* no more reading: the guest's pages cost dom0 nothing now */
 			tmsg_close(g->st[c].t);
@@ -190,13 +401,12 @@ static bool tick(struct drain *d, uint64_t now)
 	uint64_t cut;
 
 	if (now >= d->next_flush) {
-		if (!g->sum.error)
-			tdat_flush(g->w);
+		flush_file(g, &d->wr);
 		d->dirty = false;
 		d->next_flush = now + FLUSH_NS;
 	}
 	if (now >= d->next_publish) {
-		publish(g, d->bytes, d->bad);
+		publish(g, &d->wr, d->bytes);
 		d->next_publish = now + PUBLISH_NS;
 	}
 	cut = atomic_load(&g->cutoff);
@@ -299,9 +509,10 @@ static void drain_done(struct drain *d)
 				g->st[c].open = false;
 				d->lost = true;
 			}
-	if (!g->sum.error)
-		tdat_flush(g->w);
-	publish(g, d->bytes, d->bad);
+	/* every queued page into the file before the last counters */
+	writer_stop(&d->wr);
+	flush_file(g, &d->wr);
+	publish(g, &d->wr, d->bytes);
 	pthread_mutex_lock(&g->lock);
 	for (int c = 0; c < g->cpus; c++)
 		/* a page cut short: the agent died mid-page */
@@ -336,6 +547,7 @@ void *rec_guest_drain_main(void *arg)
 		rec_guest_note(g, "out of memory");
 		d.nopen = 0;	/* no loop: straight to the summary */
 	}
+	writer_open(&d.wr, g);
 	while (d.nopen || (d.closing && d.ctl_open && !d.resp) ||
 	       (g->over && !d.closing && d.ctl_open)) {
 		bool progress = pump_all(&d);
@@ -350,14 +562,14 @@ void *rec_guest_drain_main(void *arg)
 			d.dirty = true;
 			continue;
 		}
-		if (d.dirty) {
-			/* a quiet moment: what came is on disk, readable */
-			if (!g->sum.error)
-				tdat_flush(g->w);
+		/* a quiet moment, once the writer caught up too (it wakes us) */
+		if (d.dirty && writer_idle(&d.wr)) {
+			/* what came is on disk, readable */
+			flush_file(g, &d.wr);
 			d.dirty = false;
 			d.next_flush = now + FLUSH_NS;
 			/* and counted: caught up, the counters are exact */
-			publish(g, d.bytes, d.bad);
+			publish(g, &d.wr, d.bytes);
 			d.next_publish = now + PUBLISH_NS;
 		}
 		np = poll_set(&d);
@@ -365,6 +577,7 @@ void *rec_guest_drain_main(void *arg)
 			after_poll(&d, np);
 	}
 	drain_done(&d);
+	writer_free(&d.wr);
 	free(d.pfd);
 	free(d.m);
 	atomic_store(&g->done, true);

@@ -530,6 +530,18 @@ static int copy_range(struct tdat_writer *w, uint64_t src, uint64_t dst, uint64_
 }
 
 /*
+ * In place, by an eighth of the room (at least region_size): the file's
+ * size stays within that of its data, and the growths are logarithmic in
+ * it. A move copies, so it doubles.
+ */
+static uint64_t grow_step(const struct tdat_writer *w, const struct tdat_cpu *c)
+{
+	uint64_t add = align_up(c->region_cap / TDAT_GROW_DIV, w->page_size);
+
+	return add < w->region_size ? w->region_size : add;
+}
+
+/*
  * A full region grows in place: FALLOC_FL_INSERT_RANGE opens space after it
  * and shifts the regions behind it, whose offsets are then patched. Where
  * the filesystem cannot (tmpfs), the region moves to the end of the file
@@ -544,18 +556,10 @@ static int copy_range(struct tdat_writer *w, uint64_t src, uint64_t dst, uint64_
  */
 static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
 {
-	uint64_t add = align_up(c->region_cap / TDAT_GROW_DIV, w->page_size);
+	uint64_t add = grow_step(w, c);
 	uint64_t end = c->region_off + c->region_cap;
 	uint64_t old_off = c->region_off;
 	int ret, i;
-
-	/*
-	 * In place, by an eighth of the room (at least region_size): the
-	 * file's size stays within that of its data, and the growths are
-	 * logarithmic in it. A move copies, so it doubles.
-	 */
-	if (add < w->region_size)
-		add = w->region_size;
 
 	if (end == w->file_end) {
 		c->region_cap += add;
@@ -618,6 +622,18 @@ int tdat_file_write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec 
 	if (ret)
 		return io_fail(w, ret, "writing pages");
 	c->size += bytes;
+	/*
+	 * A region that is not last grows by an insert, which writes back
+	 * the regions behind it and waits: start that writeback a quarter
+	 * step at a time, so that the insert finds it done. Earlier, not
+	 * more: the next insert, or the collapse of the gap at close,
+	 * writes these pages back anyway.
+	 */
+	if (c->region_off + c->region_cap < w->file_end && c->size >= c->wb_behind) {
+		(void)sync_file_range(w->fd, c->region_off + c->region_cap, 0,
+				      SYNC_FILE_RANGE_WRITE);
+		c->wb_behind = c->size + grow_step(w, c) / 4;
+	}
 	/* a hint, in large steps (each call walks its range); a region that moves is not hinted again */
 	if (w->writeback && c->size - c->wb_size >= TDAT_WRITEBACK_STEP) {
 		(void)sync_file_range(w->fd, c->region_off + c->wb_size, c->size - c->wb_size,

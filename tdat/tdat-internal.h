@@ -105,6 +105,7 @@ struct tdat_cpu {
 	uint64_t	region_cap;	/* bytes reserved */
 	uint64_t	size;		/* bytes of pages on disk */
 	uint64_t	wb_size;	/* ... of which writeback was started */
+	uint64_t	wb_behind;	/* size at which the regions behind are next written back */
 	struct tdat_stats st;
 };
 
