@@ -437,6 +437,32 @@ static __attribute__((noinline)) void emit_general(struct rec_sink *k,
 }
 
 /*
+ * A plain record's payload at @p, and where its pCPU is: in the guest
+ * after a VMENTRY, out of it after a VMEXIT. @isa: exit_isa()'s for a
+ * VMEXIT, or -1 to ask it here.
+ */
+static inline void encode_plain(struct rec_sink *k, unsigned int cpu, uint8_t *p,
+				const struct lent *l, int pid, int isa, uint32_t event,
+				const void *words, unsigned int nr)
+{
+	switch (l->enc) {
+	case REC_ENC_WORDS:
+		rec_encode_words(p, l->id, l->size, pid, words, nr);
+		break;
+	case REC_ENC_VMENTRY:
+		rec_encode_vmentry(p, l->id, pid, event);
+		k->in_guest[cpu] = true;
+		break;
+	default:
+		if (isa < 0)
+			isa = exit_isa(k, event, nr, rec_word(words, 0));
+		rec_encode_vmexit(p, l->id, pid, isa, event, words, nr);
+		k->in_guest[cpu] = false;
+		break;
+	}
+}
+
+/*
  * Most records: a payload of known size straight into the page, the
  * encoding picked once. The same bytes and counters as emit_general();
  * the caller taps.
@@ -445,33 +471,21 @@ static inline void emit_plain(struct rec_sink *k, const struct rec_record *r,
 			      const struct lent *l, unsigned int cpu)
 {
 	/* read once: the page stores below may alias anything */
-	unsigned int enc = l->enc, size = l->size, nr = r->nr;
+	unsigned int enc = l->enc;
 	int pid = k->cur[cpu].pid, isa = 0;
-	uint16_t id = l->id;
+	const struct rec_event *e = l->e;
 	uint8_t *p;
 
 	k->st.classes[l->cls]++;
 	if (enc == REC_ENC_VMEXIT)
 		isa = exit_isa(k, r->event, r->nr, r->w[0]);
-	p = tdat_reserve(k->w, cpu, r->tsc, 8 + size);
+	p = tdat_reserve(k->w, cpu, r->tsc, 8 + l->size);
 	if (likely(p)) {
-		switch (enc) {
-		case REC_ENC_WORDS:
-			rec_encode_words(p, id, size, pid, r->w, nr);
-			break;
-		case REC_ENC_VMENTRY:
-			rec_encode_vmentry(p, id, pid, r->event);
-			break;
-		default:
-			rec_encode_vmexit(p, id, pid, isa, r->event, r->w, nr);
-			break;
-		}
+		encode_plain(k, cpu, p, l, pid, isa, r->event, r->w, r->nr);
 		k->st.events++;
-	} else {
-		const struct rec_event *e = l->e;
-
-		put_buffered(k, &e, r, pid, isa);
+		return;
 	}
+	put_buffered(k, &e, r, pid, isa);
 	if (enc == REC_ENC_VMENTRY)
 		k->in_guest[cpu] = true;
 	else if (enc == REC_ENC_VMEXIT)
@@ -519,28 +533,12 @@ void rec_sink_emit(void *sink, const struct rec_record *r)
 static inline bool emit_run(struct rec_sink *k, struct tdat_run *run, const struct rec_record *r,
 			    const struct lent *l, unsigned int cpu)
 {
-	unsigned int enc = l->enc, size = l->size, nr = r->nr;
-	int pid = k->cur[cpu].pid;
-	uint16_t id = l->id;
-	uint8_t *p = tdat_run_reserve(run, r->tsc, 8 + size);
+	uint8_t *p = tdat_run_reserve(run, r->tsc, 8 + l->size);
 
 	if (unlikely(!p))
 		return false;
 	k->st.classes[l->cls]++;
-	switch (enc) {
-	case REC_ENC_WORDS:
-		rec_encode_words(p, id, size, pid, r->w, nr);
-		break;
-	case REC_ENC_VMENTRY:
-		rec_encode_vmentry(p, id, pid, r->event);
-		k->in_guest[cpu] = true;
-		break;
-	default:
-		rec_encode_vmexit(p, id, pid, exit_isa(k, r->event, nr, r->w[0]), r->event,
-				  r->w, nr);
-		k->in_guest[cpu] = false;
-		break;
-	}
+	encode_plain(k, cpu, p, l, k->cur[cpu].pid, -1, r->event, r->w, r->nr);
 	return true;
 }
 
@@ -662,20 +660,7 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 		e = tdat_run_reserve(&run, ts, 8 + l->size);
 		if (likely(e)) {
 			k->st.classes[l->cls]++;
-			switch (l->enc) {
-			case REC_ENC_WORDS:
-				rec_encode_words(e, l->id, l->size, pid, w, nr);
-				break;
-			case REC_ENC_VMENTRY:
-				rec_encode_vmentry(e, l->id, pid, ev);
-				k->in_guest[cpu] = true;
-				break;
-			default:
-				rec_encode_vmexit(e, l->id, pid, exit_isa(k, ev, nr, rec_word(w, 0)), ev,
-						  w, nr);
-				k->in_guest[cpu] = false;
-				break;
-			}
+			encode_plain(k, cpu, e, l, pid, -1, ev, w, nr);
 			events++;
 		} else {
 			/* a new page: tdat_reserve()'s */
