@@ -28,6 +28,7 @@
 #define TDAT_LIVE_PER_CPU	(4u << 10)	/* ... plus 128 samples per CPU */
 #define TDAT_LIVE_MAX		(128u << 10)
 #define TDAT_BATCH_BYTES	(128u << 10)	/* per pwrite: 32 pages of 4 KiB */
+#define TDAT_BATCH_MAX		(4u << 20)	/* the most tdat_params.batch_bytes asks */
 #define TDAT_WRITEBACK_STEP	(4u << 20)	/* params.writeback: per CPU, per call */
 
 /* A growable byte buffer for metadata. */

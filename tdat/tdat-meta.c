@@ -218,7 +218,11 @@ struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params
 	w->long_size = 8;
 	w->hdr = 16;
 	/* bounded memory whatever the page size: one write's worth per CPU */
-	w->batch_pages = p.page_size < TDAT_BATCH_BYTES ? TDAT_BATCH_BYTES / p.page_size : 1;
+	if (!p.batch_bytes)
+		p.batch_bytes = TDAT_BATCH_BYTES;
+	if (p.batch_bytes > TDAT_BATCH_MAX)
+		p.batch_bytes = TDAT_BATCH_MAX;
+	w->batch_pages = p.page_size < p.batch_bytes ? p.batch_bytes / p.page_size : 1;
 	w->path = strdup(path);
 	w->clock = p.clock ? strdup(p.clock) : NULL;
 	w->header_page = synth_header_page(w->page_size, 8, &w->header_page_len);

@@ -91,6 +91,10 @@ struct tdat_writer;
  *		holes between the regions at the end waits for every dirty
  *		page, so a file written in one go (convert) is done sooner;
  *		the writeback's CPU is then the writer's, not the flusher's
+ * @batch_bytes: finished pages a CPU holds before one write of them all
+ *		(0: 128 KiB; at most 4 MiB, at least a page): fewer, larger
+ *		writes cost a busy writer less CPU, and memory per CPU; the
+ *		pages of an unfinished batch are not in the file yet
  */
 struct tdat_params {
 	int		version;
@@ -100,6 +104,7 @@ struct tdat_params {
 	const char	*clock;
 	uint64_t	region_size;
 	bool		writeback;
+	uint32_t	batch_bytes;
 };
 
 #define TDAT_MAX_CPUS	4096

@@ -939,6 +939,46 @@ static void run_reserve(int v)
 }
 VERSIONED(run_reserve)
 
+/*
+ * The batch size decides when pages are written, not what they hold: one
+ * page, the default and 512 KiB a write give the same CPU data, and a
+ * flush writes an unfinished batch.
+ */
+static void batch_sizes(int v)
+{
+	static const uint32_t sizes[] = { 4096, 0, 512u << 10, 64u << 20 };
+	struct tf f[4];
+
+	for (int i = 0; i < 4; i++) {
+		char *path = path_in(tmpdir, "batch-size.dat");
+		struct tdat_params p = { .version = v, .max_cpus = 4, .batch_bytes = sizes[i] };
+		struct tdat_writer *w = tdat_open(path, &p);
+		struct tf mid;
+
+		assert_non_null(w);
+		assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), 0);
+		assert_int_equal(tdat_start_data(w), 0);
+		for (int k = 0; k < 40000; k++)
+			ev(w, k % 3, 1000 + (uint64_t)k * 10, 16 + (k % 5) * 4, k);
+		/* flushed, a batch's pages are readable before the close */
+		assert_int_equal(tdat_flush(w), 0);
+		load(path, &mid);
+		assert_int_equal(tf_events(&mid, 1, evs, MAXEV), 40000 / 3);
+		tf_free(&mid);
+		assert_int_equal(tdat_close(w), 0);
+		load(path, &f[i]);
+	}
+	for (int i = 1; i < 4; i++)
+		for (int c = 0; c < 3; c++) {
+			assert_int_equal(tf_cpu(&f[i], c)->size, tf_cpu(&f[0], c)->size);
+			assert_memory_equal(f[i].buf + tf_cpu(&f[i], c)->off,
+					    f[0].buf + tf_cpu(&f[0], c)->off, tf_cpu(&f[0], c)->size);
+		}
+	for (int i = 0; i < 4; i++)
+		tf_free(&f[i]);
+}
+VERSIONED(batch_sizes)
+
 /* Random and hostile raw pages: what is accepted must decode in bounds. */
 static void raw_page_fuzz(void **s)
 {
@@ -1433,6 +1473,8 @@ int main(void)
 		cmocka_unit_test(raw_pages_batch_v7),
 		cmocka_unit_test(run_reserve_v6),
 		cmocka_unit_test(run_reserve_v7),
+		cmocka_unit_test(batch_sizes_v6),
+		cmocka_unit_test(batch_sizes_v7),
 		cmocka_unit_test(raw_page_fuzz),
 		cmocka_unit_test(page_walker),
 		cmocka_unit_test(errors),
