@@ -18,10 +18,7 @@
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 
-#define TDAT_DELTA_BITS		27
-#define TDAT_DELTA_MAX		((1ull << TDAT_DELTA_BITS) - 1)
 #define TDAT_EXTEND_LIMIT	(1ull << 59)	/* 27 + 32 bits of TIME_EXTEND */
-#define TDAT_SMALL_MAX		112		/* largest payload with type_len 1..28 */
 #define TDAT_DEF_REGION		(4ull << 20)	/* first room, and the least growth step */
 #define TDAT_GROW_DIV		8		/* grow by 1/8 of the room: st_size stays near the data */
 #define TDAT_LIVE_BASE		(4u << 10)	/* live options slot: base ... */
@@ -223,16 +220,6 @@ static inline void tdat_put_long(const struct tdat_writer *w, uint8_t *p, uint64
 
 		memcpy(p, &v32, 4);
 	}
-}
-
-/* The event header word: type_len and delta, as the kernel's bitfield. */
-static inline uint32_t tdat_evhdr(uint32_t type_len, uint32_t delta)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return (type_len << 27) | delta;
-#else
-	return type_len | (delta << 5);
-#endif
 }
 
 /*

@@ -299,11 +299,22 @@ int tdat_write_event(struct tdat_writer *w, int cpu, uint64_t ts,
 void *tdat_reserve(struct tdat_writer *w, int cpu, uint64_t ts, size_t len);
 
 /*
- * What tdat_run_reserve() takes: the kernel ring buffer's small events
- * (type_len 1..28) with a delta that fits their 27 bits.
+ * The kernel ring buffer's small events, which tdat_run_reserve() takes:
+ * type_len 1..28 (payloads up to 112 bytes) and a delta in 27 bits.
  */
-#define TDAT_RUN_DELTA_MAX	((1ull << 27) - 1)
-#define TDAT_RUN_LEN_MAX	112
+#define TDAT_DELTA_BITS		27
+#define TDAT_DELTA_MAX		((1ull << TDAT_DELTA_BITS) - 1)
+#define TDAT_SMALL_MAX		112
+
+/** tdat_evhdr - an event's header word: type_len and delta, as the kernel's bitfield */
+static inline uint32_t tdat_evhdr(uint32_t type_len, uint32_t delta)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (type_len << 27) | delta;
+#else
+	return type_len | (delta << 5);
+#endif
+}
 
 /**
  * struct tdat_run - a CPU's open page, lent to a writer of many small events
@@ -350,15 +361,10 @@ static inline void *tdat_run_reserve(struct tdat_run *run, uint64_t ts, size_t l
 	uint8_t *e = run->pos;
 	uint32_t hdr;
 
-	if (delta > TDAT_RUN_DELTA_MAX || len - 8 > TDAT_RUN_LEN_MAX - 8 ||
+	if (delta > TDAT_DELTA_MAX || len - 8 > TDAT_SMALL_MAX - 8 ||
 	    (size_t)(run->end - e) < 4 + rlen)
 		return NULL;
-	/* type_len (words of payload) and time_delta, as the kernel's bitfield */
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	hdr = (uint32_t)(rlen >> 2) << 27 | (uint32_t)delta;
-#else
-	hdr = (uint32_t)(rlen >> 2) | (uint32_t)delta << 5;
-#endif
+	hdr = tdat_evhdr((uint32_t)(rlen >> 2), (uint32_t)delta);
 	memcpy(e, &hdr, 4);
 	memset(e + rlen, 0, 4);
 	run->pos = e + 4 + rlen;
