@@ -550,22 +550,19 @@ void rec_sink_emit_batch(void *sink, const struct rec_record *r, unsigned int n)
 {
 	struct rec_sink *k = sink;
 	const struct rec_record *end = r + n;
-	/* in registers: the page stores may alias anything; only the slow paths change err */
-	unsigned int ncpus = k->o.ncpus;
-	const struct cur *cur = k->cur;
-	int run_cpu = -1, err = k->err;
 	struct tdat_run run = { 0 };
+	int run_cpu = -1;
 
 	for (; r < end; r++) {
 		const struct lent *l = lookup(k, r->event);
 		unsigned int cpu = r->cpu;
 
-		if (unlikely(r->nr >= l->lim || err || cpu >= ncpus || cur[cpu].pend)) {
+		if (unlikely(r->nr >= l->lim || k->err || cpu >= (unsigned int)k->o.ncpus ||
+			     k->cur[cpu].pend)) {
 			if (run_cpu >= 0)
 				tdat_run_end(k->w, run_cpu, &run);
 			run_cpu = -1;
 			emit(k, r);
-			err = k->err;
 			continue;
 		}
 		if ((int)cpu != run_cpu) {
@@ -580,7 +577,6 @@ void rec_sink_emit_batch(void *sink, const struct rec_record *r, unsigned int n)
 			/* a new page: tdat_reserve()'s */
 			tdat_run_end(k->w, cpu, &run);
 			emit_plain(k, r, l, cpu);
-			err = k->err;
 			tdat_run_begin(k->w, cpu, &run);
 		}
 		if (unlikely(k->o.tap))
@@ -617,7 +613,7 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 	struct rec_sink *k = sink;
 	uint64_t cur = t->cur_tsc, first = t->first_tsc, last = t->last_tsc;
 	uint64_t no_tsc = 0, taken = 0, events = 0;
-	bool has_cur = t->has_cur, tapped = k->o.tap != NULL;
+	bool has_cur = t->has_cur, tapped = k->o.tap != NULL, stop = false;
 	struct tdat_run run;
 	size_t off = 0;
 	int pid;
@@ -635,14 +631,14 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 		uint8_t *e;
 
 		memcpy(&hdr, p + off, 4);
-		/* fillers and LOST_RECORDS are the stream's */
-		if ((hdr & 0x0ffff000) == (TRC_GEN & 0x0ffff000))
-			break;
-		l = lookup(k, hdr & 0x0fffffff);
-		if (((hdr >> 28) & 7) >= l->lim)
-			break;
 		ev = hdr & 0x0fffffff;
 		nr = (hdr >> 28) & 7;
+		/* fillers and LOST_RECORDS are the stream's */
+		if ((ev & 0x0ffff000) == TRC_GEN)
+			break;
+		l = lookup(k, ev);
+		if (nr >= l->lim)
+			break;
 		w = p + off + 4;
 		if (hdr >> 31) {
 			memcpy(&lo, w, 4);
@@ -662,24 +658,21 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 			k->st.classes[l->cls]++;
 			encode_plain(k, cpu, e, l, pid, -1, ev, w, nr);
 			events++;
-		} else {
-			/* a new page: tdat_reserve()'s */
-			struct rec_record r;
-
-			rec_decode_fast(p + off, cpu, &r);
-			r.tsc = ts;
-			run_close(k, cpu, &run);
-			emit_plain(k, &r, l, cpu);
-			run_open(k, cpu, &run);
-			if (unlikely(k->err))
-				break;
 		}
-		if (unlikely(tapped)) {
+		if (unlikely(!e || tapped)) {
 			struct rec_record r;
 
 			rec_decode_fast(p + off, cpu, &r);
 			r.tsc = ts;
-			tap(k, &r);
+			if (!e) {
+				/* a new page: tdat_reserve()'s */
+				run_close(k, cpu, &run);
+				emit_plain(k, &r, l, cpu);
+				run_open(k, cpu, &run);
+				stop = k->err != 0;
+			}
+			if (tapped)
+				tap(k, &r);
 		}
 		if (ts > last)
 			last = ts;
@@ -687,6 +680,9 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 			first = ts;
 		taken++;
 		off += rec_record_size(hdr);
+		/* written or failed, it is counted; after a failure the rest goes the other way */
+		if (unlikely(stop))
+			break;
 	}
 	run_close(k, cpu, &run);
 	k->st.events += events;
