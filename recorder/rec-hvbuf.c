@@ -45,6 +45,7 @@ struct rec_hvbuf {
 	uint32_t		cpu_khz;
 	bool			enabled;
 	bool			masked;	/* we changed the masks */
+	xc_domaininfo_t		*dominfo;	/* rec_hvbuf_domains()' slice */
 	uint64_t		bytes;
 };
 
@@ -351,26 +352,38 @@ int rec_hvbuf_stop(struct rec_hvbuf *h)
 	return ret;
 }
 
+/* Domains asked for per hypercall: the list is read in slices this long. */
+#define DOM_SLICE	64
+
 int rec_hvbuf_domains(struct rec_hvbuf *h, struct rec_hvdom *out, int max)
 {
-	xc_domaininfo_t *info = calloc(max, sizeof(*info));
-	int n;
+	uint32_t first = 0;
+	int n = 0;
 
-	if (!info)
-		return -ENOMEM;
-	n = xc_domain_getinfolist(h->xch, 0, max, info);
-	if (n < 0) {
-		n = -errno;
-		free(info);
-		return n;
+	/* kept: a refresh a second must not map and fault a new buffer each time */
+	if (!h->dominfo) {
+		h->dominfo = calloc(DOM_SLICE, sizeof(*h->dominfo));
+		if (!h->dominfo)
+			return -ENOMEM;
 	}
-	for (int i = 0; i < n; i++) {
-		out[i].dom = info[i].domain;
-		out[i].nvcpus = info[i].max_vcpu_id + 1;
-		out[i].hvm = !!(info[i].flags & XEN_DOMINF_hvm_guest);
-		out[i].dying = !!(info[i].flags & (XEN_DOMINF_dying | XEN_DOMINF_shutdown));
+	while (n < max) {
+		int want = max - n < DOM_SLICE ? max - n : DOM_SLICE;
+		int got = xc_domain_getinfolist(h->xch, first, want, h->dominfo);
+
+		if (got < 0)
+			return -errno;
+		for (int i = 0; i < got; i++, n++) {
+			const xc_domaininfo_t *info = &h->dominfo[i];
+
+			out[n].dom = info->domain;
+			out[n].nvcpus = info->max_vcpu_id + 1;
+			out[n].hvm = !!(info->flags & XEN_DOMINF_hvm_guest);
+			out[n].dying = !!(info->flags & (XEN_DOMINF_dying | XEN_DOMINF_shutdown));
+		}
+		if (got < want)
+			break;
+		first = h->dominfo[got - 1].domain + 1;
 	}
-	free(info);
 	return n;
 }
 
@@ -406,6 +419,7 @@ void rec_hvbuf_close(struct rec_hvbuf *h)
 		xenforeignmemory_close(h->fmem);
 	if (h->xch)
 		xc_interface_close(h->xch);
+	free(h->dominfo);
 	free(h->cpu);
 	free(h);
 }

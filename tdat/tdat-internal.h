@@ -84,6 +84,9 @@ struct tdat_system {
 	uint32_t	count;
 };
 
+/* Batch pages faulted in at a time, ahead of the encoder (tcx_pages_alloc()). */
+#define TDAT_POPULATE_PAGES	16
+
 /* Per-CPU encoder state; the first members are the hot path's. */
 struct tdat_cpu {
 	uint8_t		*page;		/* current page inside batch */
@@ -96,6 +99,7 @@ struct tdat_cpu {
 	uint64_t	missed_count;
 	uint8_t		*batch;		/* w->batch_pages pages */
 	uint32_t	nbatch;		/* finished pages in batch */
+	uint32_t	populated;	/* batch pages faulted in ahead */
 	int		cpu;
 	bool		has_region;
 	bool		hidden;		/* size 0 on disk while data moves */

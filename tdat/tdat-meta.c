@@ -742,7 +742,8 @@ void tdat_free(struct tdat_writer *w)
 		for (i = 0; i < w->max_cpus; i++) {
 			if (!w->cpu[i])
 				continue;
-			free(w->cpu[i]->batch);
+			tcx_pages_free(w->cpu[i]->batch,
+				       (size_t)w->page_size * w->batch_pages);
 			free(w->cpu[i]);
 		}
 	}

@@ -97,7 +97,10 @@ static struct tdat_cpu *cpu_get(struct tdat_writer *w, int cpu)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		goto nomem;
-	c->batch = aligned_alloc(4096, (size_t)w->page_size * w->batch_pages);
+	/* faulted in a few pages at a time as the batch fills: see batch_next() */
+	c->populated = w->batch_pages < TDAT_POPULATE_PAGES ? w->batch_pages : TDAT_POPULATE_PAGES;
+	c->batch = tcx_pages_alloc((size_t)w->page_size * w->batch_pages,
+				   (size_t)w->page_size * c->populated, false);
 	if (!c->batch) {
 		free(c);
 		goto nomem;
@@ -109,6 +112,27 @@ static struct tdat_cpu *cpu_get(struct tdat_writer *w, int cpu)
 nomem:
 	tdat_err(w, -ENOMEM, "no memory for CPU %d's page batch", cpu);
 	return NULL;
+}
+
+/*
+ * The next batch slot. The first pass over a batch faults its pages in
+ * ahead, a few at a time: one call instead of a fault per page (a trap to
+ * Xen each in a PV dom0), and a CPU that stays quiet never takes the
+ * whole batch in memory.
+ */
+static inline void batch_next(struct tdat_writer *w, struct tdat_cpu *c)
+{
+	c->nbatch++;
+	c->page += w->page_size;
+	if (unlikely(c->nbatch == c->populated && c->populated < w->batch_pages)) {
+		uint32_t n = w->batch_pages - c->populated;
+
+		if (n > TDAT_POPULATE_PAGES)
+			n = TDAT_POPULATE_PAGES;
+		tcx_pages_populate(c->batch, (size_t)c->populated * w->page_size,
+				   (size_t)n * w->page_size);
+		c->populated += n;
+	}
 }
 
 static void page_start(struct tdat_writer *w, struct tdat_cpu *c, uint64_t ts)
@@ -162,8 +186,7 @@ void tdat_page_finish(struct tdat_writer *w, struct tdat_cpu *c)
 	c->open = false;
 	c->cap = 0;	/* the fast path now fails its bounds check */
 	c->used = 0;
-	c->nbatch++;
-	c->page += w->page_size;
+	batch_next(w, c);
 }
 
 /* Finish the page and write the batch out when it is full. */
@@ -488,8 +511,7 @@ static int page_store(struct tdat_writer *w, struct tdat_cpu *c, const void *pag
 		c->missed_known = false;
 		c->missed_count = 0;
 	}
-	c->nbatch++;
-	c->page += w->page_size;
+	batch_next(w, c);
 	if (c->nbatch == w->batch_pages)
 		return tdat_file_flush_cpu(w, c);
 	return 0;

@@ -8,6 +8,7 @@
 #ifndef TCX_UTIL_H
 #define TCX_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -130,5 +131,37 @@ uint64_t tcx_clock_ns(clockid_t id);
  * Returns the time, or 0 if the clock cannot be read.
  */
 uint64_t tcx_now_ns(void);
+
+/**
+ * tcx_pages_alloc - a zeroed buffer of whole pages, partly faulted in ahead
+ * @len:	bytes (rounded up to pages)
+ * @populate:	how many of its first bytes to fault in now (0: none)
+ * @huge:	ask for 2 MiB pages where the kernel has them (buffers of at
+ *		least 2 MiB)
+ *
+ * For long-lived buffers that a hot path fills: a page fault per 4 KiB
+ * costs a paravirtualised dom0 a trap to Xen each. Free it with
+ * tcx_pages_free().
+ *
+ * Returns the buffer, or NULL with errno set.
+ */
+void *tcx_pages_alloc(size_t len, size_t populate, bool huge);
+
+/**
+ * tcx_pages_populate - fault in a range of a tcx_pages_alloc() buffer
+ * @p:		the buffer
+ * @off:	where the range starts
+ * @len:	its length in bytes
+ *
+ * Advice only: where the kernel cannot, the pages fault in when touched.
+ */
+void tcx_pages_populate(void *p, size_t off, size_t len);
+
+/**
+ * tcx_pages_free - unmap a tcx_pages_alloc() buffer
+ * @p:		the buffer (NULL: nothing)
+ * @len:	the length it was allocated with
+ */
+void tcx_pages_free(void *p, size_t len);
 
 #endif /* TCX_UTIL_H */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,16 +123,49 @@ int xsim_post(struct xsim_conn *c, struct xsim_msg *m)
 	return n == sizeof(*m) ? 0 : -1;
 }
 
+/*
+ * The reply buffer, one per calling thread and kept: a guest that floods
+ * event channels makes dom0 call often, and must not make it churn 64 KiB
+ * a call. Taken on a thread's first call, not as static TLS: every shim
+ * library holds a copy of this file, and 64 KiB of static TLS each would
+ * be zeroed at every pthread_create() of the program under test, a cost
+ * real Xen libraries do not have.
+ */
+#define REPLY_MAX	(sizeof(struct xsim_msg) + XSIM_MSG_MAX)
+
+static pthread_key_t reply_key;
+static pthread_once_t reply_once = PTHREAD_ONCE_INIT;
+static __thread uint8_t *reply_buf;
+
+static void reply_key_init(void)
+{
+	if (pthread_key_create(&reply_key, free))
+		abort();
+}
+
+static uint8_t *reply_get(void)
+{
+	if (reply_buf)
+		return reply_buf;
+	pthread_once(&reply_once, reply_key_init);
+	reply_buf = malloc(REPLY_MAX);
+	if (reply_buf)
+		pthread_setspecific(reply_key, reply_buf);
+	return reply_buf;
+}
+
 int xsim_call(struct xsim_conn *c, struct xsim_msg *m, const void *data,
 	      uint32_t len, void *out, uint32_t outmax)
 {
 	struct iovec iov[2] = { { m, sizeof(*m) }, { (void *)data, len } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-	/* per thread, not per call: a guest that floods event channels makes
-	 * dom0 call often, and must not make it churn 64 KiB a call */
-	static _Thread_local uint8_t buf[sizeof(struct xsim_msg) + XSIM_MSG_MAX];
+	uint8_t *buf = reply_get();
 	ssize_t n;
 
+	if (!buf) {
+		errno = ENOMEM;
+		return -1;
+	}
 	m->len = len;
 	/* threads may share a handle, as with the real libraries */
 	pthread_mutex_lock(&c->lock);
@@ -139,7 +173,7 @@ int xsim_call(struct xsim_conn *c, struct xsim_msg *m, const void *data,
 	while ((n = sendmsg(c->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
 	if (n >= 0)
-		while ((n = recv(c->fd, buf, sizeof(buf), 0)) < 0 &&
+		while ((n = recv(c->fd, buf, REPLY_MAX, 0)) < 0 &&
 		       errno == EINTR)
 			;
 	pthread_mutex_unlock(&c->lock);
