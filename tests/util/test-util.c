@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * util: the thread's last error (tcx_fail(), tcx_error()), tcx_parse_uint()
- * and its length-bounded twin, tcx_json_str(), the clock helpers.
+ * and its length-bounded twin, tcx_json_str(), the clock helpers, page
+ * buffers faulted in ahead (tcx_pages_alloc()).
  */
 #include <errno.h>
 #include <limits.h>
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -277,6 +280,84 @@ static void test_fail_threads(void **state)
 	assert_string_equal(tcx_error(), "main thread");
 }
 
+static long minflt(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_minflt;
+}
+
+/* Faults taken touching one byte of each page of [p, p + len). */
+static long touch(uint8_t *p, size_t len, uint8_t v)
+{
+	long before = minflt();
+
+	for (size_t i = 0; i < len; i += 4096)
+		p[i] = v;
+	return minflt() - before;
+}
+
+/*
+ * Touching a populated range takes (nearly) no fault, where the same
+ * length unpopulated takes one a page; the rest is zero and usable. The
+ * slack is for a sanitizer's shadow memory, which faults in as it is read.
+ */
+static void check_pages(size_t len, size_t populate, bool huge)
+{
+	uint8_t *p = tcx_pages_alloc(len, populate, huge);
+	uint8_t *cold = tcx_pages_alloc(len, 0, false);
+	size_t pop = populate < len ? populate : len;
+	long pages = (long)((pop + 4095) / 4096);
+
+	assert_non_null(p);
+	assert_non_null(cold);
+	assert_int_equal((uintptr_t)p & 4095, 0);
+	if (huge && len >= (2u << 20))
+		assert_int_equal((uintptr_t)p & ((2u << 20) - 1), 0);
+	if (pages >= 16) {
+		assert_true(touch(p, pop, 1) <= pages / 4);
+		assert_true(touch(cold, pop, 1) >= pages);
+	} else {
+		touch(p, pop, 1);
+	}
+	for (size_t i = 0; i < len; i++)
+		assert_int_equal(p[i], i < pop && !(i % 4096) ? 1 : 0);
+	/* a later range of 16 pages, populated on its own */
+	if (len >= pop + 18 * 4096) {
+		tcx_pages_populate(p, pop + 4096 + 100, 15 * 4096);
+		assert_true(touch(p + pop + 4096, 16 * 4096, 2) <= 4);
+	}
+	memset(p, 0x5a, len);
+	tcx_pages_free(p, len);
+	tcx_pages_free(cold, len);
+}
+
+static void test_pages(void **state)
+{
+	uint8_t *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool can;
+
+	(void)state;
+	assert_true(probe != MAP_FAILED);
+	/* MADV_POPULATE_WRITE came with Linux 5.14: older kernels fault as they go */
+	can = !madvise(probe, 4096, 23);
+	munmap(probe, 4096);
+	if (!can)
+		skip();
+	check_pages(4096, 4096, false);
+	check_pages(100000, 65536, false);
+	check_pages(512 << 10, 0, false);
+	check_pages(4u << 20, 2u << 20, true);
+	check_pages(3u << 20, 1u << 20, true);
+	check_pages(1u << 20, 8u << 20, true);	/* under 2 MiB: small pages */
+	errno = 0;
+	assert_null(tcx_pages_alloc(0, 0, false));
+	assert_int_equal(errno, EINVAL);
+	tcx_pages_free(NULL, 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_fail_sanitise),
 		cmocka_unit_test(test_fail_long),
 		cmocka_unit_test(test_fail_threads),
+		cmocka_unit_test(test_pages),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
