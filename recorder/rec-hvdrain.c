@@ -36,6 +36,13 @@ enum { ENT_DATA, ENT_PAD };
  */
 #define NOTIFY_DIV	32
 
+/*
+ * The consumer keeps this much of the ring past the drain's head faulted
+ * in, a step at a time: the copy that frees Xen's buffers must not stall
+ * on page faults (tens of microseconds each in a PV dom0) while they fill.
+ */
+#define AHEAD		(2u << 20)
+
 #define ENT_FIRST	0x1	/* the first chunk of a window */
 #define ENT_LAST	0x2	/* the last chunk of a window */
 #define HDR		16u
@@ -55,6 +62,7 @@ struct rec_hvdrain {
 	uint64_t		head;		/* written by the thread */
 	uint64_t		tail;		/* written by the consumer */
 	uint64_t		peak;
+	size_t			populated;	/* ring bytes faulted in (consumer's) */
 	int			poll_ms;
 	int			efd;
 	int			err;		/* the thread's first error */
@@ -225,10 +233,16 @@ static void *thread_fn(void *arg)
 	}
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
 		struct pollfd p = { .fd = rec_hvbuf_fd(d->hv), .events = POLLIN };
+		bool virq = poll(&p, 1, d->poll_ms) > 0 && (p.revents & POLLIN);
 
-		if (poll(&p, 1, d->poll_ms) > 0 && (p.revents & POLLIN))
-			rec_hvbuf_ack(d->hv);
+		/*
+		 * The copy first, then the unmask: Xen's buffers wait for
+		 * nothing else, and a VIRQ raised meanwhile is delivered at
+		 * the unmask.
+		 */
 		round_(d);
+		if (virq)
+			rec_hvbuf_ack(d->hv);
 		if (d->err)
 			break;
 	}
@@ -257,7 +271,10 @@ int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring
 	 * is faulted in now: the copy that frees Xen's buffers takes no
 	 * page faults then. The rest in 2 MiB pages where the kernel has them.
 	 */
-	d->ring = tcx_pages_alloc(d->cap, REWIND_AT + d->cap / NOTIFY_DIV, true);
+	d->populated = REWIND_AT + d->cap / NOTIFY_DIV;
+	if (d->populated > d->cap)
+		d->populated = d->cap;
+	d->ring = tcx_pages_alloc(d->cap, d->populated, true);
 	d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (!d->ring || d->efd < 0) {
 		ret = d->ring ? -errno : -ENOMEM;
@@ -300,6 +317,19 @@ uint64_t rec_hvdrain_backlog(const struct rec_hvdrain *d)
 	return __atomic_load_n(&d->head, __ATOMIC_ACQUIRE) - d->tail;
 }
 
+/* The consumer's side of the fault-free copy: see AHEAD. */
+static void populate_ahead(struct rec_hvdrain *d, uint64_t head)
+{
+	size_t pos = head % d->cap;
+
+	while (d->populated < d->cap && pos + AHEAD > d->populated) {
+		size_t n = d->cap - d->populated < AHEAD ? d->cap - d->populated : AHEAD;
+
+		tcx_pages_populate(d->ring, d->populated, n);
+		d->populated += n;
+	}
+}
+
 int rec_hvdrain_consume_for(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx,
 			    uint64_t budget_ns)
 {
@@ -311,6 +341,7 @@ int rec_hvdrain_consume_for(struct rec_hvdrain *d, const struct rec_hvdrain_ops 
 	if (read(d->efd, &cnt, sizeof(cnt)) < 0) {
 		/* nothing signalled: consume what is there all the same */
 	}
+	populate_ahead(d, head);
 	while (tail < head) {
 		struct ent e;
 		int ret = 0;
