@@ -123,6 +123,19 @@ struct tdat_writer {
 	int		ncpus;		/* CPU count declared on disk */
 	uint64_t	region_size;
 	bool		writeback;	/* params.writeback */
+	bool		shared;		/* params.shared */
+	/*
+	 * shared: batch writes hold region_lock for reading, region
+	 * allocation and growth (which move other CPUs' regions) for
+	 * writing; err_lock (recursive) orders the first error.
+	 */
+	pthread_rwlock_t region_lock;
+	pthread_mutex_t	err_lock;
+	/* tdat_reserve_region()'s rooms, by CPU, until the region is made */
+	struct tdat_resv {
+		uint64_t	off;
+		uint64_t	cap;	/* 0: none */
+	}		*resv;
 	char		*path;
 	char		*clock;
 	bool		started;
