@@ -91,7 +91,8 @@ static ssize_t src_next(struct src *r, const uint8_t **p)
 	return n;
 }
 
-int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
+/* The window headers' walk: pCPUs with data (@has_data) and their bytes (@bytes), either may be NULL. */
+static int walk_headers(int fd, bool *has_data, uint64_t *bytes, int max_cpus, int *max_cpu)
 {
 	uint64_t off = 0;
 	uint8_t h[40];
@@ -123,12 +124,25 @@ int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
 		if (c < 0 || c >= max_cpus)
 			return 0;
 		if (size) {
-			has_data[c] = true;
+			if (has_data)
+				has_data[c] = true;
+			if (bytes)
+				bytes[c] += size;
 			if (c > *max_cpu)
 				*max_cpu = c;
 		}
 		off += w + words * 4 + (uint64_t)size;
 	}
+}
+
+int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
+{
+	return walk_headers(fd, has_data, NULL, max_cpus, max_cpu);
+}
+
+int rec_xentrace_cpu_bytes(int fd, uint64_t *bytes, int max_cpus, int *max_cpu)
+{
+	return walk_headers(fd, NULL, bytes, max_cpus, max_cpu);
 }
 
 /* Where the reader is in the sequence of windows. */
@@ -142,7 +156,15 @@ struct wread {
 	bool			in_window;
 	int			cpu;
 	uint64_t		off;		/* input offset of the current chunk */
+	const bool		*mine;		/* NULL: every pCPU's windows are fed */
+	uint64_t		bad_end;	/* a bad header: where it was seen */
 };
+
+/* Are the current window's bytes fed (rec_read_xentrace_part() skips others)? */
+static inline bool feeds(const struct wread *r)
+{
+	return !r->mine || r->mine[r->cpu];
+}
 
 /* A bad window header at @at: -EINVAL before any window, -EBADMSG after. */
 static int bad_header(struct wread *r, uint64_t at)
@@ -161,7 +183,7 @@ static int take_window(struct wread *r, const uint8_t *buf, size_t n, size_t *po
 
 	if (take > r->remain)
 		take = r->remain;
-	ret = r->ops->feed(r->ctx, r->cpu, buf + *pos, take);
+	ret = feeds(r) ? r->ops->feed(r->ctx, r->cpu, buf + *pos, take) : 0;
 	if (ret)
 		return ret;
 	*pos += take;
@@ -169,7 +191,7 @@ static int take_window(struct wread *r, const uint8_t *buf, size_t n, size_t *po
 	if (r->remain)
 		return 0;
 	r->in_window = false;
-	return r->ops->end(r->ctx, r->cpu);
+	return feeds(r) ? r->ops->end(r->ctx, r->cpu) : 0;
 }
 
 /* The first word of a cpu_change record: its length, or a bad header. */
@@ -182,6 +204,7 @@ static int check_first_word(struct wread *r, size_t pos)
 	r->hneed = 4 + ((h >> 31) ? 8 : 0) + ((h >> 28) & 7) * 4;
 	if ((h & 0x0fffffff) == TRC_CPU_CHANGE && ((h >> 28) & 7) >= 2)
 		return 0;
+	r->bad_end = r->off + pos;
 	if (!r->res->windows)
 		snprintf(r->res->msg, sizeof(r->res->msg),
 			 "not a xentrace capture: no cpu_change record at offset 0 (found 0x%08x)",
@@ -205,6 +228,7 @@ static int open_window(struct wread *r, size_t pos)
 	if (c < 0 || c >= REC_MAX_CPUS) {
 		uint64_t at = r->off + pos - r->hlen;
 
+		r->bad_end = r->off + pos;
 		snprintf(r->res->msg, sizeof(r->res->msg),
 			 "invalid pCPU %d in the window header at offset %" PRIu64
 			 "; ignoring the rest", c, at);
@@ -217,7 +241,7 @@ static int open_window(struct wread *r, size_t pos)
 	r->hneed = 12;
 	if (r->remain)
 		r->in_window = true;
-	else	/* empty: nothing to lose, even on a pCPU the reader ignores */
+	else if (feeds(r))	/* empty: nothing to lose, even on a pCPU the reader ignores */
 		r->ops->end(r->ctx, r->cpu);
 	return 0;
 }
@@ -266,7 +290,7 @@ static int end_of_input(struct wread *r)
 	snprintf(res->msg, sizeof(res->msg),
 		 "truncated capture: the last %s at offset %" PRIu64 " lacks %" PRIu64 " bytes",
 		 r->in_window ? "window" : "window header", r->off, res->truncated);
-	if (r->in_window)
+	if (r->in_window && feeds(r))
 		r->ops->end(r->ctx, r->cpu);	/* the reading's result is the cut */
 	return 0;
 }
@@ -342,4 +366,68 @@ int rec_read_xentrace_windows(int fd, const struct rec_window_ops *ops, void *ct
 			      struct rec_read_result *res)
 {
 	return read_windows(fd, 0, false, ops, ctx, res, NULL, NULL);
+}
+
+/* Read ahead past a window's end: the next header, and small windows after it. */
+#define PEEK		(4u << 10)
+
+int rec_read_xentrace_part(int fd, uint64_t limit, const bool *mine,
+			   const struct rec_window_ops *ops, void *ctx,
+			   struct rec_read_result *res, rec_progress_fn progress, void *pctx)
+{
+	struct wread r = { .ops = ops, .ctx = ctx, .res = res, .hneed = 12, .cpu = -1,
+			   .mine = mine };
+	uint64_t next_progress = PROGRESS_EVERY, off = 0;
+	uint8_t *buf = malloc(CHUNK);
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	res->corrupt_at = -1;
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		uint64_t want;
+		ssize_t n;
+
+		if (r.in_window && !mine[r.cpu]) {
+			/* another reader's window: skipped, not read */
+			uint64_t skip = r.remain < limit - off ? r.remain : limit - off;
+
+			off += skip;
+			r.remain -= skip;
+			if (!r.remain) {
+				r.in_window = false;
+				continue;
+			}
+		}
+		want = r.in_window && mine[r.cpu] ? r.remain + PEEK : PEEK;
+		if (want > CHUNK)
+			want = CHUNK;
+		if (want > limit - off)
+			want = limit - off;
+		r.off = off;
+		n = want ? read_full(fd, buf, want, true, off) : 0;
+		if (n < 0) {
+			ret = n;
+			snprintf(res->msg, sizeof(res->msg), "read error at offset %" PRIu64 ": %s",
+				 off, strerror(-ret));
+			break;
+		}
+		if (n == 0) {
+			ret = end_of_input(&r);
+			break;
+		}
+		ret = take_chunk(&r, buf, n);
+		if (ret)
+			break;
+		off += n;
+		if (progress && off >= next_progress) {
+			progress(pctx, off);
+			next_progress = off + PROGRESS_EVERY;
+		}
+	}
+	/* a bad header: the start of the CHUNK that rec_read_xentrace() saw it in */
+	res->bytes = r.bad_end ? (r.bad_end - 1) / CHUNK * CHUNK : off;
+	free(buf);
+	return ret;
 }
