@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * convert's records on several threads: each worker takes a set of pCPUs,
- * reads their windows out of the capture itself (rec_read_xentrace_part(),
- * the other windows skipped unread), decodes them through a stream and a
- * sink of its own, and writes its pCPUs' pages into their regions of the
- * one file (a tdat writer with params.shared, every region reserved
- * before). What a record becomes depends only on its own pCPU's records,
- * so the pages are those of one thread.
+ * convert's records on several threads: the calling thread reads the
+ * capture, 1 MiB at a time as rec_read_xentrace() does, into a ring of a
+ * few chunks that every worker walks (struct rec_walk); each worker takes
+ * the windows of its own pCPUs, decodes them through a stream and a sink
+ * of its own, and writes their pages into their regions of the one file
+ * (a tdat writer with params.shared, every region reserved before). What
+ * a record becomes depends only on its own pCPU's records, so the pages
+ * are those of one thread.
  *
  * What is not per pCPU is put together after the workers are done: the
  * counters (sums, minima, maxima), the vCPUs seen (a set), the TSC given
@@ -27,6 +28,9 @@
 
 enum { RUN, STOP_FAILED, STOP_SVM };
 
+#define CHUNK	(1u << 20)	/* as rec_read_xentrace() reads: the same results */
+#define NSLOTS	4		/* chunks read ahead of the slowest worker, at most */
+
 struct par;
 
 struct worker {
@@ -36,10 +40,18 @@ struct worker {
 	uint64_t		load;		/* bytes of its pCPUs' windows */
 	struct rec_sink		*sink;
 	struct rec_stream	*s;
+	struct rec_walk		*walk;
 	struct rec_read_result	res;
-	int			ret;		/* the reading's */
+	int			ret;		/* the walk's */
 	pthread_t		th;
 	bool			running;
+};
+
+/* A chunk of the input, until every worker has walked it. */
+struct slot {
+	uint8_t		*buf;
+	size_t		n;
+	int		left;		/* workers still to walk it */
 };
 
 struct par {
@@ -47,6 +59,14 @@ struct par {
 	struct worker			*wk;
 	int				n;
 	int				stop;	/* RUN, or why everyone stops */
+	pthread_mutex_t			lock;
+	pthread_cond_t			filled;	/* a chunk, or the end, is there */
+	pthread_cond_t			freed;	/* a slot is free */
+	struct slot			slot[NSLOTS];
+	uint64_t			nread;	/* chunks there so far */
+	bool				ended;	/* no chunk after them */
+	int				walked_out;	/* workers whose walk has ended */
+	int				err;	/* then: 0, or the read's -errno */
 };
 
 static int w_feed(void *ctx, int cpu, const uint8_t *p, size_t len)
@@ -83,14 +103,105 @@ static int w_end(void *ctx, int cpu)
 
 static const struct rec_window_ops w_ops = { w_feed, w_end };
 
+/*
+ * Every chunk in order through the worker's walk; after a failure (or a
+ * stop) the chunks are only given back, so the reader never waits on it.
+ */
 static void *worker_main(void *arg)
 {
 	struct worker *wk = arg;
-	const struct rec_convert_par *a = wk->p->a;
+	struct par *p = wk->p;
+	bool counted = false;
+	int ret = 0, err;
 
-	wk->ret = rec_read_xentrace_part(a->fd, a->limit, wk->mine, &w_ops, wk, &wk->res,
-					 wk->idx ? NULL : a->progress, a->pctx);
+	for (uint64_t seq = 0;; seq++) {
+		struct slot *s = &p->slot[seq % NSLOTS];
+
+		pthread_mutex_lock(&p->lock);
+		while (p->nread <= seq && !p->ended)
+			pthread_cond_wait(&p->filled, &p->lock);
+		if (p->nread <= seq) {
+			err = p->err;
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (!ret) {
+			ret = rec_walk_chunk(wk->walk, s->buf, s->n);
+			/*
+			 * A bad header is the input's: every worker meets it
+			 * in this chunk and writes what comes before it, so
+			 * it stops no other. Anything else stops them all.
+			 */
+			if (ret && ret != -ECANCELED && ret != -EBADMSG && ret != -EINVAL)
+				__atomic_store_n(&p->stop, STOP_FAILED, __ATOMIC_RELAXED);
+		}
+		pthread_mutex_lock(&p->lock);
+		if (ret && !counted) {
+			/* the reader stops once no worker walks on */
+			counted = true;
+			p->walked_out++;
+		}
+		if (!--s->left)
+			pthread_cond_signal(&p->freed);
+		pthread_mutex_unlock(&p->lock);
+	}
+	wk->ret = ret ? ret : rec_walk_end(wk->walk, err);
 	return NULL;
+}
+
+/* No chunk after those there: @err 0 at the input's end, or the read's -errno. */
+static void end_input(struct par *p, int err)
+{
+	pthread_mutex_lock(&p->lock);
+	p->ended = true;
+	p->err = err;
+	pthread_cond_broadcast(&p->filled);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/*
+ * The calling thread's part: the input, 1 MiB at a time from offset 0,
+ * into the next free slot, until its end, a read error, or a stop.
+ */
+static void read_input(struct par *p)
+{
+	const struct rec_convert_par *a = p->a;
+	uint64_t off = 0, next_progress = 64u << 20;
+	int err = 0;
+
+	for (uint64_t seq = 0;; seq++) {
+		struct slot *s = &p->slot[seq % NSLOTS];
+		ssize_t n;
+
+		pthread_mutex_lock(&p->lock);
+		while (s->left)
+			pthread_cond_wait(&p->freed, &p->lock);
+		if (p->walked_out == p->n) {
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (__atomic_load_n(&p->stop, __ATOMIC_RELAXED) != RUN)
+			break;
+		n = rec_read_full(a->fd, s->buf, CHUNK, off);
+		if (n <= 0) {
+			err = n;
+			break;
+		}
+		off += n;
+		pthread_mutex_lock(&p->lock);
+		s->n = n;
+		s->left = p->n;
+		p->nread++;
+		pthread_cond_broadcast(&p->filled);
+		pthread_mutex_unlock(&p->lock);
+		if (a->progress && off >= next_progress) {
+			a->progress(a->pctx, off);
+			next_progress = off + (64u << 20);
+		}
+	}
+	end_input(p, err);
 }
 
 /*
@@ -134,6 +245,14 @@ static int workers_new(struct par *p)
 {
 	const struct rec_convert_par *a = p->a;
 
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->filled, NULL);
+	pthread_cond_init(&p->freed, NULL);
+	for (int i = 0; i < NSLOTS; i++) {
+		p->slot[i].buf = malloc(CHUNK);
+		if (!p->slot[i].buf)
+			return tcx_fail(-ENOMEM, "out of memory");
+	}
 	p->wk = calloc(p->n, sizeof(*p->wk));
 	if (!p->wk)
 		return tcx_fail(-ENOMEM, "out of memory");
@@ -152,16 +271,27 @@ static int workers_new(struct par *p)
 		rec_stream_set_raw(wk->s, rec_sink_emit_raw);
 	}
 	assign(p);
+	for (int i = 0; i < p->n; i++) {
+		p->wk[i].walk = rec_walk_new(p->wk[i].mine, &w_ops, &p->wk[i], &p->wk[i].res);
+		if (!p->wk[i].walk)
+			return tcx_fail(-ENOMEM, "out of memory");
+	}
 	return 0;
 }
 
 static void workers_free(struct par *p)
 {
 	for (int i = 0; p->wk && i < p->n; i++) {
+		rec_walk_free(p->wk[i].walk);
 		rec_stream_free(p->wk[i].s);
 		rec_sink_free(p->wk[i].sink);
 	}
 	free(p->wk);
+	for (int i = 0; i < NSLOTS; i++)
+		free(p->slot[i].buf);
+	pthread_cond_destroy(&p->filled);
+	pthread_cond_destroy(&p->freed);
+	pthread_mutex_destroy(&p->lock);
 }
 
 /* The counters of @b added to @a's, as one stream over all the pCPUs would count. */
@@ -270,6 +400,10 @@ int rec_convert_records_par(const struct rec_convert_par *a, struct rec_convert_
 			p.wk[i].running = true;
 		}
 	}
+	if (!ret)
+		read_input(&p);
+	else if (p.wk)
+		end_input(&p, 0);	/* the workers started see the end at once */
 	for (int i = 0; p.wk && i < p.n; i++)
 		if (p.wk[i].running)
 			pthread_join(p.wk[i].th, NULL);

@@ -348,7 +348,7 @@ static int convert_records(struct conv *c, struct rec_convert_summary *sum)
 
 	if (c->jobs > 1) {
 		struct rec_convert_par a = {
-			.fd = c->fd, .limit = c->st.st_size, .input = o->input,
+			.fd = c->fd, .input = o->input,
 			.output = o->output, .bytes = c->bytes, .jobs = c->jobs, .w = c->w,
 			.so = c->so, .out = c->out, .progress = o->progress ? progress : NULL,
 			.pctx = (void *)o,

@@ -47,6 +47,11 @@ static ssize_t read_full(int fd, uint8_t *buf, size_t len, bool at, uint64_t off
 	return got;
 }
 
+ssize_t rec_read_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	return read_full(fd, buf, len, true, off);
+}
+
 /* Where the bytes come from: read() chunks, or pread() from offset 0. */
 struct src {
 	int		fd;
@@ -157,10 +162,9 @@ struct wread {
 	int			cpu;
 	uint64_t		off;		/* input offset of the current chunk */
 	const bool		*mine;		/* NULL: every pCPU's windows are fed */
-	uint64_t		bad_end;	/* a bad header: where it was seen */
 };
 
-/* Are the current window's bytes fed (rec_read_xentrace_part() skips others)? */
+/* Are the current window's bytes fed (a struct rec_walk skips others')? */
 static inline bool feeds(const struct wread *r)
 {
 	return !r->mine || r->mine[r->cpu];
@@ -204,7 +208,6 @@ static int check_first_word(struct wread *r, size_t pos)
 	r->hneed = 4 + ((h >> 31) ? 8 : 0) + ((h >> 28) & 7) * 4;
 	if ((h & 0x0fffffff) == TRC_CPU_CHANGE && ((h >> 28) & 7) >= 2)
 		return 0;
-	r->bad_end = r->off + pos;
 	if (!r->res->windows)
 		snprintf(r->res->msg, sizeof(r->res->msg),
 			 "not a xentrace capture: no cpu_change record at offset 0 (found 0x%08x)",
@@ -228,7 +231,6 @@ static int open_window(struct wread *r, size_t pos)
 	if (c < 0 || c >= REC_MAX_CPUS) {
 		uint64_t at = r->off + pos - r->hlen;
 
-		r->bad_end = r->off + pos;
 		snprintf(r->res->msg, sizeof(r->res->msg),
 			 "invalid pCPU %d in the window header at offset %" PRIu64
 			 "; ignoring the rest", c, at);
@@ -295,6 +297,29 @@ static int end_of_input(struct wread *r)
 	return 0;
 }
 
+/* A chunk of input, the next after r->off; 0 or the error that stops the reading. */
+static int walk_chunk(struct wread *r, const uint8_t *buf, size_t n)
+{
+	int ret = take_chunk(r, buf, n);
+
+	if (ret)
+		return ret;
+	r->off += n;
+	r->res->bytes = r->off;
+	return 0;
+}
+
+/* The input ended (@err 0) or could not be read (-errno). */
+static int walk_end(struct wread *r, int err)
+{
+	if (err) {
+		snprintf(r->res->msg, sizeof(r->res->msg), "read error at offset %" PRIu64 ": %s",
+			 r->off, strerror(-err));
+		return err;
+	}
+	return end_of_input(r);
+}
+
 static int read_windows(int fd, uint64_t limit, bool from_start,
 			const struct rec_window_ops *ops, void *ctx,
 			struct rec_read_result *res, rec_progress_fn progress, void *pctx)
@@ -313,21 +338,13 @@ static int read_windows(int fd, uint64_t limit, bool from_start,
 		const uint8_t *buf = NULL;
 		ssize_t n = src_next(&src, &buf);
 
-		if (n < 0) {
-			ret = n;
-			snprintf(res->msg, sizeof(res->msg), "read error at offset %" PRIu64 ": %s",
-				 r.off, strerror(-ret));
+		if (n <= 0) {
+			ret = walk_end(&r, n);
 			break;
 		}
-		if (n == 0) {
-			ret = end_of_input(&r);
-			break;
-		}
-		ret = take_chunk(&r, buf, n);
+		ret = walk_chunk(&r, buf, n);
 		if (ret)
 			break;
-		r.off += n;
-		res->bytes = r.off;
 		if (progress && r.off >= next_progress) {
 			progress(pctx, r.off);
 			next_progress = r.off + PROGRESS_EVERY;
@@ -368,66 +385,39 @@ int rec_read_xentrace_windows(int fd, const struct rec_window_ops *ops, void *ct
 	return read_windows(fd, 0, false, ops, ctx, res, NULL, NULL);
 }
 
-/* Read ahead past a window's end: the next header, and small windows after it. */
-#define PEEK		(4u << 10)
+/* ---- the same walk over chunks read elsewhere ---- */
 
-int rec_read_xentrace_part(int fd, uint64_t limit, const bool *mine,
-			   const struct rec_window_ops *ops, void *ctx,
-			   struct rec_read_result *res, rec_progress_fn progress, void *pctx)
+struct rec_walk {
+	struct wread	r;
+	bool		mine[REC_MAX_CPUS];
+};
+
+struct rec_walk *rec_walk_new(const bool *mine, const struct rec_window_ops *ops, void *ctx,
+			      struct rec_read_result *res)
 {
-	struct wread r = { .ops = ops, .ctx = ctx, .res = res, .hneed = 12, .cpu = -1,
-			   .mine = mine };
-	uint64_t next_progress = PROGRESS_EVERY, off = 0;
-	uint8_t *buf = malloc(CHUNK);
-	int ret;
+	struct rec_walk *w = calloc(1, sizeof(*w));
 
+	if (!w)
+		return NULL;
+	memcpy(w->mine, mine, sizeof(w->mine));
+	w->r = (struct wread){ .ops = ops, .ctx = ctx, .res = res, .hneed = 12, .cpu = -1,
+			       .mine = w->mine };
 	memset(res, 0, sizeof(*res));
 	res->corrupt_at = -1;
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		uint64_t want;
-		ssize_t n;
+	return w;
+}
 
-		if (r.in_window && !mine[r.cpu]) {
-			/* another reader's window: skipped, not read */
-			uint64_t skip = r.remain < limit - off ? r.remain : limit - off;
+int rec_walk_chunk(struct rec_walk *w, const uint8_t *buf, size_t n)
+{
+	return walk_chunk(&w->r, buf, n);
+}
 
-			off += skip;
-			r.remain -= skip;
-			if (!r.remain) {
-				r.in_window = false;
-				continue;
-			}
-		}
-		want = r.in_window && mine[r.cpu] ? r.remain + PEEK : PEEK;
-		if (want > CHUNK)
-			want = CHUNK;
-		if (want > limit - off)
-			want = limit - off;
-		r.off = off;
-		n = want ? read_full(fd, buf, want, true, off) : 0;
-		if (n < 0) {
-			ret = n;
-			snprintf(res->msg, sizeof(res->msg), "read error at offset %" PRIu64 ": %s",
-				 off, strerror(-ret));
-			break;
-		}
-		if (n == 0) {
-			ret = end_of_input(&r);
-			break;
-		}
-		ret = take_chunk(&r, buf, n);
-		if (ret)
-			break;
-		off += n;
-		if (progress && off >= next_progress) {
-			progress(pctx, off);
-			next_progress = off + PROGRESS_EVERY;
-		}
-	}
-	/* a bad header: the start of the CHUNK that rec_read_xentrace() saw it in */
-	res->bytes = r.bad_end ? (r.bad_end - 1) / CHUNK * CHUNK : off;
-	free(buf);
-	return ret;
+int rec_walk_end(struct rec_walk *w, int err)
+{
+	return walk_end(&w->r, err);
+}
+
+void rec_walk_free(struct rec_walk *w)
+{
+	free(w);
 }

@@ -334,22 +334,50 @@ int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu);
  */
 int rec_xentrace_cpu_bytes(int fd, uint64_t *bytes, int max_cpus, int *max_cpu);
 
-/**
- * rec_read_xentrace_part - rec_read_xentrace_windows() of the first @limit
- * bytes of the regular file @fd, feeding only the windows of the pCPUs
- * @mine marks (REC_MAX_CPUS entries)
- *
- * Reads each window header and its own pCPUs' windows with pread (the fd's
- * offset is left alone) into one buffer of its own, and skips the other
- * windows unread: readers of disjoint @mine run side by side on one file.
- * Every reader meets every header, so each reports the same end, the same
- * truncation and the same bad header, with rec_read_xentrace()'s messages
- * and @res (bytes included). Returns as rec_read_xentrace() does, or what
- * @ops returned.
+/*
+ * A struct rec_walk is rec_read_xentrace_windows()'s walk over a capture
+ * that another thread reads: it is handed the input chunk by chunk, and
+ * feeds only the windows of the pCPUs it was given. Walks of disjoint sets
+ * over the same chunks share one reading; each meets every header, so each
+ * reports the same end, truncation or bad header, with the messages and
+ * the struct rec_read_result that rec_read_xentrace() gives for the same
+ * chunks (it reads 1 MiB at a time).
  */
-int rec_read_xentrace_part(int fd, uint64_t limit, const bool *mine,
-			   const struct rec_window_ops *ops, void *ctx,
-			   struct rec_read_result *res, rec_progress_fn progress, void *pctx);
+struct rec_walk;
+
+/**
+ * rec_read_full - pread() @len bytes at @off, or up to the end of the file
+ *
+ * Returns the bytes read (fewer only at the end), or a negative errno.
+ */
+ssize_t rec_read_full(int fd, void *buf, size_t len, uint64_t off);
+
+/**
+ * rec_walk_new - a walk feeding @ops the windows of the pCPUs @mine marks
+ * (REC_MAX_CPUS entries, copied); @res is its result, reset here
+ *
+ * Returns the walk, or NULL with errno set.
+ */
+struct rec_walk *rec_walk_new(const bool *mine, const struct rec_window_ops *ops, void *ctx,
+			      struct rec_read_result *res);
+
+/**
+ * rec_walk_chunk - the next @n bytes of the input
+ *
+ * Returns 0, or the error that ends the walk: -EINVAL (not a capture),
+ * -EBADMSG (a bad window header: @res says where), or what @ops returned.
+ */
+int rec_walk_chunk(struct rec_walk *w, const uint8_t *buf, size_t n);
+
+/**
+ * rec_walk_end - the input ended (@err 0: a window cut short is counted as
+ * truncated, as rec_read_xentrace() does) or could not be read (@err, a
+ * negative errno, which is returned with its message in @res)
+ */
+int rec_walk_end(struct rec_walk *w, int err);
+
+/** rec_walk_free - free @w (safe on NULL) */
+void rec_walk_free(struct rec_walk *w);
 
 /* ---- the event catalogue ---- */
 
@@ -783,8 +811,7 @@ void rec_sink_free(struct rec_sink *k);
 
 /**
  * struct rec_convert_par - a conversion's records on several threads
- * @fd:		the capture, a regular file
- * @limit:	its bytes to read (its size when the conversion started)
+ * @fd:		the capture, a regular file, read from offset 0 (pread)
  * @input, @output: their names, for messages
  * @bytes:	the bytes of each pCPU's windows (REC_MAX_CPUS entries), by
  *		which the pCPUs are shared out
@@ -793,11 +820,10 @@ void rec_sink_free(struct rec_sink *k);
  * @so:		the options of each worker's sink
  * @out:	the sink whose vCPUs the workers' are added to (for the
  *		cmdlines and GUEST options)
- * @progress, @pctx: the first worker's reading progress (NULL: none)
+ * @progress, @pctx: the reading's progress (NULL: none)
  */
 struct rec_convert_par {
 	int			fd;
-	uint64_t		limit;
 	const char		*input, *output;
 	const uint64_t		*bytes;
 	int			jobs;
