@@ -31,6 +31,8 @@
 
 /* The start of a file read ahead for what must be known before the data. */
 #define SNIFF_BYTES	(16u << 20)
+/* A pCPU's pages per write with -j (measured: 128 KiB 1.57 s, 512 KiB 1.47 s, 1 MiB 1.78 s) */
+#define PAR_BATCH_BYTES	(512u << 10)
 
 struct conv {
 	const struct rec_convert_opts	*o;
@@ -283,6 +285,13 @@ static int create_output(struct conv *c, struct rec_convert_summary *sum)
 		/* the close waits for the disk: let it start now */
 		.writeback = true,
 		.shared = c->jobs > 1,
+		/*
+		 * threads: fewer, larger writes, as ext4 takes the inode's
+		 * lock for each (and for each size patch after it), and one
+		 * thread's write makes the others wait; one thread keeps
+		 * the memory of the default
+		 */
+		.batch_bytes = c->jobs > 1 ? PAR_BATCH_BYTES : 0,
 	};
 	struct rec_sink_opts so = {
 		.svm = o->svm,
