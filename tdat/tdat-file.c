@@ -688,9 +688,11 @@ static int write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *io
 }
 
 /*
- * Shared: the other threads' batches are written while this one's is
- * (their offsets hold still under the read lock); a region made or grown
- * moves offsets and the file's end, so that waits for them all.
+ * Shared: one batch at a time. A region made or grown moves the offsets
+ * of others and the file's end; and ext4 takes the inode's lock for every
+ * write anyway, which a second writer waits for spinning in the kernel:
+ * waiting here sleeps instead (measured with convert -j 2: 0.89x the wall
+ * time and 0.85x the CPU of writes side by side).
  */
 int tdat_file_write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *iov,
 			int cnt, uint64_t bytes)
@@ -699,13 +701,9 @@ int tdat_file_write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec 
 
 	if (!w->shared)
 		return write_cpu(w, c, iov, cnt, bytes);
-	pthread_rwlock_rdlock(&w->region_lock);
-	if (!c->has_region || c->size + bytes > c->region_cap) {
-		pthread_rwlock_unlock(&w->region_lock);
-		pthread_rwlock_wrlock(&w->region_lock);
-	}
+	pthread_mutex_lock(&w->io_lock);
 	ret = write_cpu(w, c, iov, cnt, bytes);
-	pthread_rwlock_unlock(&w->region_lock);
+	pthread_mutex_unlock(&w->io_lock);
 	return ret;
 }
 

@@ -125,11 +125,11 @@ struct tdat_writer {
 	bool		writeback;	/* params.writeback */
 	bool		shared;		/* params.shared */
 	/*
-	 * shared: batch writes hold region_lock for reading, region
-	 * allocation and growth (which move other CPUs' regions) for
-	 * writing; err_lock (recursive) orders the first error.
+	 * shared: io_lock makes batch writes (with a region's allocation
+	 * or growth, which move other CPUs' regions) one at a time;
+	 * err_lock (recursive) orders the first error.
 	 */
-	pthread_rwlock_t region_lock;
+	pthread_mutex_t	io_lock;
 	pthread_mutex_t	err_lock;
 	/* tdat_reserve_region()'s rooms, by CPU, until the region is made */
 	struct tdat_resv {

@@ -224,7 +224,7 @@ struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params
 	if (w->shared) {
 		pthread_mutexattr_t a;
 
-		pthread_rwlock_init(&w->region_lock, NULL);
+		pthread_mutex_init(&w->io_lock, NULL);
 		pthread_mutexattr_init(&a);
 		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
 		pthread_mutex_init(&w->err_lock, &a);
@@ -793,7 +793,7 @@ void tdat_free(struct tdat_writer *w)
 		close(w->fd);
 	pthread_mutex_destroy(&w->live_lock);
 	if (w->shared) {
-		pthread_rwlock_destroy(&w->region_lock);
+		pthread_mutex_destroy(&w->io_lock);
 		pthread_mutex_destroy(&w->err_lock);
 	}
 	free(w);

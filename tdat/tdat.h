@@ -97,10 +97,11 @@ struct tdat_writer;
  *		pages of an unfinished batch are not in the file yet
  * @shared:	several threads write data at once, each to CPUs no other
  *		thread touches (tdat_write_event(), tdat_reserve(), runs,
- *		tdat_mark_missed()); a region that must be allocated or grow
- *		then waits for the other threads' batch writes, which share a
- *		lock. Everything else (metadata, tdat_flush(), tdat_close(),
- *		tdat_get_stats()) stays one thread's, while no other writes.
+ *		tdat_mark_missed()): their pages are made side by side and
+ *		written to the file one batch at a time, under a lock (ext4
+ *		takes one per write anyway). Everything else (metadata,
+ *		tdat_flush(), tdat_close(), tdat_get_stats()) stays one
+ *		thread's, while no other writes.
  */
 struct tdat_params {
 	int		version;
