@@ -174,10 +174,9 @@ int main(int argc, char **argv)
 		xa[i] = spawn((char *[]){ "xenalyze", "--cpu-hz=2.4G", "--summary", cap, NULL },
 			      NULL);
 		/*
-		 * Neither convert follows the other's unlink: freeing 1.5 GB
-		 * of page cache makes the next writer's pages cost more on
-		 * this VM (the first such run lost 20-30 %), so both outputs
-		 * stay until both ran, and the order alternates.
+		 * The same conditions for both: neither follows the unlink
+		 * of the other's 1.5 GB (both outputs stay until both ran),
+		 * and each goes first in turn.
 		 */
 		for (int k = 0; k < 2; k++) {
 			bool par = (k + i) % 2;
