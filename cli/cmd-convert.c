@@ -20,7 +20,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: trace-cmd-xen convert [--xen] [-i] FILE [-o OUTPUT] [--cpu-hz HZ]\n"
-		"                             [--file-version 6|7] [--summary-json FILE]\n"
+		"                             [--file-version 6|7] [--summary-json FILE] [-j N]\n"
 		"       trace-cmd-xen convert --xenalyze [-i] FILE -o OUTPUT\n\n"
 		"Turn a xentrace capture into a trace.dat that trace-cmd and KernelShark read,\n"
 		"or (--xenalyze) into a xentrace-format copy that xenalyze reads.\n\n"
@@ -30,6 +30,10 @@ static void usage(FILE *f)
 		"                       (default: 2.4 GHz, xenalyze's default)\n"
 		"  --file-version V     trace.dat version 6 or 7 (default: 7)\n"
 		"  --summary-json FILE  also write the closing summary as JSON ('-': stdout)\n"
+		"  -j, --jobs N         threads decoding and writing pCPUs side by side\n"
+		"                       (default: the online CPUs, at most 8 and one per\n"
+		"                       pCPU; 1: one thread; a pipe is read by one); the\n"
+		"                       file is the same whatever N\n"
 		"  --svm                name exit reasons of pre-4.19 VMEXIT records as SVM\n"
 		"                       (a file with reasons only AMD has gets it anyway)\n"
 		"  --xenalyze           write a xentrace-format copy without the TRC_GUEST\n"
@@ -39,6 +43,17 @@ static void usage(FILE *f)
 		"  --xen                no effect: how `trace-cmd convert --xen` reaches\n"
 		"                       this command through the trace-cmd front\n"
 		"  -h, --help           this text\n");
+}
+
+/* -j's largest: a thread per pCPU at most, whatever is asked */
+#define MAX_JOBS	256
+
+/* The threads -j gives when not told: the online CPUs, at most 8. */
+static int default_jobs(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 
 /* -o names a file of its own: not the input, which it would truncate. */
@@ -113,6 +128,7 @@ int cmd_convert(int argc, char **argv)
 		{ "summary-json", required_argument, NULL, 'J' },
 		{ "svm", no_argument, NULL, 'S' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "jobs", required_argument, NULL, 'j' },
 		{ "xen", no_argument, NULL, 'x' },
 		{ "xenalyze", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
@@ -122,11 +138,12 @@ int cmd_convert(int argc, char **argv)
 	struct rec_convert_summary sum;
 	const char *json = NULL;
 	bool quiet = false, xa = false, have_out = false;
+	unsigned long jobs;
 	char err[TCX_ERROR_MAX];
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:o:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:qj:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			o.input = optarg;
@@ -154,6 +171,14 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'J':
 			json = optarg;
+			break;
+		case 'j':
+			if (tcx_parse_uint(optarg, MAX_JOBS, &jobs) || !jobs) {
+				cli_err("convert", "invalid -j '%s': a number of threads, 1 to %d",
+					optarg, MAX_JOBS);
+				return CLI_EXIT_USAGE;
+			}
+			o.jobs = jobs;
 			break;
 		case 'S':
 			o.svm = true;
@@ -193,6 +218,8 @@ int cmd_convert(int argc, char **argv)
 			" Hz (xenalyze's default); timestamps scale wrongly if the host's TSC "
 			"runs at another rate\n", (uint64_t)REC_DEFAULT_HZ);
 	o.progress = isatty(STDERR_FILENO);
+	if (!o.jobs)
+		o.jobs = default_jobs();
 
 	ret = rec_convert(&o, &sum);
 	/* a corrupt input's message comes after the summary: keep it */

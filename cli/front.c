@@ -45,7 +45,7 @@ static const char *const agent_argopts[] = {
 	"secret-file", "domid", "tracing-dir", NULL
 };
 static const char *const convert_argopts[] = {
-	"compression", "file-version", "cpu-hz", "summary-json", NULL
+	"compression", "file-version", "cpu-hz", "summary-json", "jobs", NULL
 };
 static const char *const xen_only[] = { "xen", NULL };
 static const char *const record_ours[] = {
@@ -60,7 +60,7 @@ static const struct front_cmd cmds[] = {
 	{ "record", "hae:f:FA:p:C:dDGo:O:s:r:V:vg:l:n:P:N:tb:R:B:kiTm:M:H:qcS",
 	  record_argopts, record_ours },
 	{ "agent", "hp:DN:P:", agent_argopts, agent_ours },
-	{ "convert", "hi:o:q", convert_argopts, xen_only },
+	{ "convert", "hi:o:qj:", convert_argopts, xen_only },
 };
 
 static bool listed(const char *const *list, const char *name, size_t len)

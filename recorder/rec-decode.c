@@ -780,6 +780,12 @@ int rec_stream_end_window(struct rec_stream *s, int cpu)
 	return 0;
 }
 
+void rec_stream_raise_last(struct rec_stream *s, uint64_t tsc)
+{
+	if (tsc > s->last_emitted)
+		s->last_emitted = tsc;
+}
+
 int rec_stream_finish(struct rec_stream *s)
 {
 	uint64_t latest = s->last_emitted;

@@ -47,6 +47,11 @@ static ssize_t read_full(int fd, uint8_t *buf, size_t len, bool at, uint64_t off
 	return got;
 }
 
+ssize_t rec_read_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	return read_full(fd, buf, len, true, off);
+}
+
 /* Where the bytes come from: read() chunks, or pread() from offset 0. */
 struct src {
 	int		fd;
@@ -91,7 +96,8 @@ static ssize_t src_next(struct src *r, const uint8_t **p)
 	return n;
 }
 
-int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
+/* The window headers' walk: pCPUs with data (@has_data) and their bytes (@bytes), either may be NULL. */
+static int walk_headers(int fd, bool *has_data, uint64_t *bytes, int max_cpus, int *max_cpu)
 {
 	uint64_t off = 0;
 	uint8_t h[40];
@@ -123,12 +129,25 @@ int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
 		if (c < 0 || c >= max_cpus)
 			return 0;
 		if (size) {
-			has_data[c] = true;
+			if (has_data)
+				has_data[c] = true;
+			if (bytes)
+				bytes[c] += size;
 			if (c > *max_cpu)
 				*max_cpu = c;
 		}
 		off += w + words * 4 + (uint64_t)size;
 	}
+}
+
+int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
+{
+	return walk_headers(fd, has_data, NULL, max_cpus, max_cpu);
+}
+
+int rec_xentrace_cpu_bytes(int fd, uint64_t *bytes, int max_cpus, int *max_cpu)
+{
+	return walk_headers(fd, NULL, bytes, max_cpus, max_cpu);
 }
 
 /* Where the reader is in the sequence of windows. */
@@ -142,7 +161,14 @@ struct wread {
 	bool			in_window;
 	int			cpu;
 	uint64_t		off;		/* input offset of the current chunk */
+	const bool		*mine;		/* NULL: every pCPU's windows are fed */
 };
+
+/* Are the current window's bytes fed (a struct rec_walk skips others')? */
+static inline bool feeds(const struct wread *r)
+{
+	return !r->mine || r->mine[r->cpu];
+}
 
 /* A bad window header at @at: -EINVAL before any window, -EBADMSG after. */
 static int bad_header(struct wread *r, uint64_t at)
@@ -161,7 +187,7 @@ static int take_window(struct wread *r, const uint8_t *buf, size_t n, size_t *po
 
 	if (take > r->remain)
 		take = r->remain;
-	ret = r->ops->feed(r->ctx, r->cpu, buf + *pos, take);
+	ret = feeds(r) ? r->ops->feed(r->ctx, r->cpu, buf + *pos, take) : 0;
 	if (ret)
 		return ret;
 	*pos += take;
@@ -169,7 +195,7 @@ static int take_window(struct wread *r, const uint8_t *buf, size_t n, size_t *po
 	if (r->remain)
 		return 0;
 	r->in_window = false;
-	return r->ops->end(r->ctx, r->cpu);
+	return feeds(r) ? r->ops->end(r->ctx, r->cpu) : 0;
 }
 
 /* The first word of a cpu_change record: its length, or a bad header. */
@@ -217,7 +243,7 @@ static int open_window(struct wread *r, size_t pos)
 	r->hneed = 12;
 	if (r->remain)
 		r->in_window = true;
-	else	/* empty: nothing to lose, even on a pCPU the reader ignores */
+	else if (feeds(r))	/* empty: nothing to lose, even on a pCPU the reader ignores */
 		r->ops->end(r->ctx, r->cpu);
 	return 0;
 }
@@ -266,9 +292,32 @@ static int end_of_input(struct wread *r)
 	snprintf(res->msg, sizeof(res->msg),
 		 "truncated capture: the last %s at offset %" PRIu64 " lacks %" PRIu64 " bytes",
 		 r->in_window ? "window" : "window header", r->off, res->truncated);
-	if (r->in_window)
+	if (r->in_window && feeds(r))
 		r->ops->end(r->ctx, r->cpu);	/* the reading's result is the cut */
 	return 0;
+}
+
+/* A chunk of input, the next after r->off; 0 or the error that stops the reading. */
+static int walk_chunk(struct wread *r, const uint8_t *buf, size_t n)
+{
+	int ret = take_chunk(r, buf, n);
+
+	if (ret)
+		return ret;
+	r->off += n;
+	r->res->bytes = r->off;
+	return 0;
+}
+
+/* The input ended (@err 0) or could not be read (-errno). */
+static int walk_end(struct wread *r, int err)
+{
+	if (err) {
+		snprintf(r->res->msg, sizeof(r->res->msg), "read error at offset %" PRIu64 ": %s",
+			 r->off, strerror(-err));
+		return err;
+	}
+	return end_of_input(r);
 }
 
 static int read_windows(int fd, uint64_t limit, bool from_start,
@@ -289,21 +338,13 @@ static int read_windows(int fd, uint64_t limit, bool from_start,
 		const uint8_t *buf = NULL;
 		ssize_t n = src_next(&src, &buf);
 
-		if (n < 0) {
-			ret = n;
-			snprintf(res->msg, sizeof(res->msg), "read error at offset %" PRIu64 ": %s",
-				 r.off, strerror(-ret));
+		if (n <= 0) {
+			ret = walk_end(&r, n);
 			break;
 		}
-		if (n == 0) {
-			ret = end_of_input(&r);
-			break;
-		}
-		ret = take_chunk(&r, buf, n);
+		ret = walk_chunk(&r, buf, n);
 		if (ret)
 			break;
-		r.off += n;
-		res->bytes = r.off;
 		if (progress && r.off >= next_progress) {
 			progress(pctx, r.off);
 			next_progress = r.off + PROGRESS_EVERY;
@@ -342,4 +383,41 @@ int rec_read_xentrace_windows(int fd, const struct rec_window_ops *ops, void *ct
 			      struct rec_read_result *res)
 {
 	return read_windows(fd, 0, false, ops, ctx, res, NULL, NULL);
+}
+
+/* ---- the same walk over chunks read elsewhere ---- */
+
+struct rec_walk {
+	struct wread	r;
+	bool		mine[REC_MAX_CPUS];
+};
+
+struct rec_walk *rec_walk_new(const bool *mine, const struct rec_window_ops *ops, void *ctx,
+			      struct rec_read_result *res)
+{
+	struct rec_walk *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	memcpy(w->mine, mine, sizeof(w->mine));
+	w->r = (struct wread){ .ops = ops, .ctx = ctx, .res = res, .hneed = 12, .cpu = -1,
+			       .mine = w->mine };
+	memset(res, 0, sizeof(*res));
+	res->corrupt_at = -1;
+	return w;
+}
+
+int rec_walk_chunk(struct rec_walk *w, const uint8_t *buf, size_t n)
+{
+	return walk_chunk(&w->r, buf, n);
+}
+
+int rec_walk_end(struct rec_walk *w, int err)
+{
+	return walk_end(&w->r, err);
+}
+
+void rec_walk_free(struct rec_walk *w)
+{
+	free(w);
 }

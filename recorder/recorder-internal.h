@@ -199,6 +199,14 @@ int rec_stream_expect(struct rec_stream *s, int cpu);
 /** rec_stream_finish - no more input: emit everything still queued */
 int rec_stream_finish(struct rec_stream *s);
 
+/**
+ * rec_stream_raise_last - as if a record at @tsc had been emitted: last_tsc
+ * becomes at least @tsc, and so does the TSC rec_stream_finish() gives the
+ * records of a pCPU that never had one; for streams fed side by side with
+ * others from one capture (each with its own pCPUs), the newest of them all
+ */
+void rec_stream_raise_last(struct rec_stream *s, uint64_t tsc);
+
 /** rec_stream_has_data - whether pCPU @cpu has fed any bytes */
 bool rec_stream_has_data(const struct rec_stream *s, int cpu);
 
@@ -319,6 +327,57 @@ int rec_read_xentrace_prefix(int fd, uint64_t max_bytes, struct rec_stream *s,
  * reading reports it). Returns 0 or -errno.
  */
 int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu);
+
+/**
+ * rec_xentrace_cpu_bytes - rec_xentrace_cpus() counting bytes: @bytes[cpu]
+ * (zeroed by the caller) grows by the size of each of pCPU @cpu's windows
+ */
+int rec_xentrace_cpu_bytes(int fd, uint64_t *bytes, int max_cpus, int *max_cpu);
+
+/*
+ * A struct rec_walk is rec_read_xentrace_windows()'s walk over a capture
+ * that another thread reads: it is handed the input chunk by chunk, and
+ * feeds only the windows of the pCPUs it was given. Walks of disjoint sets
+ * over the same chunks share one reading; each meets every header, so each
+ * reports the same end, truncation or bad header, with the messages and
+ * the struct rec_read_result that rec_read_xentrace() gives for the same
+ * chunks (it reads 1 MiB at a time).
+ */
+struct rec_walk;
+
+/**
+ * rec_read_full - pread() @len bytes at @off, or up to the end of the file
+ *
+ * Returns the bytes read (fewer only at the end), or a negative errno.
+ */
+ssize_t rec_read_full(int fd, void *buf, size_t len, uint64_t off);
+
+/**
+ * rec_walk_new - a walk feeding @ops the windows of the pCPUs @mine marks
+ * (REC_MAX_CPUS entries, copied); @res is its result, reset here
+ *
+ * Returns the walk, or NULL with errno set.
+ */
+struct rec_walk *rec_walk_new(const bool *mine, const struct rec_window_ops *ops, void *ctx,
+			      struct rec_read_result *res);
+
+/**
+ * rec_walk_chunk - the next @n bytes of the input
+ *
+ * Returns 0, or the error that ends the walk: -EINVAL (not a capture),
+ * -EBADMSG (a bad window header: @res says where), or what @ops returned.
+ */
+int rec_walk_chunk(struct rec_walk *w, const uint8_t *buf, size_t n);
+
+/**
+ * rec_walk_end - the input ended (@err 0: a window cut short is counted as
+ * truncated, as rec_read_xentrace() does) or could not be read (@err, a
+ * negative errno, which is returned with its message in @res)
+ */
+int rec_walk_end(struct rec_walk *w, int err);
+
+/** rec_walk_free - free @w (safe on NULL) */
+void rec_walk_free(struct rec_walk *w);
 
 /* ---- the event catalogue ---- */
 
@@ -747,6 +806,47 @@ int rec_sink_error(const struct rec_sink *k);
 
 /** rec_sink_free - free @k (safe on NULL); the writer stays open */
 void rec_sink_free(struct rec_sink *k);
+
+/* ---- convert on several threads (rec-convert-par.c) ---- */
+
+/**
+ * struct rec_convert_par - a conversion's records on several threads
+ * @fd:		the capture, a regular file, read from offset 0 (pread)
+ * @input, @output: their names, for messages
+ * @bytes:	the bytes of each pCPU's windows (REC_MAX_CPUS entries), by
+ *		which the pCPUs are shared out
+ * @jobs:	worker threads, 2 or more
+ * @w:		the writer: params.shared, data started, regions reserved
+ * @so:		the options of each worker's sink
+ * @out:	the sink whose vCPUs the workers' are added to (for the
+ *		cmdlines and GUEST options)
+ * @progress, @pctx: the reading's progress (NULL: none)
+ */
+struct rec_convert_par {
+	int			fd;
+	const char		*input, *output;
+	const uint64_t		*bytes;
+	int			jobs;
+	struct tdat_writer	*w;
+	struct rec_sink_opts	so;
+	struct rec_sink		*out;
+	rec_progress_fn		progress;
+	void			*pctx;
+};
+
+/**
+ * rec_convert_records_par - the records of @a's capture into @a->w, each
+ * worker reading, decoding and writing its own pCPUs; the counters into
+ * @sum (stream, read) and @kst as one thread would have them
+ *
+ * Returns 0, -EBADMSG for a corrupt window header (everything before it
+ * written, sum->read says where), -EAGAIN when a worker's sink turned SVM
+ * names on past the look-ahead (that depends on the order across pCPUs:
+ * convert on one thread instead), or another negative errno with
+ * tcx_error() naming the file.
+ */
+int rec_convert_records_par(const struct rec_convert_par *a, struct rec_convert_summary *sum,
+			    struct rec_sink_stats *kst);
 
 
 /* ---- the hypervisor's trace buffers (rec-hvbuf.c) ---- */

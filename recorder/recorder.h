@@ -136,6 +136,10 @@ struct rec_domain_summary {
  *		also scanned for reasons only AMD has, which turns it on)
  * @progress:	print progress on @log (a TTY) for long inputs
  * @log:	where warnings go (NULL: none)
+ * @jobs:	threads that decode and write pCPUs side by side (0 or 1: one
+ *		thread); at most one per pCPU with data, and only for a regular
+ *		file (a pipe is read on one thread). The file is the same
+ *		whatever the count.
  */
 struct rec_convert_opts {
 	const char	*input;
@@ -145,6 +149,7 @@ struct rec_convert_opts {
 	bool		svm;
 	bool		progress;
 	FILE		*log;
+	int		jobs;
 };
 
 /**

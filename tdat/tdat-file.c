@@ -65,8 +65,13 @@ int tdat_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 
 static int io_fail(struct tdat_writer *w, int ret, const char *what)
 {
+	/* shared: the message and the flag of the first failure together */
+	if (w->shared)
+		pthread_mutex_lock(&w->err_lock);
 	tdat_err(w, ret, "%s: %s: %s", w->path, what, strerror(-ret));
-	w->failed = true;
+	__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
+	if (w->shared)
+		pthread_mutex_unlock(&w->err_lock);
 	return ret;
 }
 
@@ -369,7 +374,7 @@ static int patch_one(struct tdat_writer *w, struct tdat_cpu *c)
 static int build_table(struct tdat_writer *w, struct tdat_buf *b, uint32_t *ncpus)
 {
 	uint8_t e[20];
-	int ret = 0, i;
+	int ret = 0, i, j;
 
 	*ncpus = w->want_cpus;
 	if (w->nactive && w->active[w->nactive - 1] + 1 > (int)*ncpus)
@@ -402,8 +407,13 @@ static int build_table(struct tdat_writer *w, struct tdat_buf *b, uint32_t *ncpu
 		char clk[140];
 		int n = snprintf(clk, sizeof(clk), "[%s]\n", w->clock);
 
-		for (i = 0; i < (int)*ncpus; i++) {
-			entry(w, i, e);
+		/* a CPU without a region is zeros: its state may be being made */
+		for (i = 0, j = 0; i < (int)*ncpus; i++) {
+			memset(e, 0, sizeof(e));
+			if (j < w->nactive && w->active[j] == i) {
+				entry(w, i, e);
+				j++;
+			}
 			ret |= tdat_buf_put(b, e, 16);
 		}
 		/* the table only grows: this covers the previous clock line */
@@ -484,10 +494,14 @@ static int extend_to(struct tdat_writer *w, uint64_t end)
 
 static int region_alloc(struct tdat_writer *w, struct tdat_cpu *c)
 {
+	struct tdat_resv *r = w->resv ? &w->resv[c->cpu] : NULL;
+	bool reserved = r && r->cap;
 	int i;
 
-	c->region_off = w->file_end;
-	c->region_cap = w->region_size;
+	c->region_off = reserved ? r->off : w->file_end;
+	c->region_cap = reserved ? r->cap : w->region_size;
+	if (reserved)
+		r->cap = 0;
 	c->size = 0;
 	i = w->nactive++;
 	while (i > 0 && w->active[i - 1] > c->cpu) {
@@ -496,8 +510,35 @@ static int region_alloc(struct tdat_writer *w, struct tdat_cpu *c)
 	}
 	w->active[i] = c->cpu;
 	c->has_region = true;
-	i = extend_to(w, c->region_off + c->region_cap);
+	i = reserved ? 0 : extend_to(w, c->region_off + c->region_cap);
 	return i ? i : tdat_file_patch_cpus(w);
+}
+
+int tdat_reserve_region(struct tdat_writer *w, int cpu, uint64_t bytes)
+{
+	uint64_t cap = align_up(bytes ? bytes : w->region_size, w->page_size);
+	int ret;
+
+	if (!w->started)
+		return tdat_err(w, -EINVAL, "a region for CPU %d before tdat_start_data()", cpu);
+	if (w->failed)
+		return tdat_sticky(w);
+	if (cpu < 0 || cpu >= w->max_cpus)
+		return tdat_err(w, -EINVAL, "a region for CPU %d, beyond max_cpus %d", cpu,
+				w->max_cpus);
+	if ((w->cpu[cpu] && w->cpu[cpu]->has_region) || (w->resv && w->resv[cpu].cap))
+		return tdat_err(w, -EEXIST, "CPU %d has its region already", cpu);
+	if (!w->resv) {
+		w->resv = calloc(w->max_cpus, sizeof(*w->resv));
+		if (!w->resv)
+			return tdat_err(w, -ENOMEM, "no memory for the regions");
+	}
+	ret = extend_to(w, w->file_end + cap);
+	if (ret)
+		return ret;
+	w->resv[cpu].off = w->file_end - cap;
+	w->resv[cpu].cap = cap;
+	return 0;
 }
 
 /* Copy @len bytes inside the file, front to back (dst < src or disjoint). */
@@ -577,6 +618,9 @@ static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
 			if (o != c && o->region_off >= end)
 				o->region_off += add;
 		}
+		for (i = 0; w->resv && i < w->max_cpus; i++)
+			if (w->resv[i].cap && w->resv[i].off >= end)
+				w->resv[i].off += add;
 		c->region_cap += add;
 		w->file_end += add;
 		return hide_from(w, 0, false);
@@ -601,12 +645,12 @@ static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
 	return ret;
 }
 
-int tdat_file_write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *iov,
-			int cnt, uint64_t bytes)
+static int write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *iov,
+		     int cnt, uint64_t bytes)
 {
 	int ret;
 
-	if (w->failed)
+	if (__atomic_load_n(&w->failed, __ATOMIC_RELAXED))
 		return tdat_sticky(w);
 	if (!c->has_region) {
 		ret = region_alloc(w, c);
@@ -641,6 +685,26 @@ int tdat_file_write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec 
 		c->wb_size = c->size;
 	}
 	return patch_one(w, c);
+}
+
+/*
+ * Shared: one batch at a time. A region made or grown moves the offsets
+ * of others and the file's end; and ext4 takes the inode's lock for every
+ * write anyway, which a second writer waits for spinning in the kernel:
+ * waiting here sleeps instead (measured with convert -j 2: 0.89x the wall
+ * time and 0.85x the CPU of writes side by side).
+ */
+int tdat_file_write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *iov,
+			int cnt, uint64_t bytes)
+{
+	int ret;
+
+	if (!w->shared)
+		return write_cpu(w, c, iov, cnt, bytes);
+	pthread_mutex_lock(&w->io_lock);
+	ret = write_cpu(w, c, iov, cnt, bytes);
+	pthread_mutex_unlock(&w->io_lock);
+	return ret;
 }
 
 int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c)

@@ -127,6 +127,19 @@ struct tdat_writer {
 	int		ncpus;		/* CPU count declared on disk */
 	uint64_t	region_size;
 	bool		writeback;	/* params.writeback */
+	bool		shared;		/* params.shared */
+	/*
+	 * shared: io_lock makes batch writes (with a region's allocation
+	 * or growth, which move other CPUs' regions) one at a time;
+	 * err_lock (recursive) orders the first error.
+	 */
+	pthread_mutex_t	io_lock;
+	pthread_mutex_t	err_lock;
+	/* tdat_reserve_region()'s rooms, by CPU, until the region is made */
+	struct tdat_resv {
+		uint64_t	off;
+		uint64_t	cap;	/* 0: none */
+	}		*resv;
 	char		*path;
 	char		*clock;
 	bool		started;

@@ -28,18 +28,30 @@ int tdat_err(struct tdat_writer *w, int ret, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	tcx_fail(ret, "%s", buf);
+	if (w->shared)
+		pthread_mutex_lock(&w->err_lock);
 	/* once the writer has failed, keep the message that names the cause */
 	if (!w->failed) {
 		w->first_err = ret;
 		snprintf(w->err, sizeof(w->err), "%s", tcx_error());
 	}
+	if (w->shared)
+		pthread_mutex_unlock(&w->err_lock);
 	return ret;
 }
 
 int tdat_sticky(const struct tdat_writer *w)
 {
-	return tcx_fail(w->first_err ? w->first_err : -EIO, "%s",
-			w->err[0] ? w->err : "earlier write failed");
+	pthread_mutex_t *lock = (pthread_mutex_t *)&w->err_lock;
+	int ret;
+
+	if (w->shared)
+		pthread_mutex_lock(lock);
+	ret = tcx_fail(w->first_err ? w->first_err : -EIO, "%s",
+		       w->err[0] ? w->err : "earlier write failed");
+	if (w->shared)
+		pthread_mutex_unlock(lock);
+	return ret;
 }
 
 int tdat_buf_put(struct tdat_buf *b, const void *p, size_t n)
@@ -208,6 +220,16 @@ struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params
 	if (!w)
 		goto nomem;
 	pthread_mutex_init(&w->live_lock, NULL);
+	w->shared = p.shared;
+	if (w->shared) {
+		pthread_mutexattr_t a;
+
+		pthread_mutex_init(&w->io_lock, NULL);
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+		pthread_mutex_init(&w->err_lock, &a);
+		pthread_mutexattr_destroy(&a);
+	}
 	w->fd = -1;
 	w->version = p.version;
 	w->page_size = p.page_size;
@@ -749,6 +771,7 @@ void tdat_free(struct tdat_writer *w)
 	}
 	free(w->cpu);
 	free(w->active);
+	free(w->resv);
 	for (i = 0; i < w->nsys; i++) {
 		free(w->sys[i].name);
 		tdat_buf_free(&w->sys[i].formats);
@@ -770,5 +793,9 @@ void tdat_free(struct tdat_writer *w)
 	if (w->fd >= 0)
 		close(w->fd);
 	pthread_mutex_destroy(&w->live_lock);
+	if (w->shared) {
+		pthread_mutex_destroy(&w->io_lock);
+		pthread_mutex_destroy(&w->err_lock);
+	}
 	free(w);
 }

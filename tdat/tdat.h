@@ -95,6 +95,13 @@ struct tdat_writer;
  *		(0: 128 KiB; at most 4 MiB, at least a page): fewer, larger
  *		writes cost a busy writer less CPU, and memory per CPU; the
  *		pages of an unfinished batch are not in the file yet
+ * @shared:	several threads write data at once, each to CPUs no other
+ *		thread touches (tdat_write_event(), tdat_reserve(), runs,
+ *		tdat_mark_missed()): their pages are made side by side and
+ *		written to the file one batch at a time, under a lock (ext4
+ *		takes one per write anyway). Everything else (metadata,
+ *		tdat_flush(), tdat_close(), tdat_get_stats()) stays one
+ *		thread's, while no other writes.
  */
 struct tdat_params {
 	int		version;
@@ -105,6 +112,7 @@ struct tdat_params {
 	uint64_t	region_size;
 	bool		writeback;
 	uint32_t	batch_bytes;
+	bool		shared;
 };
 
 #define TDAT_MAX_CPUS	4096
@@ -271,6 +279,21 @@ int tdat_add_option(struct tdat_writer *w, uint16_t id, const void *data, uint32
 int tdat_start_data(struct tdat_writer *w);
 
 /* ---- data ---- */
+
+/**
+ * tdat_reserve_region - give @cpu its region now, after the regions
+ * reserved before it, with room for @bytes (rounded up to whole pages; 0:
+ * params.region_size), instead of at the end of the file when its first
+ * batch is written
+ *
+ * After tdat_start_data() and before any data, from one thread: the file's
+ * layout is then the order of the calls, whatever order the CPUs write in
+ * (threads of a params.shared writer), and a region that never fills never
+ * grows. Room not used is given back by tdat_close(), as every gap is.
+ * Returns 0, -EINVAL outside that window or for a CPU beyond max_cpus,
+ * -EEXIST for a CPU that has its region, or the file's error.
+ */
+int tdat_reserve_region(struct tdat_writer *w, int cpu, uint64_t bytes);
 
 /**
  * tdat_write_event - encode one event on @cpu

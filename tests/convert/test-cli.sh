@@ -206,6 +206,103 @@ ok $([ $rc = 1 ] && grep -q "invalid window header 0xffffffff at offset" "$tmp/e
 report_ok "$tmp/co.dat"
 ok $? "corrupt: what came before is a clean file"
 
+# ---- -j: the same file, whatever the number of threads ----
+run "$tcx" convert "$tmp/a.bin" -o "$tmp/j.dat" -j 0
+ok $([ $rc = 2 ] && grep -q "invalid -j '0'" "$tmp/err"; echo $?) "-j 0: exit 2 naming the value"
+run "$tcx" convert "$tmp/a.bin" -o "$tmp/j.dat" --jobs two
+ok $([ $rc = 2 ] && grep -q "invalid -j 'two'" "$tmp/err"; echo $?) "--jobs two: exit 2 naming the value"
+
+# convert FILE -j 1, 2 and 4 (with more options): every file and every
+# summary (stderr, JSON) must be the same
+same_j() {	# name input [options...]
+	local name=$1 in=$2 j bad=0
+	shift 2
+	for j in 1 2 4; do
+		timeout 120 "$tcx" convert "$in" -o "$tmp/$name-j$j.dat" --cpu-hz 2.4G -j $j \
+			--summary-json "$tmp/$name-j$j.json" "$@" >/dev/null 2>"$tmp/$name-j$j.err"
+		echo $? >"$tmp/$name-j$j.rc"
+		sed -i "s|$tmp/$name-j$j.dat|OUT|g" "$tmp/$name-j$j.err"
+	done
+	for j in 2 4; do
+		cmp -s "$tmp/$name-j1.dat" "$tmp/$name-j$j.dat" || { echo "# $name: -j $j file differs"; bad=1; }
+		cmp -s "$tmp/$name-j1.json" "$tmp/$name-j$j.json" || { echo "# $name: -j $j JSON differs"; bad=1; }
+		cmp -s "$tmp/$name-j1.err" "$tmp/$name-j$j.err" || { echo "# $name: -j $j stderr differs"; bad=1; }
+		cmp -s "$tmp/$name-j1.rc" "$tmp/$name-j$j.rc" || { echo "# $name: -j $j exit differs"; bad=1; }
+	done
+	[ -s "$tmp/$name-j1.dat" ] || bad=1
+	return $bad
+}
+
+"$xtgen" -o "$tmp/j8.bin" --cpus 8 --doms 4 --vcpus 3 --epochs 20 --lost 7 --skew 5 --seed 3 >/dev/null
+"$xtgen" -o "$tmp/jsvm.bin" --cpus 4 --svm --legacy-ids --epochs 10 >/dev/null
+"$xtgen" -o "$tmp/jg.bin" --cpus 4 --doms 3 --vcpus 2 --epochs 10 --guest >/dev/null
+for spec in "plain:a.bin" "8pcpus-lost-skew:j8.bin" "svm-legacy:jsvm.bin" "guest:jg.bin"; do
+	name=${spec%%:*}
+	for v in 7 6; do
+		same_j "$name-v$v" "$tmp/${spec#*:}" --file-version $v
+		ok $? "-j 1, 2, 4: identical files and summaries ($name, version $v)"
+	done
+done
+same_j svm-flag "$tmp/jsvm.bin" --svm
+ok $? "-j 1, 2, 4: identical files with --svm"
+report_ok "$tmp/8pcpus-lost-skew-v7-j2.dat"
+ok $? "trace-cmd report reads the -j 2 file cleanly"
+report_ok "$tmp/guest-v6-j2.dat"
+ok $? "trace-cmd report reads the -j 2 version 6 file cleanly"
+
+# AMD reasons past the look-ahead: the order across pCPUs decides, so -j
+# converts again on one thread; the same file and warning
+"$xtgen" -o "$tmp/vmx.bin" --size-mb 17 >/dev/null
+cat "$tmp/vmx.bin" "$tmp/jsvm.bin" >"$tmp/late-amd.bin"
+same_j late-amd "$tmp/late-amd.bin" -q
+ok $([ $? = 0 ] && grep -q "exit reasons only AMD has appeared" "$tmp/late-amd-j2.err"; echo $?) \
+   "-j 1, 2, 4: AMD exit reasons past the look-ahead, identical files and warning"
+rm -f "$tmp/vmx.bin" "$tmp/late-amd.bin" "$tmp"/late-amd-j*.dat
+
+# malformed input at -j 2: today's messages and exit status, what came
+# before the fault written and readable
+head -c -13 "$tmp/j8.bin" >"$tmp/jtrunc.bin"
+same_j trunc "$tmp/jtrunc.bin"
+ok $([ $? = 0 ] && [ "$(cat "$tmp/trunc-j2.rc")" = 0 ] && \
+     grep -q "warning: .*truncated capture" "$tmp/trunc-j2.err"; echo $?) \
+   "-j 2, truncated capture: exit 0 with the warning, the file of -j 1"
+report_ok "$tmp/trunc-j2.dat"
+ok $? "-j 2, truncated capture: trace-cmd report clean"
+"$xtgen" -o "$tmp/jbig.bin" --cpus 4 --size-mb 5 --seed 9 >/dev/null
+python3 - "$tmp/jbig.bin" "$tmp/jmid.bin" <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+off = 0
+while off < 3 << 20:	# a window boundary past the first 1 MiB read
+    size = struct.unpack_from('<IiI', d, off)[2]
+    off += 12 + size
+open(sys.argv[2], 'wb').write(d[:off] + b'\xee' * 40 + d[off:])
+PY
+same_j mid "$tmp/jmid.bin"
+ok $([ $? = 0 ] && [ "$(cat "$tmp/mid-j2.rc")" = 1 ] && \
+     grep -q "invalid window header 0xeeeeeeee at offset" "$tmp/mid-j2.err"; echo $?) \
+   "-j 2, corrupt window header mid-file: exit 1 naming the offset, the file of -j 1"
+report_ok "$tmp/mid-j2.dat"
+ok $? "-j 2, corrupt mid-file: what came before reads cleanly"
+# a pCPU that never has a TSC: its records take the newest TSC of them
+# all; it has more bytes than all the others, so a worker has it alone
+python3 - "$tmp/j8.bin" "$tmp/jnotsc.bin" <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+rec = struct.pack('<II', 0x1008200f, 32)	# TRC_HVM_INTR, one word, no TSC
+n = len(d) // 8 + 8192
+out = bytearray(struct.pack('<IiI', 0x2001f003, 9, 8 * n) + rec * n) + d
+open(sys.argv[2], 'wb').write(out)
+PY
+same_j notsc "$tmp/jnotsc.bin"
+ok $? "-j 1, 2, 4: a pCPU without a TSC, identical files and summaries"
+rm -f "$tmp"/*-j[124].dat "$tmp/jbig.bin" "$tmp/jmid.bin"
+
+# a pipe is read on one thread, whatever -j says
+run bash -c "cat '$tmp/j8.bin' | '$tcx' convert -i - -o '$tmp/jp.dat' --cpu-hz 2.4G -j 2 --summary-json '$tmp/jp.json'"
+ok $([ $rc = 0 ] && [ "$(json "$tmp/jp.json" "d['records']")" = "$(json "$tmp/8pcpus-lost-skew-v7-j1.json" "d['records']")" ]; echo $?) \
+   "-j 2 from a pipe: converted on one thread, the same records"
+
 # ---- xenalyze on the same captures ----
 # xenalyze aborts on TRC_GUEST records: convert --xenalyze writes a copy
 # without them. A second, independent stripper here is its oracle.
