@@ -26,6 +26,13 @@
 
 enum { ENT_DATA, ENT_PAD };
 
+/*
+ * Xen raises VIRQ_TBUF at half-full buffers; the timeout only picks up
+ * what a quiet pCPU logged. xentrace's default: each wake-up of an idle
+ * recorder costs dom0 a context switch.
+ */
+#define DRAIN_POLL_MS	100
+
 /* An empty ring restarts at its beginning once past this: RSS stays small at low rates. */
 #define REWIND_AT	(1u << 20)
 
@@ -265,7 +272,7 @@ int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring
 	d->cap = (ring_bytes ? ring_bytes : (32u << 20)) & ~(size_t)7;
 	if (d->cap < (1u << 16))
 		d->cap = 1u << 16;
-	d->poll_ms = poll_ms > 0 ? poll_ms : 50;
+	d->poll_ms = poll_ms > 0 ? poll_ms : DRAIN_POLL_MS;
 	/*
 	 * What a low rate uses (up to the rewind point and a wake-up's worth)
 	 * is faulted in now: the copy that frees Xen's buffers takes no

@@ -40,7 +40,7 @@
 
 #define MAX_DOMS	1024
 #define REFRESH_NS	1000000000ull	/* domain list and status line */
-#define POLL_MS		250		/* what is staged below the drain's threshold */
+#define POLL_MS		1000		/* what is staged below the drain's threshold: with the refresh */
 #define BACKLOG_NOW	(64u << 10)	/* staged bytes the loop decodes without sleeping */
 #define DOM0_READ_NS	200000000ull	/* dom0's pages, unless the stop drains them */
 /* Xen's trace classes with every subclass (public/trace.h) */

@@ -303,7 +303,7 @@ struct rec_guest_args {
  * @command:	NULL-terminated argv run while recording (NULL: none);
  *		the recording stops when it exits
  * @quiet:	no status line and no summary
- * @poll_ms:	decode what is staged at least this often (0: 250)
+ * @poll_ms:	decode what is staged at least this often (0: 1000)
  * @log:	warnings and the summary (NULL: none)
  * @dom0:	dom0's ftrace (NULL: the defaults)
  * @pages, @evt_mask, @cpumap: Xen's trace buffers: pages per pCPU, event
