@@ -1477,6 +1477,13 @@ static int open_hv(struct session *ss)
 	ret = rec_hvbuf_open(&ss->hv, &ho);
 	if (ret)
 		return ret;
+	/*
+	 * Xen's buffers are live: drain them now, not after the files are
+	 * set up (milliseconds in which a busy pCPU fills its buffer)
+	 */
+	ret = rec_hvdrain_open(&ss->dr, ss->hv, 0, o->poll_ms);
+	if (ret)
+		return ret;
 	ss->ncpus = rec_hvbuf_ncpus(ss->hv);
 	if (o->pages && rec_hvbuf_pages(ss->hv) != o->pages)
 		note(ss, "the trace buffers are %u pages per pCPU (Xen sets the size once "
@@ -1532,16 +1539,12 @@ static int start_dom0(struct session *ss)
 	return ret;
 }
 
-/* The drain thread, the guests' agents, the command (held), dom0's ftrace. */
+/* The guests' agents, the command (held), dom0's ftrace (the drain runs already). */
 static int start_sources(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
 	int ret;
 
-	/* Xen's buffers are live: drain them while the agents take their time */
-	ret = rec_hvdrain_open(&ss->dr, ss->hv, 0, o->poll_ms);
-	if (ret)
-		return ret;
 	if (o->nr_guests) {
 		ret = open_guests(ss);
 		if (ret)
