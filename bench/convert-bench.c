@@ -225,9 +225,9 @@ int main(int argc, char **argv)
 		       " MB convert wrote, written alone (dd)\n", "write the output", rwrite.cpu,
 		       rwrite.user, rwrite.wall, out_mb);
 
-	printf("convert (default -j): %.1f M records/CPU-s (%.1f M/s wall); target >= 20: %s\n",
-	       t->records / rconv.cpu / 1e6, t->records / rconv.wall / 1e6,
-	       t->records / rconv.cpu >= 20e6 ? "met" : "NOT met");
+	/* a rate for the docs; the targets are the ratios below, measured in this run */
+	printf("convert (default -j): %.1f M records/CPU-s (%.1f M/s wall)\n",
+	       t->records / rconv.cpu / 1e6, t->records / rconv.wall / 1e6);
 	if (!rxa.status) {
 		printf("convert -j 1 vs xenalyze --summary (medians of %d): %.2fx its speed "
 		       "wall-clock (%.2fx per CPU-s)\n", RUNS, rxa.wall / rone.wall,
