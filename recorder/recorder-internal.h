@@ -954,9 +954,7 @@ struct rec_hvdrain_ops {
 /**
  * rec_hvdrain_open - a thread that copies every window out of Xen's
  * buffers into a staging ring of @ring_bytes (0: 32 MiB) and gives Xen its
- * space back at once; woken by VIRQ_TBUF, by its own timer before the
- * busiest pCPU would raise it at the last round's rate, and at least
- * every @poll_ms (0: 100)
+ * space back at once; woken by VIRQ_TBUF or every @poll_ms (0: 100)
  */
 int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
 		      int poll_ms);
