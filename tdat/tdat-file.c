@@ -521,7 +521,7 @@ int tdat_reserve_region(struct tdat_writer *w, int cpu, uint64_t bytes)
 
 	if (!w->started)
 		return tdat_err(w, -EINVAL, "a region for CPU %d before tdat_start_data()", cpu);
-	if (__atomic_load_n(&w->failed, __ATOMIC_RELAXED))
+	if (tdat_failed(w))
 		return tdat_sticky(w);
 	if (cpu < 0 || cpu >= w->max_cpus)
 		return tdat_err(w, -EINVAL, "a region for CPU %d, beyond max_cpus %d", cpu,
@@ -650,7 +650,7 @@ static int write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *io
 {
 	int ret;
 
-	if (__atomic_load_n(&w->failed, __ATOMIC_RELAXED))
+	if (tdat_failed(w))
 		return tdat_sticky(w);
 	if (!c->has_region) {
 		ret = region_alloc(w, c);

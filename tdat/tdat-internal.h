@@ -204,6 +204,12 @@ struct tdat_writer {
  */
 int tdat_err(struct tdat_writer *w, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* tdat_failed - whether @w has failed; a shared writer's threads may set it meanwhile */
+static inline bool tdat_failed(const struct tdat_writer *w)
+{
+	return __atomic_load_n(&w->failed, __ATOMIC_RELAXED);
+}
+
 /* tdat_sticky - a call on a failed @w: its first error, message again */
 int tdat_sticky(const struct tdat_writer *w);
 void *tdat_reserve_slow(struct tdat_writer *w, int cpu, uint64_t ts, size_t len);

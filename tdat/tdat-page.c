@@ -214,8 +214,7 @@ static struct tdat_cpu *data_cpu(struct tdat_writer *w, int cpu, const char *wha
 		tdat_err(w, -EINVAL, "%s on CPU %d before tdat_start_data()", what, cpu);
 		return NULL;
 	}
-	/* a shared writer's other threads may set it meanwhile */
-	if (__atomic_load_n(&w->failed, __ATOMIC_RELAXED)) {
+	if (tdat_failed(w)) {
 		/* the first error again: it names the cause */
 		tdat_sticky(w);
 		return NULL;
