@@ -1459,7 +1459,7 @@ static int open_outputs(struct session *ss)
 	return 0;
 }
 
-/* Xen's buffers on, its clock, xenstore, then trace.dat's header. */
+/* Xen's buffers on and drained, its clock, xenstore, then trace.dat's header. */
 static int open_hv(struct session *ss)
 {
 	const struct rec_record_opts *o = ss->o;
