@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A thread that gives Xen its buffer space back as fast as xentrace does:
- * woken by VIRQ_TBUF (or the poll timeout), it copies every pCPU window
- * into a staging ring and advances cons, nothing else. Decoding and
+ * woken by VIRQ_TBUF or its own timer (see WAKE_NUM), it copies every
+ * pCPU window into a staging ring and advances cons, nothing else. Decoding and
  * writing happen in the caller's thread from the ring. On two busy cores
  * the converter may lag a little; the buffers do not wait for it.
  *
@@ -32,6 +32,17 @@ enum { ENT_DATA, ENT_PAD };
  * recorder costs dom0 a context switch.
  */
 #define DRAIN_POLL_MS	100
+
+/*
+ * The drain wakes on its own when the busiest pCPU, at the last round's
+ * rate, is this fraction of the way to Xen's VIRQ (half full): early
+ * enough that a VIRQ delivered late costs nothing, and no VIRQ (nor its
+ * unmask) while the rate holds. Never more often than MIN_WAIT_NS.
+ */
+#define WAKE_NUM	3
+#define WAKE_DEN	4
+#define MIN_WAIT_NS	1000000ull
+#define BUSY_MUL	4
 
 /* An empty ring restarts at its beginning once past this: RSS stays small at low rates. */
 #define REWIND_AT	(1u << 20)
@@ -71,6 +82,10 @@ struct rec_hvdrain {
 	uint64_t		peak;
 	size_t			populated;	/* ring bytes faulted in (consumer's) */
 	int			poll_ms;
+	size_t			half;		/* half a pCPU buffer: Xen's VIRQ */
+	size_t			win_max;	/* this round's largest window */
+	uint64_t		last_ns;	/* when the last round began */
+	struct rec_hvdrain_stats st;		/* the thread's */
 	int			efd;
 	int			err;		/* the thread's first error */
 	char			errmsg[TCX_ERROR_MAX];	/* its message */
@@ -160,6 +175,9 @@ static int stage(void *ctx, int cpu, const void *a, size_t alen, const void *b, 
 	size_t plen[2] = { alen, blen };
 	uint8_t flags = ENT_FIRST;
 
+	if (alen + blen > d->win_max)
+		d->win_max = alen + blen;
+
 	for (int i = 0; i < 2; i++) {
 		const uint8_t *p = part[i];
 		size_t left = plen[i];
@@ -207,6 +225,7 @@ static void round_(struct rec_hvdrain *d)
 
 	rewind_if_empty(d);
 	before = d->head;
+	d->win_max = 0;
 	ret = rec_hvbuf_drain(d->hv, stage, d);
 
 	if (ret < 0 && !d->err) {
@@ -220,9 +239,33 @@ static void round_(struct rec_hvdrain *d)
 		notify(d);
 }
 
+/*
+ * How long the drain may sleep after a round that ran from @start to @end:
+ * see WAKE_NUM. Never less than BUSY_MUL times the round's own length, so
+ * that on a slow dom0 the timer cannot turn the drain into a busy loop.
+ */
+static uint64_t next_wait(struct rec_hvdrain *d, uint64_t start, uint64_t end)
+{
+	uint64_t wait = (uint64_t)d->poll_ms * 1000000;
+	uint64_t dt = start - d->last_ns, floor = (end - start) * BUSY_MUL;
+
+	if (floor < MIN_WAIT_NS)
+		floor = MIN_WAIT_NS;
+	/* a gap of seconds (a stopped dom0) says nothing of the rate */
+	if (d->last_ns && d->win_max && d->half && dt < 10 * wait) {
+		uint64_t t = dt * d->half / d->win_max * WAKE_NUM / WAKE_DEN;
+
+		if (t < wait)
+			wait = t > floor ? t : floor;
+	}
+	d->last_ns = start;
+	return wait;
+}
+
 static void *thread_fn(void *arg)
 {
 	struct rec_hvdrain *d = arg;
+	uint64_t wait = (uint64_t)d->poll_ms * 1000000;
 	sigset_t all;
 	int prio;
 
@@ -240,14 +283,23 @@ static void *thread_fn(void *arg)
 	}
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
 		struct pollfd p = { .fd = rec_hvbuf_fd(d->hv), .events = POLLIN };
-		bool virq = poll(&p, 1, d->poll_ms) > 0 && (p.revents & POLLIN);
+		struct timespec ts = { (time_t)(wait / 1000000000), (long)(wait % 1000000000) };
+		uint64_t start;
+		bool virq;
 
+		virq = ppoll(&p, 1, &ts, NULL) > 0 && (p.revents & POLLIN);
+		start = tcx_now_ns();
 		/*
 		 * The copy first, then the unmask: Xen's buffers wait for
 		 * nothing else, and a VIRQ raised meanwhile is delivered at
 		 * the unmask.
 		 */
 		round_(d);
+		wait = next_wait(d, start, tcx_now_ns());
+		d->st.rounds++;
+		d->st.virqs += virq;
+		if (wait < d->st.min_wait_ns || !d->st.min_wait_ns)
+			d->st.min_wait_ns = wait;
 		if (virq)
 			rec_hvbuf_ack(d->hv);
 		if (d->err)
@@ -273,6 +325,7 @@ int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring
 	if (d->cap < (1u << 16))
 		d->cap = 1u << 16;
 	d->poll_ms = poll_ms > 0 ? poll_ms : DRAIN_POLL_MS;
+	d->half = (size_t)rec_hvbuf_pages(hv) * 4096 / 2;
 	/*
 	 * What a low rate uses (up to the rewind point and a wake-up's worth)
 	 * is faulted in now: the copy that frees Xen's buffers takes no
@@ -299,6 +352,12 @@ int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring
 	d->started = true;
 	*out = d;
 	return 0;
+}
+
+void rec_hvdrain_get_stats(const struct rec_hvdrain *d, struct rec_hvdrain_stats *st)
+{
+	/* the thread's counters: read once it is joined */
+	*st = d->started ? (struct rec_hvdrain_stats){ 0 } : d->st;
 }
 
 int rec_hvdrain_fd(const struct rec_hvdrain *d)

@@ -1136,6 +1136,7 @@ static void summary_json(const struct session *ss, FILE *f)
 {
 	struct rec_stream_stats st = { 0 };
 	struct rec_sink_stats ks = { 0 };
+	struct rec_hvdrain_stats dst = { 0 };
 	const struct tdat_stats *ds = &ss->d0st;
 
 	if (ss->s)
@@ -1167,7 +1168,10 @@ static void summary_json(const struct session *ss, FILE *f)
 		st.lost, st.lost_records, st.late, ss->hv ? rec_hvbuf_bytes(ss->hv) : 0);
 	for (int i = 0; i < REC_NR_CLASSES; i++)
 		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", rec_class_name(i), ks.classes[i]);
-	fprintf(f, "}},\n");
+	if (ss->dr)
+		rec_hvdrain_get_stats(ss->dr, &dst);
+	fprintf(f, "}, \"drain\": {\"rounds\": %" PRIu64 ", \"virqs\": %" PRIu64
+		", \"shortest_wait_ms\": %.3f}},\n", dst.rounds, dst.virqs, dst.min_wait_ns / 1e6);
 	if (ss->has_d0) {
 		fprintf(f, "  \"dom0\": {\"file\": ");
 		tcx_json_str(f, ss->dom0_path);

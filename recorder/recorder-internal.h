@@ -954,7 +954,9 @@ struct rec_hvdrain_ops {
 /**
  * rec_hvdrain_open - a thread that copies every window out of Xen's
  * buffers into a staging ring of @ring_bytes (0: 32 MiB) and gives Xen its
- * space back at once; woken by VIRQ_TBUF or every @poll_ms (0: 100)
+ * space back at once; woken by VIRQ_TBUF, by its own timer before the
+ * busiest pCPU would raise it at the last round's rate, and at least
+ * every @poll_ms (0: 100)
  */
 int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
 		      int poll_ms);
@@ -984,6 +986,19 @@ uint64_t rec_hvdrain_backlog(const struct rec_hvdrain *d);
  * everything, join the thread; the drain's error (-EPROTO) if it had one
  */
 int rec_hvdrain_stop(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx);
+
+/* How the drain thread woke: the summary's "drain". */
+struct rec_hvdrain_stats {
+	uint64_t	rounds;		/* copies out of Xen's buffers */
+	uint64_t	virqs;		/* of them woken by VIRQ_TBUF, not the timer */
+	uint64_t	min_wait_ns;	/* the shortest sleep the timer chose */
+};
+
+/**
+ * rec_hvdrain_get_stats - how often the drain woke, and why; only once
+ * rec_hvdrain_stop() has joined its thread
+ */
+void rec_hvdrain_get_stats(const struct rec_hvdrain *d, struct rec_hvdrain_stats *st);
 
 /** rec_hvdrain_peak - the most bytes staged at once */
 uint64_t rec_hvdrain_peak(const struct rec_hvdrain *d);
