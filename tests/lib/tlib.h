@@ -368,6 +368,7 @@ struct tlib_truth_cont {
 
 struct tlib_truth_stats {
 	uint64_t written, dropped, lost_reported, lost_cleared, lost_pending;
+	uint64_t virqs;		/* VIRQ_TBUF raised: the buffer crossed half full */
 	uint64_t first_tsc, last_tsc;
 };
 

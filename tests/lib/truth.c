@@ -58,6 +58,7 @@ int tlib_truth_load(const char *dir, struct tlib_truth *t)
 			s->lost_reported = kv(line, "lost_reported");
 			s->lost_cleared = kv(line, "lost_cleared");
 			s->lost_pending = kv(line, "lost_pending");
+			s->virqs = kv(line, "virqs");
 			s->first_tsc = kv(line, "first_tsc");
 			s->last_tsc = kv(line, "last_tsc");
 		} else if (!strncmp(line, "run ", 4)) {
