@@ -13,11 +13,13 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +45,9 @@ enum { ENT_DATA, ENT_PAD };
 #define WAKE_DEN	4
 #define MIN_WAIT_NS	1000000ull
 #define BUSY_MUL	4
+
+/* The drain thread's slice: a round takes tens of microseconds. */
+#define DRAIN_SLICE_NS	100000ull
 
 /* An empty ring restarts at its beginning once past this: RSS stays small at low rates. */
 #define REWIND_AT	(1u << 20)
@@ -84,7 +89,8 @@ struct rec_hvdrain {
 	int			poll_ms;
 	size_t			half;		/* half a pCPU buffer: Xen's VIRQ */
 	size_t			win_max;	/* this round's largest window */
-	uint64_t		last_ns;	/* when the last round began */
+	uint64_t		last_ns;	/* when the last round that found data began */
+	uint64_t		wait;		/* the timer's last sleep */
 	struct rec_hvdrain_stats st;		/* the thread's */
 	int			efd;
 	int			err;		/* the thread's first error */
@@ -243,44 +249,87 @@ static void round_(struct rec_hvdrain *d)
  * How long the drain may sleep after a round that ran from @start to @end:
  * see WAKE_NUM. Never less than BUSY_MUL times the round's own length, so
  * that on a slow dom0 the timer cannot turn the drain into a busy loop.
+ * A round that found nothing new measures nothing: the rate is taken
+ * from the last round that found some, and the sleep backs off towards
+ * the poll.
  */
 static uint64_t next_wait(struct rec_hvdrain *d, uint64_t start, uint64_t end)
 {
-	uint64_t wait = (uint64_t)d->poll_ms * 1000000;
+	uint64_t poll = (uint64_t)d->poll_ms * 1000000, wait = poll;
 	uint64_t dt = start - d->last_ns, floor = (end - start) * BUSY_MUL;
 
+	if (!d->win_max) {
+		d->wait = d->wait && d->wait < poll / 2 ? 2 * d->wait : poll;
+		return d->wait;
+	}
 	if (floor < MIN_WAIT_NS)
 		floor = MIN_WAIT_NS;
 	/* a gap of seconds (a stopped dom0) says nothing of the rate */
-	if (d->last_ns && d->win_max && d->half && dt < 10 * wait) {
+	if (d->half && dt < 10 * poll) {
 		uint64_t t = dt * d->half / d->win_max * WAKE_NUM / WAKE_DEN;
 
 		if (t < wait)
 			wait = t > floor ? t : floor;
 	}
 	d->last_ns = start;
+	d->wait = wait;
 	return wait;
+}
+
+/* struct sched_attr as sched_setattr(2) first had it (glibc has no wrapper) */
+struct drain_sched_attr {
+	uint32_t	size, policy;
+	uint64_t	flags;
+	int32_t		nice;
+	uint32_t	priority;
+	uint64_t	runtime, deadline, period;
+};
+
+/*
+ * It only copies, but it must run when Xen's buffers fill: at nice - 10
+ * (root may), ahead of the converter and of busy neighbours, and with a
+ * short slice where the kernel takes one (EEVDF, Linux 6.12): a waking
+ * thread with a short slice runs at once instead of after the running
+ * one's slice. Older kernels ignore it. A session run under a real-time
+ * policy keeps it.
+ */
+static void drain_priority(void)
+{
+	struct drain_sched_attr a = { .size = sizeof(a), .policy = SCHED_OTHER,
+				      .runtime = DRAIN_SLICE_NS };
+	int prio;
+
+	errno = 0;
+	prio = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		return;
+#ifdef SYS_sched_setattr
+	if (sched_getscheduler(0) == SCHED_OTHER) {
+		a.nice = prio - 10;
+		if (!syscall(SYS_sched_setattr, 0, &a, 0))
+			return;
+		/* not root: the slice alone */
+		a.nice = prio;
+		if (errno == EPERM && !syscall(SYS_sched_setattr, 0, &a, 0))
+			return;
+	}
+#endif
+	if (setpriority(PRIO_PROCESS, gettid(), prio - 10)) {
+		/* not permitted: the session's priority then */
+	}
 }
 
 static void *thread_fn(void *arg)
 {
 	struct rec_hvdrain *d = arg;
-	uint64_t wait = (uint64_t)d->poll_ms * 1000000;
+	/* a first round soon: it measures the rate since the enable */
+	uint64_t wait = MIN_WAIT_NS;
 	sigset_t all;
-	int prio;
 
 	/* signals belong to the session's thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	/*
-	 * It only copies, but it must run when Xen's buffers fill: ahead of
-	 * the converter and of busy neighbours (best effort: root may).
-	 */
-	errno = 0;
-	prio = getpriority(PRIO_PROCESS, 0);
-	if (!errno && setpriority(PRIO_PROCESS, gettid(), prio - 10)) {
-		/* not permitted: the session's priority then */
-	}
+	drain_priority();
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
 		struct pollfd p = { .fd = rec_hvbuf_fd(d->hv), .events = POLLIN };
 		struct timespec ts = { (time_t)(wait / 1000000000), (long)(wait % 1000000000) };
@@ -311,8 +360,7 @@ static void *thread_fn(void *arg)
 	return NULL;
 }
 
-int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
-		      int poll_ms)
+int rec_hvdrain_open(struct rec_hvdrain **out, size_t ring_bytes, int poll_ms)
 {
 	struct rec_hvdrain *d = calloc(1, sizeof(*d));
 	int ret;
@@ -320,12 +368,10 @@ int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring
 	*out = NULL;
 	if (!d)
 		return tcx_fail(-ENOMEM, "out of memory");
-	d->hv = hv;
 	d->cap = (ring_bytes ? ring_bytes : (32u << 20)) & ~(size_t)7;
 	if (d->cap < (1u << 16))
 		d->cap = 1u << 16;
 	d->poll_ms = poll_ms > 0 ? poll_ms : DRAIN_POLL_MS;
-	d->half = (size_t)rec_hvbuf_pages(hv) * 4096 / 2;
 	/*
 	 * What a low rate uses (up to the rewind point and a wake-up's worth)
 	 * is faulted in now: the copy that frees Xen's buffers takes no
@@ -343,14 +389,22 @@ int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring
 		rec_hvdrain_close(d);
 		return ret;
 	}
-	ret = -pthread_create(&d->thread, NULL, thread_fn, d);
-	if (ret) {
-		tcx_fail(ret, "cannot start the drain thread: %s", strerror(-ret));
-		rec_hvdrain_close(d);
-		return ret;
-	}
-	d->started = true;
 	*out = d;
+	return 0;
+}
+
+int rec_hvdrain_start(struct rec_hvdrain *d, struct rec_hvbuf *hv)
+{
+	int ret;
+
+	d->hv = hv;
+	d->half = (size_t)rec_hvbuf_pages(hv) * 4096 / 2;
+	/* Xen's buffers were enabled just now: the first round measures from here */
+	d->last_ns = tcx_now_ns();
+	ret = -pthread_create(&d->thread, NULL, thread_fn, d);
+	if (ret)
+		return tcx_fail(ret, "cannot start the drain thread: %s", strerror(-ret));
+	d->started = true;
 	return 0;
 }
 

@@ -1478,6 +1478,10 @@ static int open_hv(struct session *ss)
 		if (guests_sync(o))
 			ho.evt_mask |= CLS_HVM | CLS_PV | CLS_GUEST;
 	}
+	/* the ring first: faulting it in takes milliseconds */
+	ret = rec_hvdrain_open(&ss->dr, 0, o->poll_ms);
+	if (ret)
+		return ret;
 	ret = rec_hvbuf_open(&ss->hv, &ho);
 	if (ret)
 		return ret;
@@ -1485,7 +1489,7 @@ static int open_hv(struct session *ss)
 	 * Xen's buffers are live: drain them now, not after the files are
 	 * set up (milliseconds in which a busy pCPU fills its buffer)
 	 */
-	ret = rec_hvdrain_open(&ss->dr, ss->hv, 0, o->poll_ms);
+	ret = rec_hvdrain_start(ss->dr, ss->hv);
 	if (ret)
 		return ret;
 	ss->ncpus = rec_hvbuf_ncpus(ss->hv);

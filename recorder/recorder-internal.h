@@ -952,14 +952,19 @@ struct rec_hvdrain_ops {
 };
 
 /**
- * rec_hvdrain_open - a thread that copies every window out of Xen's
- * buffers into a staging ring of @ring_bytes (0: 32 MiB) and gives Xen its
- * space back at once; woken by VIRQ_TBUF, by its own timer before the
- * busiest pCPU would raise it at the last round's rate, and at least
- * every @poll_ms (0: 100)
+ * rec_hvdrain_open - the drain, not started: its staging ring of
+ * @ring_bytes (0: 32 MiB), faulted in for modest rates; made before Xen's
+ * buffers are enabled, so that none of it delays their first copy
  */
-int rec_hvdrain_open(struct rec_hvdrain **out, struct rec_hvbuf *hv, size_t ring_bytes,
-		      int poll_ms);
+int rec_hvdrain_open(struct rec_hvdrain **out, size_t ring_bytes, int poll_ms);
+
+/**
+ * rec_hvdrain_start - right after @hv's buffers are enabled: a thread that
+ * copies every window into the ring and gives Xen its space back at once;
+ * woken by VIRQ_TBUF, by its own timer before the busiest pCPU would raise
+ * it at the last round's rate, and at least every poll_ms (0: 100)
+ */
+int rec_hvdrain_start(struct rec_hvdrain *d, struct rec_hvbuf *hv);
 
 /**
  * rec_hvdrain_fd - readable once a 32nd of the ring is staged, or at the
