@@ -7,7 +7,9 @@
  * them into trace-<guest>.dat. The reference, in the same run: a plain
  * socket copy of the same bytes (a child reads the same files in 64 KiB
  * chunks and sends them on one TCP connection per CPU; this process polls
- * them and writes what comes to a file). Best of ROUNDS (5) each, alternated.
+ * them and writes what comes to a file). Best of ROUNDS (5) each, alternated,
+ * each after a sync() (no round writes back the one before); the median of
+ * the rounds' own ratios is printed too, with their spread.
  * The agent splices the files' full pages into its data sockets, 64 pages
  * per call (agent/agent-stream.c), as it does a kernel's trace_pipe_raw; the
  * plain sender reads and writes.
@@ -739,11 +741,19 @@ static void host_stop(void)
 	waitpid(host_pid, NULL, 0);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* One pair, best of ROUNDS each, alternated; prints it, returns pass. */
 static bool pair(const char *title, const char *dir, const char *k, int cpus, bool synth,
 		 uint64_t total, long *rss_start, long *rss_peak)
 {
 	struct result best_o = { 1e9 }, best_p = { 1e9 };
+	double pr[ROUNDS];	/* each round's ratio: ours over plain */
 	char out[300];
 	unsigned int port;
 	pid_t peer;
@@ -755,19 +765,23 @@ static bool pair(const char *title, const char *dir, const char *k, int cpus, bo
 		struct result r;
 
 		snprintf(out, sizeof(out), "%s/trace.dat", dir);
+		sync();
 		if (ours(port, out, total, &r))
 			exit(1);
 		if (r.secs < best_o.secs)
 			best_o = r;
+		pr[i] = r.secs;
 		if (!*rss_start)
 			*rss_start = r.rss_start;
 		if (r.rss_peak > *rss_peak)
 			*rss_peak = r.rss_peak;
 		snprintf(out, sizeof(out), "%s/plain.out", dir);
+		sync();
 		if (vchan ? plain_vchan(k, cpus, out, total, &r) : plain(k, cpus, out, total, &r, synth))
 			exit(1);
 		if (r.secs < best_p.secs)
 			best_p = r;
+		pr[i] = r.secs / pr[i];
 	}
 	if (!synth)
 		kill(peer, SIGTERM);
@@ -780,6 +794,7 @@ static bool pair(const char *title, const char *dir, const char *k, int cpus, bo
 		double target = synth ? 0.9 : 0.8;
 		bool met;
 
+		qsort(pr, ROUNDS, sizeof(pr[0]), cmp_double);
 		printf("  %s\n", title);
 		printf("    record -A                     %6.2f GB/s wall  (%.2f s for %.0f MiB; "
 		       "%.2f s with CLOSE and the file closed)\n", go, best_o.secs,
@@ -795,6 +810,8 @@ static bool pair(const char *title, const char *dir, const char *k, int cpus, bo
 			printf("    ratio %.2f, %s 1 GB/s (target >= %.1f and 1 GB/s): %s\n", ratio,
 			       go >= 1.0 ? "above" : "BELOW", target,
 			       met ? "target met" : "target NOT met");
+		printf("    pairs: median ratio %.2f (lowest %.2f, highest %.2f)\n",
+		       pr[ROUNDS / 2], pr[0], pr[ROUNDS - 1]);
 		printf("    CPU per GB: ours %.2f s (recorder %.2f, %s %.2f) | plain %.2f s "
 		       "(receiver %.2f, sender %.2f) | ratio %.2f\n", co / gb, best_o.cpu_rx / gb,
 		       synth ? "source" : "agent", best_o.cpu_tx / gb, cp / gb,
