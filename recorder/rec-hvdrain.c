@@ -39,7 +39,8 @@ enum { ENT_DATA, ENT_PAD };
  * The drain wakes on its own when the busiest pCPU, at the last round's
  * rate, is this fraction of the way to Xen's VIRQ (half full): early
  * enough that a VIRQ delivered late costs nothing, and no VIRQ (nor its
- * unmask) while the rate holds. Never more often than MIN_WAIT_NS.
+ * unmask) while the rate holds. Never sooner than MIN_WAIT_NS, nor than
+ * BUSY_MUL times the last round's own length.
  */
 #define WAKE_NUM	3
 #define WAKE_DEN	4
