@@ -56,6 +56,7 @@
 #include "recorder.h"
 #include "tcx-util.h"
 #include "tmsg.h"
+#include "bench-stats.h"
 
 #define PAGE		4096
 #define CHUNK		(64 << 10)
@@ -741,13 +742,6 @@ static void host_stop(void)
 	waitpid(host_pid, NULL, 0);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* One pair, best of ROUNDS each, alternated; prints it, returns pass. */
 static bool pair(const char *title, const char *dir, const char *k, int cpus, bool synth,
 		 uint64_t total, long *rss_start, long *rss_peak)
@@ -763,6 +757,7 @@ static bool pair(const char *title, const char *dir, const char *k, int cpus, bo
 	agent_pid = peer;
 	for (int i = 0; i < ROUNDS; i++) {
 		struct result r;
+		double ours_secs;
 
 		snprintf(out, sizeof(out), "%s/trace.dat", dir);
 		sync();
@@ -770,7 +765,7 @@ static bool pair(const char *title, const char *dir, const char *k, int cpus, bo
 			exit(1);
 		if (r.secs < best_o.secs)
 			best_o = r;
-		pr[i] = r.secs;
+		ours_secs = r.secs;
 		if (!*rss_start)
 			*rss_start = r.rss_start;
 		if (r.rss_peak > *rss_peak)
@@ -781,7 +776,7 @@ static bool pair(const char *title, const char *dir, const char *k, int cpus, bo
 			exit(1);
 		if (r.secs < best_p.secs)
 			best_p = r;
-		pr[i] = r.secs / pr[i];
+		pr[i] = r.secs / ours_secs;
 	}
 	if (!synth)
 		kill(peer, SIGTERM);
@@ -792,9 +787,9 @@ static bool pair(const char *title, const char *dir, const char *k, int cpus, bo
 		double co = best_o.cpu_rx + best_o.cpu_tx, cp = best_p.cpu_rx + best_p.cpu_tx;
 		/* the recorder's share alone: the tighter target */
 		double target = synth ? 0.9 : 0.8;
+		double mid = bench_median(pr, ROUNDS);
 		bool met;
 
-		qsort(pr, ROUNDS, sizeof(pr[0]), cmp_double);
 		printf("  %s\n", title);
 		printf("    record -A                     %6.2f GB/s wall  (%.2f s for %.0f MiB; "
 		       "%.2f s with CLOSE and the file closed)\n", go, best_o.secs,
@@ -811,7 +806,7 @@ static bool pair(const char *title, const char *dir, const char *k, int cpus, bo
 			       go >= 1.0 ? "above" : "BELOW", target,
 			       met ? "target met" : "target NOT met");
 		printf("    pairs: median ratio %.2f (lowest %.2f, highest %.2f)\n",
-		       pr[ROUNDS / 2], pr[0], pr[ROUNDS - 1]);
+		       mid, pr[0], pr[ROUNDS - 1]);
 		printf("    CPU per GB: ours %.2f s (recorder %.2f, %s %.2f) | plain %.2f s "
 		       "(receiver %.2f, sender %.2f) | ratio %.2f\n", co / gb, best_o.cpu_rx / gb,
 		       synth ? "source" : "agent", best_o.cpu_tx / gb, cp / gb,

@@ -34,6 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-stats.h"
+
 #define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
 #define SOAK_RATE	20000	/* the file grows ~10 MB/s, not the disk's worth */
 #define LOSS_TOP	400000	/* both consumers run every step up to this rate */
@@ -254,19 +256,6 @@ static void cleanup(void)
 		fprintf(stderr, "record-bench: could not remove %s\n", tmp);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* One consumer's runs at one step: medians, so one noisy run decides nothing. */
 struct step {
 	double		cpu_per_m;	/* CPU s per M records */
@@ -298,10 +287,10 @@ static void run_step(bool xt, unsigned int rate, double secs, unsigned int pages
 		}
 	}
 	for (int k = xt ? 0 : 1; k < 2; k++) {
-		st[k].cpu_per_m = median(cpu[k], reps);
-		st[k].lost = median(lost[k], reps);
-		st[k].written = median(wr[k], reps);
-		st[k].out_per_rec = median(out[k], reps);
+		st[k].cpu_per_m = bench_median(cpu[k], reps);
+		st[k].lost = bench_median(lost[k], reps);
+		st[k].written = bench_median(wr[k], reps);
+		st[k].out_per_rec = bench_median(out[k], reps);
 	}
 }
 
