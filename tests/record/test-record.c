@@ -442,18 +442,19 @@ static int setup_steady(void **state)
 static void test_drain_timer(void **state)
 {
 	const unsigned int pages = 32;
-	char *out = tlib_path(sim.tmp, "trace.dat"), *raw = tlib_path(sim.tmp, "raw.bin");
-	char *err = tlib_path(sim.tmp, "err"), *js = tlib_path(sim.tmp, "sum.json");
-	char spages[16];
-	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "--no-dom0", "--xen-pages",
-			 spages, "-o", out, "--raw", raw, "--summary-json", js, "--duration", "2",
-			 NULL };
 	uint64_t halves = 0, virqs = 0, lost = 0, rounds = 0, woken = 0;
 	struct tlib_truth t;
 	struct stat sb;
+	char spages[16];
 
 	snprintf(spages, sizeof(spages), "%u", pages);
 	for (int attempt = 0;; attempt++) {
+		char *out = tlib_path(sim.tmp, "trace.dat"), *raw = tlib_path(sim.tmp, "raw.bin");
+		char *err = tlib_path(sim.tmp, "err"), *js = tlib_path(sim.tmp, "sum.json");
+		char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "--no-dom0",
+				 "--xen-pages", spages, "-o", out, "--raw", raw,
+				 "--summary-json", js, "--duration", "2", NULL };
+
 		assert_int_equal(tlib_sim_run(&sim, argv, "/dev/null", err), 0);
 		assert_int_equal(tlib_sim_stop(&sim), 0);
 		assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
@@ -477,13 +478,6 @@ static void test_drain_timer(void **state)
 			break;
 		tlib_sim_cleanup(&sim);
 		assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("steady.conf")), 0);
-		out = tlib_path(sim.tmp, "trace.dat");
-		raw = tlib_path(sim.tmp, "raw.bin");
-		err = tlib_path(sim.tmp, "err");
-		js = tlib_path(sim.tmp, "sum.json");
-		argv[8] = out;
-		argv[10] = raw;
-		argv[12] = js;
 	}
 	assert_true(halves >= 40);
 	assert_true(virqs * 4 < halves);
