@@ -120,6 +120,8 @@ struct rec_sink {
 		uint8_t			enc;
 		uint8_t			cls;
 		uint8_t			lim;	/* emit_plain() takes nr < lim */
+		uint8_t			raw_lim;	/* rec_sink_emit_raw()'s: 0 when not small */
+		uint8_t			rlen;	/* the page's payload: 8 + size, rounded to 4 */
 		const struct rec_event	*e;
 	} lcache[LCACHE_SIZE];
 	struct rec_sink_stats	st;
@@ -331,6 +333,8 @@ static inline const struct lent *lookup(struct rec_sink *k, uint32_t ev)
 		l->size = l->e->size;
 		l->enc = l->e->enc;
 		l->lim = plain_lim(l->e, ev, l->cls);
+		l->rlen = (8 + l->size + 3) & ~3u;
+		l->raw_lim = 8 + l->size <= TDAT_SMALL_MAX ? l->lim : 0;
 	}
 	return l;
 }
@@ -611,8 +615,8 @@ static inline void run_close(struct rec_sink *k, int cpu, const struct tdat_run 
 size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, struct rec_time *t)
 {
 	struct rec_sink *k = sink;
-	uint64_t cur = t->cur_tsc, first = t->first_tsc, last = t->last_tsc;
-	uint64_t no_tsc = 0, taken = 0, events = 0;
+	uint64_t cur = t->cur_tsc, cur0 = t->cur_tsc;
+	uint64_t no_tsc = 0, taken = 0, slow = 0;
 	bool has_cur = t->has_cur, tapped = k->o.tap != NULL, stop = false;
 	struct tdat_run run;
 	size_t off = 0;
@@ -637,7 +641,7 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 		if ((ev & 0x0ffff000) == TRC_GEN)
 			break;
 		l = lookup(k, ev);
-		if (nr >= l->lim)
+		if (nr >= l->raw_lim)
 			break;
 		w = p + off + 4;
 		if (hdr >> 31) {
@@ -650,14 +654,16 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 			has_cur = true;
 			w += 8;
 		} else {
-			ts = has_cur ? cur : t->first_fed;
+			/* before the pCPU's first TSC: the stream's time rules */
+			if (unlikely(!has_cur))
+				break;
+			ts = cur;
 			no_tsc++;
 		}
-		e = tdat_run_reserve(&run, ts, 8 + l->size);
+		e = tdat_run_reserve_rounded(&run, ts, l->rlen);
 		if (likely(e)) {
 			k->st.classes[l->cls]++;
 			encode_plain(k, cpu, e, l, pid, -1, ev, w, nr);
-			events++;
 		}
 		if (unlikely(!e || tapped)) {
 			struct rec_record r;
@@ -665,31 +671,42 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 			rec_decode_fast(p + off, cpu, &r);
 			r.tsc = ts;
 			if (!e) {
-				/* a new page: tdat_reserve()'s */
+				/* a new page: tdat_reserve()'s, which counts it */
 				run_close(k, cpu, &run);
 				emit_plain(k, &r, l, cpu);
 				run_open(k, cpu, &run);
 				stop = k->err != 0;
+				slow++;
 			}
 			if (tapped)
 				tap(k, &r);
 		}
-		if (ts > last)
-			last = ts;
-		if (unlikely(ts < first))
-			first = ts;
 		taken++;
-		off += rec_record_size(hdr);
+		off = (size_t)(w - p) + 4 * nr;
 		/* written or failed, it is counted; after a failure the rest goes the other way */
 		if (unlikely(stop))
 			break;
 	}
 	run_close(k, cpu, &run);
-	k->st.events += events;
+	k->st.events += taken - slow;
+	/* the times taken never go back: the first record's is the least, cur the last */
+	if (taken) {
+		uint64_t ts0 = cur0;
+		uint32_t hdr, lo, hi;
+
+		memcpy(&hdr, p, 4);
+		if (hdr >> 31) {
+			memcpy(&lo, p + 4, 4);
+			memcpy(&hi, p + 8, 4);
+			ts0 = lo | (uint64_t)hi << 32;
+		}
+		if (ts0 < t->first_tsc)
+			t->first_tsc = ts0;
+		if (cur > t->last_tsc)
+			t->last_tsc = cur;
+	}
 	t->cur_tsc = cur;
 	t->has_cur = has_cur;
-	t->first_tsc = first;
-	t->last_tsc = last;
 	t->records += taken;
 	t->no_tsc += no_tsc;
 	return off;

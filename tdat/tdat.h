@@ -370,6 +370,31 @@ void tdat_run_begin(struct tdat_writer *w, int cpu, struct tdat_run *run);
 void tdat_run_end(struct tdat_writer *w, int cpu, struct tdat_run *run);
 
 /**
+ * tdat_run_reserve_rounded - tdat_run_reserve() for a caller that checked
+ * the payload's length once: @rlen is it rounded up to 4, from 8 to
+ * TDAT_SMALL_MAX; the last 4 bytes are zeroed
+ *
+ * Returns NULL where tdat_reserve() must take the event (a full page, a
+ * delta too large, a timestamp that goes back): end the run first.
+ */
+static inline void *tdat_run_reserve_rounded(struct tdat_run *run, uint64_t ts, size_t rlen)
+{
+	uint64_t delta = ts - run->ts;	/* going back wraps: too large */
+	uint8_t *e = run->pos;
+	uint32_t hdr;
+
+	if (delta > TDAT_DELTA_MAX || (size_t)(run->end - e) < 4 + rlen)
+		return NULL;
+	hdr = tdat_evhdr((uint32_t)(rlen >> 2), (uint32_t)delta);
+	memcpy(e, &hdr, 4);
+	memset(e + rlen, 0, 4);
+	run->pos = e + 4 + rlen;
+	run->ts = ts;
+	run->events++;
+	return e + 4;
+}
+
+/**
  * tdat_run_reserve - tdat_reserve() in @run's page, inline: room for a
  * @len-byte payload at @ts, its rounding bytes zeroed
  *
@@ -379,21 +404,9 @@ void tdat_run_end(struct tdat_writer *w, int cpu, struct tdat_run *run);
  */
 static inline void *tdat_run_reserve(struct tdat_run *run, uint64_t ts, size_t len)
 {
-	uint64_t delta = ts - run->ts;	/* going back wraps: too large */
-	size_t rlen = (len + 3) & ~(size_t)3;
-	uint8_t *e = run->pos;
-	uint32_t hdr;
-
-	if (delta > TDAT_DELTA_MAX || len - 8 > TDAT_SMALL_MAX - 8 ||
-	    (size_t)(run->end - e) < 4 + rlen)
+	if (len - 8 > TDAT_SMALL_MAX - 8)
 		return NULL;
-	hdr = tdat_evhdr((uint32_t)(rlen >> 2), (uint32_t)delta);
-	memcpy(e, &hdr, 4);
-	memset(e + rlen, 0, 4);
-	run->pos = e + 4 + rlen;
-	run->ts = ts;
-	run->events++;
-	return e + 4;
+	return tdat_run_reserve_rounded(run, ts, (len + 3) & ~(size_t)3);
 }
 
 /**
