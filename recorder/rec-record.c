@@ -1293,7 +1293,8 @@ static int setup_files(struct session *ss)
 	 * 512 KiB a write: about 8 % less CPU than 128 KiB at 2.4 M
 	 * records/s (record-bench's host), for 384 KiB more per pCPU
 	 */
-	struct tdat_params tp = { .version = 7, .clock = "x86-tsc", .batch_bytes = 512u << 10 };
+	struct tdat_params tp = { .version = 7, .clock = "x86-tsc", .batch_bytes = 512u << 10,
+				  .direct = true };
 	/* the tap costs a call per record: only when time sync reads them */
 	struct rec_sink_opts so = { .svm = host_is_amd(),
 				    .use_switch = mask_uses_switch(ss->o->evt_mask),

@@ -645,6 +645,49 @@ static int region_grow(struct tdat_writer *w, struct tdat_cpu *c)
 	return ret;
 }
 
+static bool dio_fits(const struct tdat_writer *w, const struct iovec *iov, int cnt, uint64_t off)
+{
+	if (off % w->dio_off)
+		return false;
+	for (int i = 0; i < cnt; i++)
+		if ((uintptr_t)iov[i].iov_base % w->dio_mem || iov[i].iov_len % w->dio_off)
+			return false;
+	return true;
+}
+
+/*
+ * Direct where it fits; what a direct write leaves (a short write near a
+ * full disk) goes buffered. A refusal (EINVAL) ends direct writes for good.
+ */
+static int write_pages(struct tdat_writer *w, struct iovec *iov, int cnt, uint64_t off)
+{
+	ssize_t n;
+
+	if (w->dfd < 0 || !dio_fits(w, iov, cnt, off))
+		return pwritev_all(w->fd, iov, cnt, off);
+	do
+		n = pwritev(w->dfd, iov, cnt, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EINVAL) {
+		close(w->dfd);
+		w->dfd = -1;
+		n = 0;
+	}
+	if (n < 0)
+		return -errno;
+	off += (uint64_t)n;
+	while (cnt && (size_t)n >= iov->iov_len) {
+		n -= (ssize_t)iov->iov_len;
+		iov++;
+		cnt--;
+	}
+	if (cnt) {
+		iov->iov_base = (char *)iov->iov_base + n;
+		iov->iov_len -= (size_t)n;
+	}
+	return cnt ? pwritev_all(w->fd, iov, cnt, off) : 0;
+}
+
 static int write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *iov,
 		     int cnt, uint64_t bytes)
 {
@@ -662,7 +705,7 @@ static int write_cpu(struct tdat_writer *w, struct tdat_cpu *c, struct iovec *io
 		if (ret)
 			return ret;
 	}
-	ret = pwritev_all(w->fd, iov, cnt, c->region_off + c->size);
+	ret = write_pages(w, iov, cnt, c->region_off + c->size);
 	if (ret)
 		return io_fail(w, ret, "writing pages");
 	c->size += bytes;

@@ -120,6 +120,9 @@ struct tdat_writer {
 	uint32_t	batch_pages;	/* pages per write */
 
 	int		fd;
+	int		dfd;		/* O_DIRECT for the pages made here, or -1 */
+	uint32_t	dio_mem;	/* its alignments: memory, and offsets and lengths */
+	uint32_t	dio_off;
 	int		version;
 	int		long_size;
 	int		max_cpus;

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -172,6 +173,30 @@ const char *tdat_header_event_text(void)
 	return header_event;
 }
 
+/*
+ * A second descriptor for the pages, where the file system says what
+ * O_DIRECT needs (statx, Linux 6.1) and whole pages meet it: metadata
+ * and patches stay buffered on the first.
+ */
+static void open_direct(struct tdat_writer *w)
+{
+	struct statx sx;
+
+	if (statx(w->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) ||
+	    !(sx.stx_mask & STATX_DIOALIGN) || !sx.stx_dio_offset_align ||
+	    !sx.stx_dio_mem_align || w->page_size % sx.stx_dio_offset_align ||
+	    w->page_size % sx.stx_dio_mem_align)
+		return;
+	w->dfd = open(w->path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	w->dio_mem = sx.stx_dio_mem_align;
+	w->dio_off = sx.stx_dio_offset_align;
+}
+
+bool tdat_is_direct(const struct tdat_writer *w)
+{
+	return w && w->dfd >= 0;
+}
+
 struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params)
 {
 	struct tdat_params p = params ? *params : (struct tdat_params){0};
@@ -231,6 +256,7 @@ struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params
 		pthread_mutexattr_destroy(&a);
 	}
 	w->fd = -1;
+	w->dfd = -1;
 	w->version = p.version;
 	w->page_size = p.page_size;
 	w->max_cpus = p.max_cpus;
@@ -261,6 +287,8 @@ struct tdat_writer *tdat_open(const char *path, const struct tdat_params *params
 		errno = e;
 		return NULL;
 	}
+	if (p.direct)
+		open_direct(w);
 	return w;
 nomem:
 	tcx_fail(-ENOMEM, "%s: out of memory", path);
@@ -792,6 +820,8 @@ void tdat_free(struct tdat_writer *w)
 	free(w->path);
 	if (w->fd >= 0)
 		close(w->fd);
+	if (w->dfd >= 0)
+		close(w->dfd);
 	pthread_mutex_destroy(&w->live_lock);
 	if (w->shared) {
 		pthread_mutex_destroy(&w->io_lock);

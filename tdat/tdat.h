@@ -102,6 +102,13 @@ struct tdat_writer;
  *		takes one per write anyway). Everything else (metadata,
  *		tdat_flush(), tdat_close(), tdat_get_stats()) stays one
  *		thread's, while no other writes.
+ * @direct:	write the data pages with O_DIRECT where the file system
+ *		takes it (statx's alignments; those of tdat_write_pages()
+ *		where the caller's memory meets them): no copy into the page
+ *		cache and no writeback later, which are most of what a busy
+ *		recorder costs the kernel; each write then waits for the
+ *		disk. Elsewhere, and after a write it refuses, buffered
+ *		writes as without it; tdat_is_direct() tells which
  */
 struct tdat_params {
 	int		version;
@@ -113,6 +120,7 @@ struct tdat_params {
 	bool		writeback;
 	uint32_t	batch_bytes;
 	bool		shared;
+	bool		direct;
 };
 
 #define TDAT_MAX_CPUS	4096
@@ -524,6 +532,12 @@ int tdat_page_check(const void *page, size_t page_size, int long_size, uint64_t 
  * flush on a timer, not per event.
  */
 int tdat_flush(struct tdat_writer *w);
+
+/**
+ * tdat_is_direct - whether the pages made here are written with O_DIRECT:
+ * asked for (params.direct), taken by the file system and not refused since
+ */
+bool tdat_is_direct(const struct tdat_writer *w);
 
 /** tdat_get_stats - counters for @cpu, or summed over all CPUs if @cpu < 0 */
 int tdat_get_stats(const struct tdat_writer *w, int cpu, struct tdat_stats *st);

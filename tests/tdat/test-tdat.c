@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -657,6 +658,143 @@ static void grow_and_compact(const char *dir)
 }
 
 static void grow_ext4(void **s) { (void)s; grow_and_compact(tmpdir); }
+
+/* ---- direct writes ---- */
+
+static bool dio_offered(const char *dir)
+{
+	char *path = path_in(dir, "dio-probe");
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	struct statx sx;
+	bool ok;
+
+	assert_true(fd >= 0);
+	ok = !statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) &&
+	     (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align &&
+	     4096 % sx.stx_dio_offset_align == 0 && sx.stx_dio_mem_align &&
+	     4096 % sx.stx_dio_mem_align == 0;
+	close(fd);
+	unlink(path);
+	return ok;
+}
+
+/* Pages of @path in the page cache, of @total. */
+static size_t cached_pages(const char *path, size_t *total)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	unsigned char *vec;
+	size_t n, in = 0;
+	void *m;
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	n = ((size_t)st.st_size + 4095) / 4096;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	vec = malloc(n);
+	assert_non_null(vec);
+	assert_int_equal(mincore(m, (size_t)st.st_size, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		in += vec[i] & 1;
+	free(vec);
+	munmap(m, (size_t)st.st_size);
+	close(fd);
+	*total = n;
+	return in;
+}
+
+static struct tdat_writer *mk_direct(const char *path, bool direct)
+{
+	struct tdat_params p = { .version = 7, .max_cpus = 4, .region_size = 4096,
+				 .batch_bytes = 16384, .direct = direct };
+	struct tdat_writer *w = tdat_open(path, &p);
+
+	assert_non_null(w);
+	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), 0);
+	return w;
+}
+
+/*
+ * With and without O_DIRECT, the same file to the byte: regions grown by
+ * inserts between direct writes, flushes, loss marks, and raw pages from
+ * an unaligned buffer (those go buffered). Direct where statx offers it.
+ */
+static void direct_same_file(const char *dir)
+{
+	char *src = path_in(dir, "dsrc.dat"), *pa = path_in(dir, "dbuf.dat");
+	char *pb = path_in(dir, "ddir.dat");
+	enum { NP = 12 };
+	struct tdat_writer *w[2];
+	uint8_t *raw;
+	struct tf f, fa, fb;
+
+	w[0] = mk_direct(src, false);
+	assert_int_equal(tdat_start_data(w[0]), 0);
+	for (int i = 0; i < 170 * NP; i++)
+		ev(w[0], 0, 1000 + i, 20, i);
+	assert_int_equal(tdat_close(w[0]), 0);
+	load(src, &f);
+	assert_int_equal(tf_cpu(&f, 0)->size, NP * 4096ull);
+	raw = malloc(NP * 4096 + 8);
+	assert_non_null(raw);
+	memcpy(raw + 8, f.buf + tf_cpu(&f, 0)->off, NP * 4096);
+	tf_free(&f);
+
+	w[0] = mk_direct(pa, false);
+	w[1] = mk_direct(pb, true);
+	assert_false(tdat_is_direct(w[0]));
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(tdat_start_data(w[k]), 0);
+		for (int i = 0; i < 30000; i++) {
+			ev(w[k], i % 3, 5000 + i, 8 + (i % 5) * 8, i);
+			if (i % 7001 == 7000)
+				assert_int_equal(tdat_flush(w[k]), 0);
+			if (i % 9001 == 9000)
+				assert_int_equal(tdat_mark_missed(w[k], 1, 5), 0);
+		}
+		if (k == 1 && tdat_is_direct(w[1])) {
+			size_t total, in = cached_pages(pb, &total);
+
+			/* the pages went past the page cache: only metadata is there */
+			if (in * 8 > total)
+				fail_msg("%zu of %zu pages of the direct file are cached", in, total);
+		}
+		assert_int_equal(tdat_write_pages(w[k], 3, raw + 8, NP, NULL), 0);
+	}
+	assert_int_equal(tdat_is_direct(w[1]), dio_offered(dir));
+	assert_int_equal(tdat_close(w[0]), 0);
+	assert_int_equal(tdat_close(w[1]), 0);
+	load(pa, &fa);
+	load(pb, &fb);
+	assert_int_equal(fa.len, fb.len);
+	assert_memory_equal(fa.buf, fb.buf, fa.len);
+	assert_int_equal(tf_events(&fb, 3, evs, MAXEV), 170 * NP);
+	assert_int_equal(tf_events(&fb, 0, evs, MAXEV), 10000);
+	tf_free(&fa);
+	tf_free(&fb);
+	free(raw);
+	unlink(src);
+	unlink(pa);
+	unlink(pb);
+}
+
+static void direct_ext4(void **s)
+{
+	(void)s;
+	direct_same_file(tmpdir);
+}
+
+static void direct_tmpfs(void **s)
+{
+	char dir[] = "/dev/shm/tdat-unit-XXXXXX";
+
+	(void)s;
+	if (!mkdtemp(dir))
+		skip();
+	direct_same_file(dir);
+	rmdir(dir);
+}
 
 static void grow_tmpfs(void **s)
 {
@@ -1465,6 +1603,8 @@ int main(void)
 		cmocka_unit_test(time_shift_checks),
 		cmocka_unit_test(grow_ext4),
 		cmocka_unit_test(grow_tmpfs),
+		cmocka_unit_test(direct_ext4),
+		cmocka_unit_test(direct_tmpfs),
 		cmocka_unit_test(readable_while_writing_v6),
 		cmocka_unit_test(readable_while_writing_v7),
 		cmocka_unit_test(raw_pages_v6),
