@@ -29,6 +29,24 @@
 
 static const uint8_t magic[10] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
 
+/* Past @n bytes written from *@iov, @cnt entries; returns the entries left. */
+static int iov_skip(struct iovec **iov, int cnt, size_t n)
+{
+	struct iovec *v = *iov;
+
+	while (cnt && n >= v->iov_len) {
+		n -= v->iov_len;
+		v++;
+		cnt--;
+	}
+	if (cnt) {
+		v->iov_base = (char *)v->iov_base + n;
+		v->iov_len -= n;
+	}
+	*iov = v;
+	return cnt;
+}
+
 /* pwritev() until all is written; @iov is consumed. */
 static int pwritev_all(int fd, struct iovec *iov, int cnt, uint64_t off)
 {
@@ -43,15 +61,7 @@ static int pwritev_all(int fd, struct iovec *iov, int cnt, uint64_t off)
 		if (!n)
 			return -EIO;
 		off += (uint64_t)n;
-		while (cnt && (size_t)n >= iov->iov_len) {
-			n -= (ssize_t)iov->iov_len;
-			iov++;
-			cnt--;
-		}
-		if (cnt) {
-			iov->iov_base = (char *)iov->iov_base + n;
-			iov->iov_len -= (size_t)n;
-		}
+		cnt = iov_skip(&iov, cnt, (size_t)n);
 	}
 	return 0;
 }
@@ -676,15 +686,7 @@ static int write_pages(struct tdat_writer *w, struct iovec *iov, int cnt, uint64
 	if (n < 0)
 		return -errno;
 	off += (uint64_t)n;
-	while (cnt && (size_t)n >= iov->iov_len) {
-		n -= (ssize_t)iov->iov_len;
-		iov++;
-		cnt--;
-	}
-	if (cnt) {
-		iov->iov_base = (char *)iov->iov_base + n;
-		iov->iov_len -= (size_t)n;
-	}
+	cnt = iov_skip(&iov, cnt, (size_t)n);
 	return cnt ? pwritev_all(w->fd, iov, cnt, off) : 0;
 }
 
