@@ -6,7 +6,8 @@
  * this run. Rates are per CPU-second of the child (user + system: the
  * machine is shared), wall-clock alongside; max RSS shows memory stays
  * flat (a capture 8x smaller is converted too). Writing as many bytes as
- * convert wrote, alone (dd), shows the floor the kernel's write path sets.
+ * convert wrote, alone (dd, buffered as -j 1 writes, and with O_DIRECT as
+ * the default -j writes), shows the floor the kernel's write path sets.
  * xenalyze, convert -j 1 (one thread) and convert with its default -j (a
  * thread per online CPU) run three times each, alternating (the two
  * converts in turns first), each after a sync; the medians are compared (target: convert at least 2x xenalyze's
@@ -137,7 +138,7 @@ int main(int argc, char **argv)
 	const char *tmpbase = getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
 	struct xtgen_truth *t = calloc(1, sizeof(*t)), *ts = calloc(1, sizeof(*ts));
 	char dir[512], cap[600], small[600], out[600], out1[600], copy[600], cmd[700];
-	struct run rcopy, rxa, rconv, rone, rsmall, rwrite, xa[RUNS], conv[RUNS], one[RUNS];
+	struct run rcopy, rxa, rconv, rone, rsmall, rwrite, rdirect, xa[RUNS], conv[RUNS], one[RUNS];
 	char count[64], ddof[620];
 	uint64_t out_mb = 0;
 	struct stat st, ost;
@@ -204,6 +205,10 @@ int main(int argc, char **argv)
 	snprintf(ddof, sizeof(ddof), "of=%s", copy);
 	rwrite = spawn((char *[]){ "dd", "if=/dev/zero", ddof, "bs=1M", count, NULL }, NULL);
 	unlink(copy);
+	sync();
+	rdirect = spawn((char *[]){ "dd", "if=/dev/zero", ddof, "bs=1M", count, "oflag=direct",
+				    NULL }, NULL);
+	unlink(copy);
 	rsmall = spawn((char *[]){ TCX_BIN, "convert", small, "-o", out, "--cpu-hz", "2.4G",
 				   "-q", NULL }, NULL);
 	unlink(out);
@@ -224,6 +229,10 @@ int main(int argc, char **argv)
 		printf("  %-22s %6.2f s CPU (%5.2f user) %6.2f s wall: the %" PRIu64
 		       " MB convert wrote, written alone (dd)\n", "write the output", rwrite.cpu,
 		       rwrite.user, rwrite.wall, out_mb);
+	if (!rdirect.status)
+		printf("  %-22s %6.2f s CPU (%5.2f user) %6.2f s wall: the same, O_DIRECT (dd "
+		       "oflag=direct)\n", "write it direct", rdirect.cpu, rdirect.user,
+		       rdirect.wall);
 
 	/* a rate for the docs; the targets are the ratios below, measured in this run */
 	printf("convert (default -j): %.1f M records/CPU-s (%.1f M/s wall)\n",
@@ -239,11 +248,11 @@ int main(int argc, char **argv)
 		printf("default -j vs -j 1: %.2fx the speed wall-clock, %.2fx the CPU time\n",
 		       rone.wall / rconv.wall, rconv.cpu / (rone.cpu > 0 ? rone.cpu : 1e-3));
 	}
-	if (!rxa.status && !rwrite.status)
-		printf("floor: writing the output bytes alone takes %.2fx xenalyze's wall time and "
-		       "%.2fx its CPU (2x xenalyze allows 0.50x for everything); convert spends "
-		       "%.2fx the write's CPU\n", rwrite.wall / rxa.wall, rwrite.cpu / rxa.cpu,
-		       rconv.cpu / (rwrite.cpu > 0 ? rwrite.cpu : 1e-3));
+	if (!rxa.status && !rwrite.status && !rdirect.status)
+		printf("floor: writing the output bytes alone takes %.2fx xenalyze's wall time "
+		       "buffered (-j 1's way), %.2fx direct (the default -j's); 2x xenalyze "
+		       "allows 0.50x for everything\n", rwrite.wall / rxa.wall,
+		       rdirect.wall / rxa.wall);
 	printf("convert vs plain copy: %.2fx the copy's wall time, %.2fx its CPU time\n",
 	       rconv.wall / rcopy.wall, rconv.cpu / (rcopy.cpu > 0 ? rcopy.cpu : 1e-3));
 	printf("memory: max RSS %ld KB for the full capture, %ld KB for 1/8 of it (%s); "
