@@ -180,6 +180,7 @@ const char *tdat_header_event_text(void)
  */
 static void open_direct(struct tdat_writer *w)
 {
+	struct stat a, b;
 	struct statx sx;
 
 	if (statx(w->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) ||
@@ -188,6 +189,12 @@ static void open_direct(struct tdat_writer *w)
 	    w->page_size % sx.stx_dio_mem_align)
 		return;
 	w->dfd = open(w->path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	/* the file just made, not another put in its place since */
+	if (w->dfd >= 0 && (fstat(w->fd, &a) || fstat(w->dfd, &b) || a.st_dev != b.st_dev ||
+			    a.st_ino != b.st_ino)) {
+		close(w->dfd);
+		w->dfd = -1;
+	}
 	w->dio_mem = sx.stx_dio_mem_align;
 	w->dio_off = sx.stx_dio_offset_align;
 }
