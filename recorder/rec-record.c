@@ -99,6 +99,7 @@ struct session {
 	uint64_t			hz;
 	uint32_t			mult, shift;
 	bool				has_d0;
+	bool				hv_direct;	/* trace.dat's pages, at its close */
 	struct tdat_stats		d0st;	/* dom0's file, at its close */
 	unsigned long			d0_max_kb;	/* -m, at its close */
 	uint64_t			d0_overwritten;	/* -m: by design, not lost */
@@ -1166,9 +1167,11 @@ static void summary_json(const struct session *ss, FILE *f)
 	tcx_json_str(f, ss->o->output);
 	fprintf(f, ", \"size\": %" PRIu64 ", \"records\": %" PRIu64 ", \"events\": %" PRIu64
 		", \"sched_switch\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_records\": %"
-		PRIu64 ", \"late\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"classes\": {",
+		PRIu64 ", \"late\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"direct\": %s"
+		", \"classes\": {",
 		ss->started ? file_size(ss->o->output) : 0, st.records, ks.events, ks.switches,
-		st.lost, st.lost_records, st.late, ss->hv ? rec_hvbuf_bytes(ss->hv) : 0);
+		st.lost, st.lost_records, st.late, ss->hv ? rec_hvbuf_bytes(ss->hv) : 0,
+		ss->hv_direct ? "true" : "false");
 	for (int i = 0; i < REC_NR_CLASSES; i++)
 		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", rec_class_name(i), ks.classes[i]);
 	if (ss->dr)
@@ -1722,7 +1725,10 @@ static void close_outputs(struct session *ss, int ret)
 		reap(ss, true);
 	}
 	if (ss->w) {
-		int cret = tdat_close(ss->w);
+		int cret;
+
+		ss->hv_direct = tdat_is_direct(ss->w);
+		cret = tdat_close(ss->w);
 
 		if (cret && !ss->err)
 			fail(ss, cret, "%s: closing failed: %s", o->output, tcx_error());

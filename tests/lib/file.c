@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Files: scratch paths, reading back, looking for a line. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tlib.h"
 
@@ -61,6 +63,24 @@ const char *tlib_show(const char *file)
 		printf("#   %s\n", l);
 	free(s);
 	return file;
+}
+
+bool tlib_dio_offered(const char *dir)
+{
+	char *path = tlib_path(dir, "dio-probe");
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	struct statx sx;
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = !statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) &&
+	     (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align &&
+	     4096 % sx.stx_dio_offset_align == 0 && sx.stx_dio_mem_align &&
+	     4096 % sx.stx_dio_mem_align == 0;
+	close(fd);
+	unlink(path);
+	return ok;
 }
 
 bool tlib_file_has(const char *file, const char *needle)

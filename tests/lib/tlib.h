@@ -110,6 +110,12 @@ char *tlib_slurp(const char *file, size_t *len);
 const char *tlib_show(const char *file);
 
 /**
+ * tlib_dio_offered() - whether files in @dir take O_DIRECT writes of 4 KiB
+ * pages (statx's alignments), as tdat's direct writes ask
+ */
+bool tlib_dio_offered(const char *dir);
+
+/**
  * tlib_file_has() - whether @file holds @needle; if not, say so and show the file.
  */
 bool tlib_file_has(const char *file, const char *needle);

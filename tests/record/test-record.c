@@ -287,6 +287,8 @@ static void test_drainable(void **state)
 		assert_int_equal(hr.missed[c], 0);
 	}
 	assert_int_equal(json_u64(js, "lost"), 0);
+	/* every record above came through the direct writes where /tmp takes them */
+	assert_int_equal(tlib_file_has(js, "\"direct\": true"), tlib_dio_offered(sim.tmp));
 
 	/*
 	 * The timeline: a run whose opening record was written starts with a

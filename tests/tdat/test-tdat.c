@@ -27,6 +27,7 @@
 #include "tcx-util.h"
 #include "tdat.h"
 #include "tfile.h"
+#include "tlib.h"
 
 #define MAXEV 200000
 
@@ -661,23 +662,6 @@ static void grow_ext4(void **s) { (void)s; grow_and_compact(tmpdir); }
 
 /* ---- direct writes ---- */
 
-static bool dio_offered(const char *dir)
-{
-	char *path = path_in(dir, "dio-probe");
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	struct statx sx;
-	bool ok;
-
-	assert_true(fd >= 0);
-	ok = !statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) &&
-	     (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align &&
-	     4096 % sx.stx_dio_offset_align == 0 && sx.stx_dio_mem_align &&
-	     4096 % sx.stx_dio_mem_align == 0;
-	close(fd);
-	unlink(path);
-	return ok;
-}
-
 /* Pages of @path in the page cache, of @total. */
 static size_t cached_pages(const char *path, size_t *total)
 {
@@ -762,7 +746,7 @@ static void direct_same_file(const char *dir)
 		}
 		assert_int_equal(tdat_write_pages(w[k], 3, raw + 8, NP, NULL), 0);
 	}
-	assert_int_equal(tdat_is_direct(w[1]), dio_offered(dir));
+	assert_int_equal(tdat_is_direct(w[1]), tlib_dio_offered(dir));
 	assert_int_equal(tdat_close(w[0]), 0);
 	assert_int_equal(tdat_close(w[1]), 0);
 	load(pa, &fa);
