@@ -653,6 +653,37 @@ static void test_sigint(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/*
+ * kill -9: the files read up to the last flush (once a second). What went
+ * to the disk directly is there; the sizes were patched after each batch.
+ */
+static void test_killed(void **state)
+{
+	char *out = tlib_path(sim.tmp, "trace.dat"), *err = tlib_path(sim.tmp, "err");
+	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-o", out, NULL };
+	char cmd[2048];
+	struct hvread hr;
+	pid_t pid;
+	uint64_t n = 0;
+	int st;
+
+	pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", err);
+	usleep(2500 * 1000);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	hv_read(out, &hr);
+	for (int c = 0; c < MAXCPU; c++)
+		n += hr.recs[c];
+	print_message("# %lu Xen records readable after kill -9 at 2.5 s\n", (unsigned long)n);
+	/* two flushes at least: more than a second's worth of the basic host */
+	assert_true(n > 1000);
+	hv_free(&hr);
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s -i %s >/dev/null 2>%s", out,
+		 tlib_path(sim.tmp, "trace-dom0.dat"), tlib_path(sim.tmp, "report.err"));
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_errors(void **state)
 {
 	char *out = tlib_path(sim.tmp, "t.dat"), *err = tlib_path(sim.tmp, "err");
@@ -928,6 +959,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dom0_max_kb, setup_basic, cleanup),
 		cmocka_unit_test_setup_teardown(test_dom0_pids, setup_basic, cleanup),
 		cmocka_unit_test_setup_teardown(test_sigint, setup_basic, cleanup),
+		cmocka_unit_test_setup_teardown(test_killed, setup_basic, cleanup),
 		cmocka_unit_test_setup_teardown(test_errors, setup_basic, cleanup),
 	};
 
