@@ -68,16 +68,22 @@ static char *path_in(const char *dir, const char *name)
 	return p;
 }
 
-static struct tdat_writer *mk(int version, const char *path, uint64_t region, int max_cpus)
+static struct tdat_writer *mk_with(const char *path, const struct tdat_params *p)
 {
-	struct tdat_params p = { .version = version, .max_cpus = max_cpus ? max_cpus : 8,
-				 .region_size = region };
-	struct tdat_writer *w = tdat_open(path, &p);
+	struct tdat_writer *w = tdat_open(path, p);
 
 	assert_non_null(w);
 	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), 0);
 	assert_int_equal(tdat_add_cmdline(w, 1, "init"), 0);
 	return w;
+}
+
+static struct tdat_writer *mk(int version, const char *path, uint64_t region, int max_cpus)
+{
+	struct tdat_params p = { .version = version, .max_cpus = max_cpus ? max_cpus : 8,
+				 .region_size = region };
+
+	return mk_with(path, &p);
 }
 
 static void ev(struct tdat_writer *w, int cpu, uint64_t ts, size_t len, uint64_t val)
@@ -656,9 +662,21 @@ static void grow_and_compact(const char *dir)
 	assert_true((uint64_t)st.st_blocks * 512 >= f.len);
 	close(fd);
 	tf_free(&f);
+	unlink(path);
 }
 
 static void grow_ext4(void **s) { (void)s; grow_and_compact(tmpdir); }
+
+/* @fn on tmpfs, in a directory of its own that it leaves empty (mkdtemp's template). */
+static void in_shm_dir(void (*fn)(const char *dir))
+{
+	char dir[] = "/dev/shm/tdat-unit-XXXXXX";
+
+	if (!mkdtemp(dir))
+		skip();
+	fn(dir);
+	rmdir(dir);
+}
 
 /* ---- direct writes ---- */
 
@@ -692,11 +710,8 @@ static struct tdat_writer *mk_direct(const char *path, bool direct)
 {
 	struct tdat_params p = { .version = 7, .max_cpus = 4, .region_size = 4096,
 				 .batch_bytes = 16384, .direct = direct };
-	struct tdat_writer *w = tdat_open(path, &p);
 
-	assert_non_null(w);
-	assert_int_equal(tdat_add_event_format(w, "xen", fmt_xen), 0);
-	return w;
+	return mk_with(path, &p);
 }
 
 /*
@@ -771,25 +786,14 @@ static void direct_ext4(void **s)
 
 static void direct_tmpfs(void **s)
 {
-	char dir[] = "/dev/shm/tdat-unit-XXXXXX";
-
 	(void)s;
-	if (!mkdtemp(dir))
-		skip();
-	direct_same_file(dir);
-	rmdir(dir);
+	in_shm_dir(direct_same_file);
 }
 
 static void grow_tmpfs(void **s)
 {
-	char dir[] = "/dev/shm/tdat-unit-XXXXXX";
-
 	(void)s;
-	if (!mkdtemp(dir))
-		skip();
-	grow_and_compact(dir);
-	unlink(path_in(dir, "grow.dat"));
-	rmdir(dir);
+	in_shm_dir(grow_and_compact);
 }
 
 static void readable_while_writing(int v)
