@@ -149,6 +149,19 @@ static void hv_free(struct hvread *hr)
 		free(hr->sw[c]);
 }
 
+/* Xen records in @file, all pCPUs. */
+static uint64_t hv_records(const char *file)
+{
+	struct hvread hr;
+	uint64_t n = 0;
+
+	hv_read(file, &hr);
+	for (int c = 0; c < MAXCPU; c++)
+		n += hr.recs[c];
+	hv_free(&hr);
+	return n;
+}
+
 /* Index of the switch on @cpu at @ts to @pid, or -1. */
 static long find_switch(const struct hvread *hr, unsigned int cpu, uint64_t ts, int pid)
 {
@@ -630,20 +643,16 @@ static void test_sigint(void **state)
 	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-o", out, "--raw", raw,
 			 NULL };
 	char cmd[2048];
-	struct hvread hr;
 	pid_t pid;
-	uint64_t n = 0;
+	uint64_t n;
 
 	pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", err);
 	usleep(1200 * 1000);
 	kill(pid, SIGINT);
 	assert_int_equal(tlib_wait(pid), 0);
 	assert_true(tlib_file_has(err, "stopped by signal 2"));
-	hv_read(out, &hr);
-	for (int c = 0; c < MAXCPU; c++)
-		n += hr.recs[c];
+	n = hv_records(out);
 	assert_true(n > 1000);
-	hv_free(&hr);
 	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s -i %s >/dev/null 2>&1", out,
 		 tlib_path(sim.tmp, "trace-dom0.dat"));
 	assert_int_equal(system(cmd), 0);
@@ -662,9 +671,8 @@ static void test_killed(void **state)
 	char *out = tlib_path(sim.tmp, "trace.dat"), *err = tlib_path(sim.tmp, "err");
 	char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-o", out, NULL };
 	char cmd[2048];
-	struct hvread hr;
 	pid_t pid;
-	uint64_t n = 0;
+	uint64_t n;
 	int st;
 
 	pid = tlib_sim_spawn(&sim, argv, -1, "/dev/null", err);
@@ -672,13 +680,10 @@ static void test_killed(void **state)
 	kill(pid, SIGKILL);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	hv_read(out, &hr);
-	for (int c = 0; c < MAXCPU; c++)
-		n += hr.recs[c];
+	n = hv_records(out);
 	print_message("# %lu Xen records readable after kill -9 at 2.5 s\n", (unsigned long)n);
 	/* two flushes at least: more than a second's worth of the basic host */
 	assert_true(n > 1000);
-	hv_free(&hr);
 	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s -i %s >/dev/null 2>%s", out,
 		 tlib_path(sim.tmp, "trace-dom0.dat"), tlib_path(sim.tmp, "report.err"));
 	assert_int_equal(system(cmd), 0);
