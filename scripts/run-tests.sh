@@ -28,6 +28,7 @@ import json, sys
 passed = failed = skipped = 0
 reasons = []
 retries = []
+failures = []
 for line in open(sys.argv[1]):
     t = json.loads(line)
     res = t.get("result")
@@ -35,8 +36,23 @@ for line in open(sys.argv[1]):
                 for l in t.get("stdout", "").splitlines()
                 if l.startswith("# retried: ")]
     # meson records one entry per test; TAP subtests are in its stdout
-    sub = [l for l in t.get("stdout", "").splitlines()
-           if l.startswith(("ok ", "not ok "))]
+    out = t.get("stdout", "").splitlines()
+    sub = [l for l in out if l.startswith(("ok ", "not ok "))]
+    # meson shows a failed TAP test's stderr only: show what it said on stdout
+    # around each failed case
+    for i, l in enumerate(out):
+        if l.startswith("not ok"):
+            why = []
+            for m in reversed(out[max(0, i - 15):i]):
+                if not m.startswith("#"):
+                    break
+                why.insert(0, m)
+            why.append(l)
+            for m in out[i + 1:i + 40]:
+                if not m.startswith("#"):
+                    break
+                why.append(m)
+            failures.append(t["name"] + ":\n    " + "\n    ".join(why))
     if sub:
         for l in sub:
             if l.startswith("not ok"):
@@ -56,6 +72,8 @@ for line in open(sys.argv[1]):
         reasons.append(t["name"] + ": " + (why[0] if why else "skipped (exit 77)"))
     else:
         failed += 1
+for f in failures:
+    print("failed:", f)
 for r in reasons:
     print("skipped:", r)
 for r in retries:

@@ -191,11 +191,16 @@ static void compare_xenalyze(const struct ana_result *r, const char *sum, unsign
 
 static void run_xenalyze(const char *bin, uint64_t hz, const char *sum)
 {
-	char cmd[1024];
+	char cmd[1024], err[1024];
+	int ret;
 
-	snprintf(cmd, sizeof(cmd), "%s --cpu-hz=%lu -s %s > %s 2>%s.err", XENALYZE,
-		 (unsigned long)hz, bin, sum, sum);
-	assert_int_equal(tlib_sh("%s", cmd), 0);
+	snprintf(err, sizeof(err), "%s.err", sum);
+	snprintf(cmd, sizeof(cmd), "%s --cpu-hz=%lu -s %s > %s 2>%s", XENALYZE,
+		 (unsigned long)hz, bin, sum, err);
+	ret = tlib_sh("%s", cmd);
+	if (ret)
+		printf("# xenalyze failed (%d); its stderr, %s:\n", ret, tlib_show(err));
+	assert_int_equal(ret, 0);
 }
 
 static void convert(const char *bin, uint64_t hz, const char *dat)
@@ -524,14 +529,17 @@ static void truth_runs(const struct tlib_truth *t, uint32_t key, uint64_t *count
 
 static void xensim_case(const char *conf, unsigned int min_migr)
 {
-	char *bin = tlib_path(sim.tmp, "trace.bin"), *dat = tlib_path(sim.tmp, "trace.dat");
-	char *sum = tlib_path(sim.tmp, "xa.sum"), *err = tlib_path(sim.tmp, "xentrace.err");
+	char *bin, *dat, *sum, *err;
 	struct tlib_truth t;
 	struct ana_result *r;
 	uint64_t hz, migr = 0;
 	unsigned int compared = 0;
 
 	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path(conf)), 0);
+	bin = tlib_path(sim.tmp, "trace.bin");
+	dat = tlib_path(sim.tmp, "trace.dat");
+	sum = tlib_path(sim.tmp, "xa.sum");
+	err = tlib_path(sim.tmp, "xentrace.err");
 	{
 		char *argv[] = { XENTRACE, "-S", "256", "-T", "2", bin, NULL };
 

@@ -16,6 +16,11 @@ char *tlib_path(const char *dir, const char *name)
 	static char buf[32][512];
 	static int i;
 
+	/* "" would put the file in / (a temp dir read before it was made) */
+	if (!dir || !dir[0]) {
+		fprintf(stderr, "tlib_path: no directory for %s\n", name);
+		abort();
+	}
 	i = (i + 1) % 32;
 	snprintf(buf[i], sizeof(buf[i]), "%s/%s", dir, name);
 	return buf[i];

@@ -91,6 +91,8 @@ const char *tlib_tcx(void);
 
 /**
  * tlib_path() - "@dir/@name" in one of 32 rotating static buffers.
+ *
+ * Aborts on an empty @dir, which would name a file in /.
  */
 char *tlib_path(const char *dir, const char *name);
 
