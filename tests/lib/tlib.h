@@ -249,6 +249,21 @@ bool tlib_report_ts(const char *line, const char *base, uint64_t *ns);
  */
 int64_t tlib_json_num(const char *from, const char *key);
 
+/**
+ * tlib_xenalyze_reread() - whether xenalyze's stderr, @err, shows it reading
+ * a pCPU's last window twice.
+ *
+ * When a pCPU's records all come before the other pCPUs' last window in the
+ * file, xenalyze finishes that pCPU at the end of the file, then finds its
+ * last window again while scanning for new pCPUs and replays it, which ends
+ * in "FATAL: p->current not NULL" and exit status 1. The capture is sound
+ * (the same file cut before that window reads fine); the defect is
+ * xenalyze 4.17's.
+ *
+ * Return: the pCPU, or -1 if @err does not show that.
+ */
+int tlib_xenalyze_reread(const char *err);
+
 /* ---- the xensim host (sim.c) ---- */
 
 /**

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Reading what the stock trace-cmd prints, and our summary JSON. */
+/* Reading what the stock trace-cmd and xenalyze print, and our summary JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,4 +132,22 @@ int64_t tlib_json_num(const char *from, const char *key)
 	while (*p == '"' || *p == ':' || *p == ' ')
 		p++;
 	return strncmp(p, "null", 4) ? strtoll(p, NULL, 10) : -1;
+}
+
+int tlib_xenalyze_reread(const char *err)
+{
+	char *s = tlib_slurp(err, NULL), *save, *l;
+	uint64_t done = 0;
+	int again = -1, cpu;
+
+	for (l = s ? strtok_r(s, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(l, "read_record: read returned zero, deactivating pcpu %d", &cpu) == 1 &&
+		    cpu >= 0 && cpu < 64)
+			done |= 1ull << cpu;
+		else if (sscanf(l, "scan_for_new_pcpu: Activating pcpu %d at offset", &cpu) == 1 &&
+			 cpu >= 0 && cpu < 64 && (done >> cpu & 1))
+			again = cpu;
+	}
+	free(s);
+	return again;
 }
