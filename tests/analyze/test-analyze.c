@@ -28,7 +28,6 @@
 #include "tlib.h"
 #include "xtgen.h"
 
-#define XENALYZE	"/usr/bin/xenalyze"
 #define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
 #define MAXV		64
 #define MAXE		32
@@ -189,35 +188,6 @@ static void compare_xenalyze(const struct ana_result *r, const char *sum, unsign
 	free(xa);
 }
 
-/*
- * xenalyze -s of @bin into @sum. With @may_reread, a failure that is
- * xenalyze reading a pCPU's last window twice (tlib_xenalyze_reread())
- * returns false, said as a retry: a new capture can do. Any other failure
- * fails the test, showing xenalyze's stderr.
- */
-static bool run_xenalyze(const char *bin, uint64_t hz, const char *sum, bool may_reread)
-{
-	char cmd[2048], err[600];
-	int ret, cpu;
-
-	snprintf(err, sizeof(err), "%s.err", sum);
-	snprintf(cmd, sizeof(cmd), "%s --cpu-hz=%lu -s %s > %s 2>%s", XENALYZE,
-		 (unsigned long)hz, bin, sum, err);
-	ret = tlib_sh("%s", cmd);
-	if (!ret)
-		return true;
-	cpu = tlib_xenalyze_reread(err);
-	if (may_reread && cpu >= 0) {
-		printf("# retried: xenalyze read pCPU %d's last window twice (its defect, not the "
-		       "capture's): a new capture\n", cpu);
-		return false;
-	}
-	printf("# xenalyze failed (%d); its stderr, %s:\n", ret, err);
-	tlib_show(err);
-	fail();
-	return false;
-}
-
 static void convert(const char *bin, uint64_t hz, const char *dat)
 {
 	assert_int_equal(tlib_sh("%s convert -q %s -o %s --cpu-hz %lu", tlib_tcx(), bin, dat,
@@ -254,7 +224,7 @@ static void test_xtgen_vs_xenalyze(void **state)
 	/* the frequency, from the file's TSC2NSEC */
 	assert_int_equal(r->cpu_hz, 2400000000ull);
 	assert_true(r->hz_from_file);
-	run_xenalyze(bin, r->cpu_hz, sum, false);
+	assert_int_equal(tlib_xenalyze(bin, r->cpu_hz, sum, false), 0);
 	compare_xenalyze(r, sum, 1000);
 	/* run time per vCPU as the generator scheduled it */
 	for (int d = 0; d < p.ndoms; d++) {
@@ -549,6 +519,7 @@ static void xensim_case(const char *conf, unsigned int min_migr)
 	struct ana_result *r;
 	uint64_t hz, migr = 0;
 	unsigned int compared = 0;
+	int ret;
 
 	for (int tries = 1;; tries++) {
 		char *argv[] = { XENTRACE, "-S", "256", "-T", "2", NULL, NULL };
@@ -562,7 +533,9 @@ static void xensim_case(const char *conf, unsigned int min_migr)
 		assert_int_equal(tlib_sim_stop(&sim), 0);
 		assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
 		hz = (uint64_t)t.cpu_khz * 1000;
-		if (run_xenalyze(bin, hz, sum, tries < 3))
+		ret = tlib_xenalyze(bin, hz, sum, tries < 3);
+		assert_int_not_equal(ret, -1);
+		if (!ret)
 			break;
 		tlib_truth_free(&t);
 		tlib_sim_cleanup(&sim);

@@ -264,6 +264,18 @@ int64_t tlib_json_num(const char *from, const char *key);
  */
 int tlib_xenalyze_reread(const char *err);
 
+/**
+ * tlib_xenalyze() - `xenalyze --cpu-hz=@hz -s @bin`, its summary into @sum
+ * and its stderr into "@sum.err".
+ * @may_retry: whether a failure that is tlib_xenalyze_reread()'s defect
+ *	may be left to a new capture
+ *
+ * Return: 0 when xenalyze read the file; 1 when @may_retry and it failed
+ * on that defect, said as "# retried: ..."; -1 on any other failure, with
+ * xenalyze's stderr shown.
+ */
+int tlib_xenalyze(const char *bin, uint64_t hz, const char *sum, bool may_retry);
+
 /* ---- the xensim host (sim.c) ---- */
 
 /**

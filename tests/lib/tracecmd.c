@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Reading what the stock trace-cmd and xenalyze print, and our summary JSON. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,4 +151,24 @@ int tlib_xenalyze_reread(const char *err)
 	}
 	free(s);
 	return again;
+}
+
+int tlib_xenalyze(const char *bin, uint64_t hz, const char *sum, bool may_retry)
+{
+	char err[600];
+	int ret, cpu;
+
+	snprintf(err, sizeof(err), "%s.err", sum);
+	ret = tlib_sh("xenalyze --cpu-hz=%" PRIu64 " -s '%s' > '%s' 2> '%s'", hz, bin, sum, err);
+	if (!ret)
+		return 0;
+	cpu = tlib_xenalyze_reread(err);
+	if (may_retry && cpu >= 0) {
+		printf("# retried: xenalyze read pCPU %d's last window twice (its defect, not the "
+		       "capture's): a new capture\n", cpu);
+		return 1;
+	}
+	printf("# xenalyze failed (%d); its stderr, %s:\n", ret, err);
+	tlib_show(err);
+	return -1;
 }
