@@ -255,10 +255,10 @@ int64_t tlib_json_num(const char *from, const char *key);
  *
  * When a pCPU's records all come before the other pCPUs' last window in the
  * file, xenalyze finishes that pCPU at the end of the file, then finds its
- * last window again while scanning for new pCPUs and replays it, which ends
- * in "FATAL: p->current not NULL" and exit status 1. The capture is sound
- * (the same file cut before that window reads fine); the defect is
- * xenalyze 4.17's.
+ * last window again while scanning for new pCPUs and replays it: its
+ * figures then count that window twice, and it often stops with a FATAL
+ * message and exit status 1. The capture is sound (the same records read
+ * once when that window comes first); the defect is xenalyze 4.17's.
  *
  * Return: the pCPU, or -1 if @err does not show that.
  */
@@ -267,12 +267,13 @@ int tlib_xenalyze_reread(const char *err);
 /**
  * tlib_xenalyze() - `xenalyze --cpu-hz=@hz -s @bin`, its summary into @sum
  * and its stderr into "@sum.err".
- * @may_retry: whether a failure that is tlib_xenalyze_reread()'s defect
- *	may be left to a new capture
+ * @may_retry: whether tlib_xenalyze_reread()'s defect may be left to a new
+ *	capture
  *
- * Return: 0 when xenalyze read the file; 1 when @may_retry and it failed
- * on that defect, said as "# retried: ..."; -1 on any other failure, with
- * xenalyze's stderr shown.
+ * Return: 0 when xenalyze read the file once through; 1 when @may_retry and
+ * it read a pCPU's last window twice (failing or not), said as
+ * "# retried: ..."; -1 when it failed or re-read otherwise, its stderr
+ * shown.
  */
 int tlib_xenalyze(const char *bin, uint64_t hz, const char *sum, bool may_retry);
 

@@ -160,15 +160,16 @@ int tlib_xenalyze(const char *bin, uint64_t hz, const char *sum, bool may_retry)
 
 	snprintf(err, sizeof(err), "%s.err", sum);
 	ret = tlib_sh("xenalyze --cpu-hz=%" PRIu64 " -s '%s' > '%s' 2> '%s'", hz, bin, sum, err);
-	if (!ret)
-		return 0;
 	cpu = tlib_xenalyze_reread(err);
+	if (!ret && cpu < 0)
+		return 0;
 	if (may_retry && cpu >= 0) {
 		printf("# retried: xenalyze read pCPU %d's last window twice (its defect, not the "
 		       "capture's): a new capture\n", cpu);
 		return 1;
 	}
-	printf("# xenalyze failed (%d); its stderr, %s:\n", ret, err);
+	printf("# xenalyze %s (%d); its stderr, %s:\n",
+	       cpu >= 0 ? "read a pCPU's last window twice" : "failed", ret, err);
 	tlib_show(err);
 	return -1;
 }
