@@ -28,7 +28,6 @@
 #include "tlib.h"
 #include "xtgen.h"
 
-#define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
 #define MAXV		64
 #define MAXE		32
 
@@ -514,32 +513,17 @@ static void truth_runs(const struct tlib_truth *t, uint32_t key, uint64_t *count
 
 static void xensim_case(const char *conf, unsigned int min_migr)
 {
-	char *bin, *dat, *sum, *err;
+	char *bin, *dat, *sum;
 	struct tlib_truth t;
 	struct ana_result *r;
 	uint64_t hz, migr = 0;
 	unsigned int compared = 0;
-	int ret;
 
-	for (int tries = 1;; tries++) {
-		char *argv[] = { XENTRACE, "-S", "256", "-T", "2", NULL, NULL };
-
-		assert_int_equal(tlib_sim_start(&sim, tlib_conf_path(conf)), 0);
-		bin = argv[5] = tlib_path(sim.tmp, "trace.bin");
-		dat = tlib_path(sim.tmp, "trace.dat");
-		sum = tlib_path(sim.tmp, "xa.sum");
-		err = tlib_path(sim.tmp, "xentrace.err");
-		assert_int_equal(tlib_sim_run(&sim, argv, NULL, err), 0);
-		assert_int_equal(tlib_sim_stop(&sim), 0);
-		assert_int_equal(tlib_truth_load(sim.dir, &t), 0);
-		hz = (uint64_t)t.cpu_khz * 1000;
-		ret = tlib_xenalyze(bin, hz, sum, tries < 3);
-		assert_int_not_equal(ret, -1);
-		if (!ret)
-			break;
-		tlib_truth_free(&t);
-		tlib_sim_cleanup(&sim);
-	}
+	assert_int_equal(tlib_sim_xentrace(&sim, tlib_conf_path(conf), "256", "2", &t), 0);
+	bin = tlib_path(sim.tmp, "trace.bin");
+	dat = tlib_path(sim.tmp, "trace.dat");
+	sum = tlib_path(sim.tmp, "xenalyze.sum");
+	hz = (uint64_t)t.cpu_khz * 1000;
 	convert(bin, hz, dat);
 	r = ana_run(dat, NULL);
 	assert_non_null(r);

@@ -107,6 +107,34 @@ int tlib_sim_run(const struct tlib_sim *h, char *const argv[], const char *out,
 	return tlib_wait(tlib_sim_spawn(h, argv, -1, out, err));
 }
 
+int tlib_sim_xentrace(struct tlib_sim *h, const char *conf, const char *pages,
+		      const char *secs, struct tlib_truth *t)
+{
+	for (int tries = 1;; tries++) {
+		char bin[300], err[300], sum[300];
+		char *argv[] = { "/usr/lib/xen-4.17/bin/xentrace", "-S", (char *)pages, "-T",
+				 (char *)secs, bin, NULL };
+		int ret;
+
+		if (tlib_sim_start(h, conf))
+			return -1;
+		snprintf(bin, sizeof(bin), "%s/trace.bin", h->tmp);
+		snprintf(err, sizeof(err), "%s/xentrace.err", h->tmp);
+		snprintf(sum, sizeof(sum), "%s/xenalyze.sum", h->tmp);
+		if (tlib_sim_run(h, argv, NULL, err) || tlib_sim_stop(h) ||
+		    tlib_truth_load(h->dir, t)) {
+			printf("# xentrace on %s failed; its stderr, %s:\n", conf, err);
+			tlib_show(err);
+			return -1;
+		}
+		ret = tlib_xenalyze(bin, (uint64_t)t->cpu_khz * 1000, sum, tries < 3);
+		if (ret <= 0)
+			return ret;
+		tlib_truth_free(t);
+		tlib_sim_cleanup(h);
+	}
+}
+
 int tlib_sim_put(const struct tlib_sim *h, unsigned int domid, const char *file,
 		 const char *text)
 {

@@ -337,6 +337,22 @@ pid_t tlib_sim_spawn(const struct tlib_sim *h, char *const argv[], int domid,
 int tlib_sim_run(const struct tlib_sim *h, char *const argv[], const char *out,
 		 const char *err);
 
+struct tlib_truth;
+
+/**
+ * tlib_sim_xentrace() - a host on @conf traced by the stock xentrace
+ * (`-S @pages -T @secs`) into @h->tmp/trace.bin, its truth into @t, and
+ * xenalyze's summary of the capture in @h->tmp/xenalyze.sum (tlib_xenalyze()).
+ *
+ * A capture xenalyze reads a window of twice (tlib_xenalyze_reread()) is
+ * taken again, at most twice, each time said as "# retried: ...". The host
+ * is stopped; @t is the caller's to free.
+ *
+ * Return: 0, or -1 (what failed said).
+ */
+int tlib_sim_xentrace(struct tlib_sim *h, const char *conf, const char *pages,
+		      const char *secs, struct tlib_truth *t);
+
 /**
  * tlib_sim_put() - write @text into guest @domid's tracefs @file.
  *
