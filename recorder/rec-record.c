@@ -93,7 +93,8 @@ struct session {
 	int				rawfd;
 	uint64_t			raw_bytes;
 	int				ncpus;
-	struct dom			doms[MAX_DOMS];
+	struct dom			*doms;	/* grown as domains appear: dom0 pays for the host it has */
+	int				doms_cap;
 	int				ndoms;
 	struct clockpair		c0, c1;
 	uint64_t			hz;
@@ -341,6 +342,25 @@ static void dom_name(struct session *ss, struct dom *d)
 	free(v);
 }
 
+/* Room for one more domain; false when there is no memory for it. */
+static bool grow_doms(struct session *ss)
+{
+	int cap = ss->doms_cap ? 2 * ss->doms_cap : 16;
+	struct dom *d;
+
+	if (ss->ndoms < ss->doms_cap)
+		return true;
+	d = realloc(ss->doms, cap * sizeof(*d));
+	if (!d) {
+		fail(ss, -ENOMEM, "out of memory");
+		return false;
+	}
+	memset(d + ss->doms_cap, 0, (cap - ss->doms_cap) * sizeof(*d));
+	ss->doms = d;
+	ss->doms_cap = cap;
+	return true;
+}
+
 /* The domain list now: new ones are added (and their vCPUs noted). */
 static void refresh_domains(struct session *ss, bool first)
 {
@@ -379,7 +399,7 @@ static void refresh_domains(struct session *ss, bool first)
 				if (d->named)
 					note(ss, "domain %u is %s", d->dom, d->name);
 			}
-		} else if (ss->ndoms < MAX_DOMS) {
+		} else if (ss->ndoms < MAX_DOMS && grow_doms(ss)) {
 			d = &ss->doms[ss->ndoms++];
 			d->dom = list[j].dom;
 			d->nvcpus = list[j].nvcpus;
@@ -1810,6 +1830,7 @@ static void free_session(struct session *ss)
 	free(ss->dom0_tmp);
 	free(ss->raw_tmp);
 	free(ss->taken);
+	free(ss->doms);
 	free(ss);
 }
 

@@ -96,6 +96,99 @@ static int build_table(struct tdat_writer *w, struct tdat_buf *b, uint32_t *ncpu
 
 /* ---- metadata ---- */
 
+static int put_opt(struct tdat_buf *b, uint16_t id, const void *data, uint32_t size)
+{
+	if (tdat_buf_u16(b, id) || tdat_buf_u32(b, size) || tdat_buf_put(b, data, size))
+		return -ENOMEM;
+	return 0;
+}
+
+/* The bytes of put_part(@i), known before it is written (v7's section sizes). */
+static uint64_t part_len(const struct tdat_writer *w, int i)
+{
+	uint64_t n = 0;
+
+	switch (i) {
+	case 0:
+		return sizeof("header_page") + 8 + w->header_page_len + sizeof("header_event") + 8 +
+		       strlen(tdat_header_event_text());
+	case 1:
+		return 4 + w->ftrace.len;
+	case 2:
+		n = 4;
+		for (int k = 0; k < w->nsys; k++)
+			n += strlen(w->sys[k].name) + 1 + 4 + w->sys[k].formats.len;
+		return n;
+	case 3:
+		return 4 + w->kallsyms_len;
+	case 4:
+		return 4 + w->printk_len;
+	default:
+		return 8 + w->cmdlines.len;
+	}
+}
+
+/*
+ * The pieces both versions share, appended to the metadata as they are
+ * (no copy of their own: the formats, kallsyms and printk are the
+ * metadata's bulk, and every byte copied is a page touched).
+ */
+static int put_part(struct tdat_writer *w, struct tdat_buf *m, int i)
+{
+	int ret = 0;
+
+	switch (i) {
+	case 0:
+		ret |= tdat_buf_str(m, "header_page");
+		ret |= tdat_buf_u64(m, w->header_page_len);
+		ret |= tdat_buf_put(m, w->header_page, w->header_page_len);
+		ret |= tdat_buf_str(m, "header_event");
+		ret |= tdat_buf_u64(m, strlen(tdat_header_event_text()));
+		ret |= tdat_buf_put(m, tdat_header_event_text(), strlen(tdat_header_event_text()));
+		break;
+	case 1:
+		ret |= tdat_buf_u32(m, w->nftrace);
+		ret |= tdat_buf_put(m, w->ftrace.data, w->ftrace.len);
+		break;
+	case 2:
+		ret |= tdat_buf_u32(m, w->nsys);
+		for (int k = 0; k < w->nsys; k++) {
+			ret |= tdat_buf_str(m, w->sys[k].name);
+			ret |= tdat_buf_u32(m, w->sys[k].count);
+			ret |= tdat_buf_put(m, w->sys[k].formats.data, w->sys[k].formats.len);
+		}
+		break;
+	case 3:
+		ret |= tdat_buf_u32(m, w->kallsyms_len);
+		ret |= tdat_buf_put(m, w->kallsyms, w->kallsyms_len);
+		/* a big kernel's kallsyms is tens of MiB: one copy at a time */
+		free(w->kallsyms);
+		w->kallsyms = NULL;
+		break;
+	case 4:
+		ret |= tdat_buf_u32(m, w->printk_len);
+		ret |= tdat_buf_put(m, w->printk, w->printk_len);
+		free(w->printk);
+		w->printk = NULL;
+		break;
+	default:
+		ret |= tdat_buf_u64(m, w->cmdlines.len);
+		ret |= tdat_buf_put(m, w->cmdlines.data, w->cmdlines.len);
+		break;
+	}
+	return ret ? -ENOMEM : 0;
+}
+
+/* A v7 section of put_part(@i): its header, then the part. */
+static int put_part_section(struct tdat_writer *w, struct tdat_buf *m, int i, uint64_t *offset)
+{
+	*offset = m->len;
+	if (tdat_buf_u16(m, SEC_HEADER_INFO + i) || tdat_buf_u16(m, 0) ||
+	    tdat_buf_u32(m, NO_DESC) || tdat_buf_u64(m, part_len(w, i)))
+		return -ENOMEM;
+	return put_part(w, m, i);
+}
+
 static int put_section(struct tdat_buf *m, uint16_t id, const struct tdat_buf *body,
 		       uint64_t *offset)
 {
@@ -107,46 +200,6 @@ static int put_section(struct tdat_buf *m, uint16_t id, const struct tdat_buf *b
 	    tdat_buf_u64(m, body->len) || tdat_buf_put(m, body->data, body->len))
 		return -ENOMEM;
 	return 0;
-}
-
-static int put_opt(struct tdat_buf *b, uint16_t id, const void *data, uint32_t size)
-{
-	if (tdat_buf_u16(b, id) || tdat_buf_u32(b, size) || tdat_buf_put(b, data, size))
-		return -ENOMEM;
-	return 0;
-}
-
-/* The pieces both versions share, each into its own buffer. */
-static int build_parts(struct tdat_writer *w, struct tdat_buf part[6])
-{
-	int ret = 0, i;
-
-	ret |= tdat_buf_str(&part[0], "header_page");
-	ret |= tdat_buf_u64(&part[0], w->header_page_len);
-	ret |= tdat_buf_put(&part[0], w->header_page, w->header_page_len);
-	ret |= tdat_buf_str(&part[0], "header_event");
-	ret |= tdat_buf_u64(&part[0], strlen(tdat_header_event_text()));
-	ret |= tdat_buf_put(&part[0], tdat_header_event_text(), strlen(tdat_header_event_text()));
-	ret |= tdat_buf_u32(&part[1], w->nftrace);
-	ret |= tdat_buf_put(&part[1], w->ftrace.data, w->ftrace.len);
-	ret |= tdat_buf_u32(&part[2], w->nsys);
-	for (i = 0; i < w->nsys; i++) {
-		ret |= tdat_buf_str(&part[2], w->sys[i].name);
-		ret |= tdat_buf_u32(&part[2], w->sys[i].count);
-		ret |= tdat_buf_put(&part[2], w->sys[i].formats.data, w->sys[i].formats.len);
-	}
-	ret |= tdat_buf_reserve(&part[3], 4 + w->kallsyms_len);
-	ret |= tdat_buf_u32(&part[3], w->kallsyms_len);
-	ret |= tdat_buf_put(&part[3], w->kallsyms, w->kallsyms_len);
-	ret |= tdat_buf_u32(&part[4], w->printk_len);
-	ret |= tdat_buf_put(&part[4], w->printk, w->printk_len);
-	/* a big kernel's kallsyms is tens of MiB: one copy at a time */
-	free(w->kallsyms);
-	free(w->printk);
-	w->kallsyms = w->printk = NULL;
-	ret |= tdat_buf_u64(&part[5], w->cmdlines.len);
-	ret |= tdat_buf_put(&part[5], w->cmdlines.data, w->cmdlines.len);
-	return ret ? -ENOMEM : 0;
 }
 
 static uint64_t align_up(uint64_t v, uint64_t a)
@@ -171,7 +224,7 @@ static int user_opts(struct tdat_writer *w, struct tdat_buf *b)
 	return ret;
 }
 
-static int meta_v7(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf part[6])
+static int meta_v7(struct tdat_writer *w, struct tdat_buf *m)
 {
 	struct tdat_buf o = {0};
 	uint64_t secoff[6], optoff, pos, zero = 0, sz, bufpos;
@@ -186,10 +239,8 @@ static int meta_v7(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf pa
 	ret |= tdat_buf_put(m, "none\0", 6);
 	pos = m->len;
 	ret |= tdat_buf_u64(m, 0);	/* first options section, set below */
-	for (i = 0; i < 6 && !ret; i++) {
-		ret |= put_section(m, SEC_HEADER_INFO + i, &part[i], &secoff[i]);
-		tdat_buf_free(&part[i]);
-	}
+	for (i = 0; i < 6 && !ret; i++)
+		ret |= put_part_section(w, m, i, &secoff[i]);
 
 	/* the options section: offsets of the sections above first */
 	for (i = 0; i < 6; i++)
@@ -239,7 +290,7 @@ static int meta_v7(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf pa
 	return ret ? -ENOMEM : 0;
 }
 
-static int meta_v6(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf part[6])
+static int meta_v6(struct tdat_writer *w, struct tdat_buf *m)
 {
 	uint32_t cpus = w->want_cpus;
 	int ret = 0, i;
@@ -249,10 +300,8 @@ static int meta_v6(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf pa
 	m->data[m->len - 1] = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
 	ret |= tdat_buf_put(m, &(uint8_t){ w->long_size }, 1);
 	ret |= tdat_buf_u32(m, w->page_size);
-	for (i = 0; i < 6; i++) {
-		ret |= tdat_buf_put(m, part[i].data, part[i].len);
-		tdat_buf_free(&part[i]);
-	}
+	for (i = 0; i < 6 && !ret; i++)
+		ret |= put_part(w, m, i);
 	w->cpus_field_off = m->len;
 	ret |= tdat_buf_u32(m, cpus);
 	ret |= tdat_buf_put(m, "options  ", 10);
@@ -269,22 +318,16 @@ static int meta_v6(struct tdat_writer *w, struct tdat_buf *m, struct tdat_buf pa
 
 int tdat_write_metadata(struct tdat_writer *w)
 {
-	struct tdat_buf part[6] = {0}, m = {0};
+	/* all of it up to the first data page, in one allocation */
+	size_t n = 64 * 1024 + 2 * TDAT_LIVE_MAX + w->page_size + 20 * (size_t)w->max_cpus;
+	struct tdat_buf m = {0};
 	int ret, i;
 
-	ret = build_parts(w, part);
-	if (!ret) {
-		/* all of it up to the first data page, in one allocation */
-		size_t n = 64 * 1024 + 2 * TDAT_LIVE_MAX + w->page_size + 20 * (size_t)w->max_cpus;
-
-		for (i = 0; i < 6; i++)
-			n += part[i].len + 16;
-		ret = tdat_buf_reserve(&m, n);
-	}
-	if (!ret)
-		ret = w->version == 7 ? meta_v7(w, &m, part) : meta_v6(w, &m, part);
 	for (i = 0; i < 6; i++)
-		tdat_buf_free(&part[i]);
+		n += part_len(w, i) + 16;
+	ret = tdat_buf_reserve(&m, n);
+	if (!ret)
+		ret = w->version == 7 ? meta_v7(w, &m) : meta_v6(w, &m);
 	if (ret) {
 		tdat_buf_free(&m);
 		return tdat_err(w, ret, "no memory for the metadata");
