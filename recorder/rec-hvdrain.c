@@ -50,6 +50,9 @@ enum { ENT_DATA, ENT_PAD };
 /* The drain thread's slice: a round takes tens of microseconds. */
 #define DRAIN_SLICE_NS	100000ull
 
+/* The stop's wait for the drain thread between its notifications (a safety net). */
+#define STOP_POLL_MS	100
+
 /* An empty ring restarts at its beginning once past this: RSS stays small at low rates. */
 #define REWIND_AT	(1u << 20)
 
@@ -94,12 +97,23 @@ struct rec_hvdrain {
 	uint64_t		wait;		/* the timer's last sleep */
 	struct rec_hvdrain_stats st;		/* the thread's */
 	int			efd;
+	int			kick;		/* eventfd: the stop wakes the thread's poll */
+	int			done;		/* 1: the thread's last round is staged */
 	int			err;		/* the thread's first error */
 	char			errmsg[TCX_ERROR_MAX];	/* its message */
 	int			stop;		/* 1: last round and exit */
 	pthread_t		thread;
 	bool			started;
 };
+
+static void notify(struct rec_hvdrain *d)
+{
+	uint64_t one = 1;
+
+	if (write(d->efd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: the consumer is awake anyway */
+	}
+}
 
 static size_t room_at_end(const struct rec_hvdrain *d, uint64_t pos)
 {
@@ -109,9 +123,15 @@ static size_t room_at_end(const struct rec_hvdrain *d, uint64_t pos)
 /* Wait until @need contiguous-or-not bytes are free (the consumer frees them). */
 static void wait_room(struct rec_hvdrain *d, size_t need)
 {
+	bool told = false;
+
 	while (d->cap - (d->head - __atomic_load_n(&d->tail, __ATOMIC_ACQUIRE)) < need) {
 		struct timespec ts = { 0, 100000 };
 
+		/* the consumer may be waiting for a notification: room needs it awake */
+		if (!told)
+			notify(d);
+		told = true;
 		nanosleep(&ts, NULL);
 	}
 }
@@ -200,15 +220,6 @@ static int stage(void *ctx, int cpu, const void *a, size_t alen, const void *b, 
 		}
 	}
 	return 0;
-}
-
-static void notify(struct rec_hvdrain *d)
-{
-	uint64_t one = 1;
-
-	if (write(d->efd, &one, sizeof(one)) < 0) {
-		/* the counter is saturated: the consumer is awake anyway */
-	}
 }
 
 /* Nothing staged and far into the ring: pad to its end, start again at 0. */
@@ -332,12 +343,13 @@ static void *thread_fn(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	drain_priority();
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
-		struct pollfd p = { .fd = rec_hvbuf_fd(d->hv), .events = POLLIN };
+		struct pollfd p[2] = { { .fd = rec_hvbuf_fd(d->hv), .events = POLLIN },
+				       { .fd = d->kick, .events = POLLIN } };
 		struct timespec ts = { (time_t)(wait / 1000000000), (long)(wait % 1000000000) };
 		uint64_t start;
 		bool virq;
 
-		virq = ppoll(&p, 1, &ts, NULL) > 0 && (p.revents & POLLIN);
+		virq = ppoll(p, 2, &ts, NULL) > 0 && (p[0].revents & POLLIN);
 		start = tcx_now_ns();
 		/*
 		 * The copy first, then the unmask: Xen's buffers wait for
@@ -358,6 +370,8 @@ static void *thread_fn(void *arg)
 	/* the caller disabled tracing: what is left is all there is */
 	if (!d->err)
 		round_(d);
+	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+	notify(d);
 	return NULL;
 }
 
@@ -384,7 +398,8 @@ int rec_hvdrain_open(struct rec_hvdrain **out, size_t ring_bytes, int poll_ms)
 		d->populated = d->cap;
 	d->ring = tcx_pages_alloc(d->cap, d->populated, false);
 	d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!d->ring || d->efd < 0) {
+	d->kick = d->efd < 0 ? -1 : eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!d->ring || d->efd < 0 || d->kick < 0) {
 		ret = d->ring ? -errno : -ENOMEM;
 		tcx_fail(ret, "the drain's %s: %s", d->ring ? "eventfd" : "staging ring",
 			 strerror(-ret));
@@ -505,19 +520,29 @@ int rec_hvdrain_stop(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, v
 	if (!d->started)
 		return 0;
 	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+	/* now, not at the end of the thread's sleep (up to the poll interval) */
+	if (write(d->kick, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
+		/* saturated: the thread was woken already */
+	}
 	/* keep consuming: the last round may need room in the ring */
 	for (;;) {
-		struct timespec ts = { 0, 1000000 };
+		struct pollfd p = { .fd = d->efd, .events = POLLIN };
 
 		ret = rec_hvdrain_consume(d, ops, ctx);
 		if (ret < 0)
 			break;
-		if (!pthread_tryjoin_np(d->thread, NULL)) {
+		if (__atomic_load_n(&d->done, __ATOMIC_ACQUIRE)) {
+			/* the last round is staged: the thread only returns now */
+			pthread_join(d->thread, NULL);
 			d->started = false;
 			ret = rec_hvdrain_consume(d, ops, ctx);
 			break;
 		}
-		nanosleep(&ts, NULL);
+		/* the thread notifies when the ring needs room and when it is done */
+		if (poll(&p, 1, STOP_POLL_MS) < 0 && errno != EINTR) {
+			ret = tcx_fail(-errno, "waiting for the drain thread: %s", strerror(errno));
+			break;
+		}
 	}
 	if (d->started) {
 		/* the consumer failed: let the thread finish into a ring nobody reads */
@@ -557,6 +582,8 @@ void rec_hvdrain_close(struct rec_hvdrain *d)
 		rec_hvdrain_stop(d, &(struct rec_hvdrain_ops){ 0 }, NULL);
 	if (d->efd >= 0)
 		close(d->efd);
+	if (d->kick >= 0)
+		close(d->kick);
 	tcx_pages_free(d->ring, d->cap);
 	free(d);
 }
