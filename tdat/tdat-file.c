@@ -803,6 +803,14 @@ int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c)
 
 	/* written, even if the size patch failed */
 	if (c->size != size) {
+		uint64_t now = tdat_coarse_ns();
+
+		/* a full batch that filled fast: the next one is twice as large */
+		if (c->nbatch == c->limit && c->limit < w->batch_pages &&
+		    now - c->fill_ns < TDAT_BATCH_GROW_NS) {
+			c->limit = 2 * c->limit < w->batch_pages ? 2 * c->limit : w->batch_pages;
+		}
+		c->fill_ns = now;
 		c->nbatch = 0;
 		c->page = c->batch;
 	}

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "tcx-util.h"
 #include "tdat.h"
@@ -26,6 +27,14 @@
 #define TDAT_LIVE_MAX		(128u << 10)
 #define TDAT_BATCH_BYTES	(128u << 10)	/* per pwrite: 32 pages of 4 KiB */
 #define TDAT_BATCH_MAX		(4u << 20)	/* the most tdat_params.batch_bytes asks */
+/*
+ * A CPU's batch starts at TDAT_BATCH_FIRST and doubles, up to batch_bytes,
+ * each time it fills in under TDAT_BATCH_GROW_NS: a busy CPU gets the few
+ * large writes it needs, a quiet one touches only the pages its rate uses
+ * (a page's first touch costs more than a smaller write).
+ */
+#define TDAT_BATCH_FIRST	(128u << 10)
+#define TDAT_BATCH_GROW_NS	100000000ull
 #define TDAT_WRITEBACK_STEP	(4u << 20)	/* params.writeback: per CPU, per call */
 
 /* A growable byte buffer for metadata. */
@@ -99,7 +108,9 @@ struct tdat_cpu {
 	uint64_t	missed_count;
 	uint8_t		*batch;		/* w->batch_pages pages */
 	uint32_t	nbatch;		/* finished pages in batch */
+	uint32_t	limit;		/* pages the batch is written at (TDAT_BATCH_FIRST) */
 	uint32_t	populated;	/* batch pages faulted in ahead */
+	uint64_t	fill_ns;	/* when the batch began to fill */
 	int		cpu;
 	bool		has_region;
 	bool		hidden;		/* size 0 on disk while data moves */
@@ -236,6 +247,15 @@ const char *tdat_header_event_text(void);
 /* tdat-page.c */
 void tdat_page_finish(struct tdat_writer *w, struct tdat_cpu *c);
 int tdat_cpu_flush_all(struct tdat_writer *w, struct tdat_cpu *c);
+
+/* A batch's fill time: coarse is enough for TDAT_BATCH_GROW_NS, and costs no syscall. */
+static inline uint64_t tdat_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static inline void tdat_put_long(const struct tdat_writer *w, uint8_t *p, uint64_t v)
 {

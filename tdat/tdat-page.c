@@ -97,8 +97,14 @@ static struct tdat_cpu *cpu_get(struct tdat_writer *w, int cpu)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		goto nomem;
+	c->limit = TDAT_BATCH_FIRST / w->page_size;
+	if (c->limit < 1)
+		c->limit = 1;
+	if (c->limit > w->batch_pages)
+		c->limit = w->batch_pages;
+	c->fill_ns = tdat_coarse_ns();
 	/* faulted in a few pages at a time as the batch fills: see batch_next() */
-	c->populated = w->batch_pages < TDAT_POPULATE_PAGES ? w->batch_pages : TDAT_POPULATE_PAGES;
+	c->populated = c->limit < TDAT_POPULATE_PAGES ? c->limit : TDAT_POPULATE_PAGES;
 	c->batch = tcx_pages_alloc((size_t)w->page_size * w->batch_pages,
 				   (size_t)w->page_size * c->populated, false);
 	if (!c->batch) {
@@ -124,8 +130,8 @@ static inline void batch_next(struct tdat_writer *w, struct tdat_cpu *c)
 {
 	c->nbatch++;
 	c->page += w->page_size;
-	if (unlikely(c->nbatch == c->populated && c->populated < w->batch_pages)) {
-		uint32_t n = w->batch_pages - c->populated;
+	if (unlikely(c->nbatch == c->populated && c->populated < c->limit)) {
+		uint32_t n = c->limit - c->populated;
 
 		if (n > TDAT_POPULATE_PAGES)
 			n = TDAT_POPULATE_PAGES;
@@ -193,7 +199,7 @@ void tdat_page_finish(struct tdat_writer *w, struct tdat_cpu *c)
 static int page_finish_flush(struct tdat_writer *w, struct tdat_cpu *c)
 {
 	tdat_page_finish(w, c);
-	if (c->nbatch == w->batch_pages)
+	if (c->nbatch == c->limit)
 		return tdat_file_flush_cpu(w, c);
 	return 0;
 }
@@ -512,7 +518,7 @@ static int page_store(struct tdat_writer *w, struct tdat_cpu *c, const void *pag
 		c->missed_count = 0;
 	}
 	batch_next(w, c);
-	if (c->nbatch == w->batch_pages)
+	if (c->nbatch == c->limit)
 		return tdat_file_flush_cpu(w, c);
 	return 0;
 }

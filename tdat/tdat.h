@@ -18,7 +18,9 @@
  * the file; the table of per-CPU sizes is patched on disk after every batch
  * of pages, so the file is a valid trace.dat at all times after
  * tdat_start_data(): a crash or a kill leaves every flushed page readable.
- * Memory per CPU is one write batch (128 KiB, or one page if larger).
+ * Memory per CPU is one write batch: 128 KiB (or one page if larger) at
+ * first, doubling up to params.batch_bytes while the CPU fills a batch in
+ * under 0.1 s.
  * "Safe" means safe against the process dying: nothing is fsync'ed, so a
  * power loss can still lose what the kernel had not written back.
  *
@@ -91,10 +93,13 @@ struct tdat_writer;
  *		holes between the regions at the end waits for every dirty
  *		page, so a file written in one go (convert) is done sooner;
  *		the writeback's CPU is then the writer's, not the flusher's
- * @batch_bytes: finished pages a CPU holds before one write of them all
- *		(0: 128 KiB; at most 4 MiB, at least a page): fewer, larger
- *		writes cost a busy writer less CPU, and memory per CPU; the
- *		pages of an unfinished batch are not in the file yet
+ * @batch_bytes: the most finished pages a CPU holds before one write of
+ *		them all (0: 128 KiB; at most 4 MiB, at least a page): fewer,
+ *		larger writes cost a busy writer less CPU, and memory per CPU.
+ *		A CPU's batch starts at 128 KiB and doubles each time it
+ *		filled in under 0.1 s, so a quiet CPU never touches the
+ *		memory of a large one. The pages of an unfinished batch are
+ *		not in the file yet
  * @shared:	several threads write data at once, each to CPUs no other
  *		thread touches (tdat_write_event(), tdat_reserve(), runs,
  *		tdat_mark_missed()): their pages are made side by side and

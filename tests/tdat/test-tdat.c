@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <traceevent/kbuffer.h>
@@ -1105,6 +1106,78 @@ static void batch_sizes(int v)
 }
 VERSIONED(batch_sizes)
 
+/* Pages of @cpu the file at @path holds now, as a reader sees them. */
+static uint64_t disk_pages(const char *path, int cpu)
+{
+	struct tf f;
+	uint64_t n;
+
+	load(path, &f);
+	n = tf_cpu(&f, cpu) ? tf_cpu(&f, cpu)->size / 4096 : 0;
+	tf_free(&f);
+	return n;
+}
+
+/* Events on CPU 0 up to the one that closes page @pages (170 fill a page). */
+static void fill_pages(struct tdat_writer *w, uint64_t *k, uint64_t pages)
+{
+	for (; *k <= 170 * pages; (*k)++)
+		ev(w, 0, 1000 + *k, 20, *k);
+}
+
+/*
+ * A CPU's batch starts at 128 KiB and doubles (up to batch_bytes) when it
+ * filled in under 0.1 s: a quiet CPU keeps writing 32 pages at a time, a
+ * busy one 32, 64, 128... A fill that a loaded machine stretched past
+ * 0.1 s keeps the batch as it was, so the busy case gets three tries.
+ */
+static void batch_growth(int v)
+{
+	char *path = path_in(tmpdir, "batch-grow.dat");
+	struct tdat_params p = { .version = v, .max_cpus = 2, .batch_bytes = 2u << 20 };
+	struct timespec nap = { 0, 150000000 };
+	struct tdat_writer *w;
+	uint64_t k = 0, got = 0;
+
+	/* quiet: each batch takes longer than 0.1 s to fill */
+	w = mk_with(path, &p);
+	assert_int_equal(tdat_start_data(w), 0);
+	fill_pages(w, &k, 16);
+	nanosleep(&nap, NULL);
+	fill_pages(w, &k, 31);
+	assert_int_equal(disk_pages(path, 0), 0);
+	fill_pages(w, &k, 32);
+	assert_int_equal(disk_pages(path, 0), 32);
+	fill_pages(w, &k, 48);
+	nanosleep(&nap, NULL);
+	fill_pages(w, &k, 63);
+	assert_int_equal(disk_pages(path, 0), 32);
+	fill_pages(w, &k, 64);
+	assert_int_equal(disk_pages(path, 0), 64);
+	assert_int_equal(tdat_close(w), 0);
+
+	/* busy: 32, then 64, then 128 pages a write */
+	for (int t = 0; t < 3 && got != 224; t++) {
+		k = 0;
+		w = mk_with(path, &p);
+		assert_int_equal(tdat_start_data(w), 0);
+		fill_pages(w, &k, 32);
+		fill_pages(w, &k, 223);
+		got = disk_pages(path, 0);
+		if (got == 96) {
+			fill_pages(w, &k, 224);
+			got = disk_pages(path, 0);
+		}
+		if (got != 224)
+			print_message("# try %d: %llu pages on disk, not 96 then 224\n", t + 1,
+				      (unsigned long long)got);
+		assert_int_equal(tdat_close(w), 0);
+		assert_int_equal(disk_pages(path, 0), 224 + 1);
+	}
+	assert_int_equal(got, 224);
+}
+VERSIONED(batch_growth)
+
 /* Random and hostile raw pages: what is accepted must decode in bounds. */
 static void raw_page_fuzz(void **s)
 {
@@ -1603,6 +1676,8 @@ int main(void)
 		cmocka_unit_test(run_reserve_v7),
 		cmocka_unit_test(batch_sizes_v6),
 		cmocka_unit_test(batch_sizes_v7),
+		cmocka_unit_test(batch_growth_v6),
+		cmocka_unit_test(batch_growth_v7),
 		cmocka_unit_test(raw_page_fuzz),
 		cmocka_unit_test(page_walker),
 		cmocka_unit_test(errors),
