@@ -1142,18 +1142,14 @@ static void batch_growth(int v)
 	/* quiet: each batch takes longer than 0.1 s to fill */
 	w = mk_with(path, &p);
 	assert_int_equal(tdat_start_data(w), 0);
-	fill_pages(w, &k, 16);
-	nanosleep(&nap, NULL);
-	fill_pages(w, &k, 31);
-	assert_int_equal(disk_pages(path, 0), 0);
-	fill_pages(w, &k, 32);
-	assert_int_equal(disk_pages(path, 0), 32);
-	fill_pages(w, &k, 48);
-	nanosleep(&nap, NULL);
-	fill_pages(w, &k, 63);
-	assert_int_equal(disk_pages(path, 0), 32);
-	fill_pages(w, &k, 64);
-	assert_int_equal(disk_pages(path, 0), 64);
+	for (uint64_t end = 32; end <= 96; end += 32) {
+		fill_pages(w, &k, end - 16);
+		nanosleep(&nap, NULL);
+		fill_pages(w, &k, end - 1);
+		assert_int_equal(disk_pages(path, 0), end - 32);
+		fill_pages(w, &k, end);
+		assert_int_equal(disk_pages(path, 0), end);
+	}
 	assert_int_equal(tdat_close(w), 0);
 
 	/* busy: 32, then 64, then 128 pages a write */
