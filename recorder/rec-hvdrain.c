@@ -129,9 +129,10 @@ static void wait_room(struct rec_hvdrain *d, size_t need)
 		struct timespec ts = { 0, 100000 };
 
 		/* the consumer may be waiting for a notification: room needs it awake */
-		if (!told)
+		if (!told) {
 			notify(d);
-		told = true;
+			told = true;
+		}
 		nanosleep(&ts, NULL);
 	}
 }
@@ -436,14 +437,6 @@ int rec_hvdrain_fd(const struct rec_hvdrain *d)
 	return d->efd;
 }
 
-static uint64_t coarse_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int rec_hvdrain_consume(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx)
 {
 	return rec_hvdrain_consume_for(d, ops, ctx, 0);
@@ -472,7 +465,7 @@ int rec_hvdrain_consume_for(struct rec_hvdrain *d, const struct rec_hvdrain_ops 
 {
 	uint64_t head = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
 	uint64_t tail = d->tail, cnt;
-	uint64_t until = budget_ns ? coarse_ns() + budget_ns : 0;
+	uint64_t until = budget_ns ? tcx_clock_ns(CLOCK_MONOTONIC_COARSE) + budget_ns : 0;
 	int n = 0;
 
 	if (read(d->efd, &cnt, sizeof(cnt)) < 0) {
@@ -507,7 +500,7 @@ int rec_hvdrain_consume_for(struct rec_hvdrain *d, const struct rec_hvdrain_ops 
 			return ret;
 		/* a decoder slower than Xen must still let its caller see the
 		 * clock and signals; the rest stays staged */
-		if (until && !(n & 15) && coarse_ns() >= until)
+		if (until && !(n & 15) && tcx_clock_ns(CLOCK_MONOTONIC_COARSE) >= until)
 			break;
 	}
 	return n;

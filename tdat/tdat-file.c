@@ -103,31 +103,6 @@ static int put_opt(struct tdat_buf *b, uint16_t id, const void *data, uint32_t s
 	return 0;
 }
 
-/* The bytes of put_part(@i), known before it is written (v7's section sizes). */
-static uint64_t part_len(const struct tdat_writer *w, int i)
-{
-	uint64_t n = 0;
-
-	switch (i) {
-	case 0:
-		return sizeof("header_page") + 8 + w->header_page_len + sizeof("header_event") + 8 +
-		       strlen(tdat_header_event_text());
-	case 1:
-		return 4 + w->ftrace.len;
-	case 2:
-		n = 4;
-		for (int k = 0; k < w->nsys; k++)
-			n += strlen(w->sys[k].name) + 1 + 4 + w->sys[k].formats.len;
-		return n;
-	case 3:
-		return 4 + w->kallsyms_len;
-	case 4:
-		return 4 + w->printk_len;
-	default:
-		return 8 + w->cmdlines.len;
-	}
-}
-
 /*
  * The pieces both versions share, appended to the metadata as they are
  * (no copy of their own: the formats, kallsyms and printk are the
@@ -179,27 +154,46 @@ static int put_part(struct tdat_writer *w, struct tdat_buf *m, int i)
 	return ret ? -ENOMEM : 0;
 }
 
-/* A v7 section of put_part(@i): its header, then the part. */
-static int put_part_section(struct tdat_writer *w, struct tdat_buf *m, int i, uint64_t *offset)
+/* A v7 section's header, its size 0 until put_section_size() patches it. */
+static int put_section_hdr(struct tdat_buf *m, uint16_t id, uint64_t *offset)
 {
 	*offset = m->len;
-	if (tdat_buf_u16(m, SEC_HEADER_INFO + i) || tdat_buf_u16(m, 0) ||
-	    tdat_buf_u32(m, NO_DESC) || tdat_buf_u64(m, part_len(w, i)))
+	if (tdat_buf_u16(m, id) || tdat_buf_u16(m, 0) || tdat_buf_u32(m, NO_DESC) ||
+	    tdat_buf_u64(m, 0))
 		return -ENOMEM;
-	return put_part(w, m, i);
+	return 0;
+}
+
+/* The size of the section at @offset: what follows its header up to here. */
+static void put_section_size(struct tdat_buf *m, uint64_t offset)
+{
+	uint64_t size = m->len - offset - 16;
+
+	memcpy(m->data + offset + 8, &size, 8);
+}
+
+/* A v7 section of put_part(@i). */
+static int put_part_section(struct tdat_writer *w, struct tdat_buf *m, int i, uint64_t *offset)
+{
+	int ret = put_section_hdr(m, SEC_HEADER_INFO + i, offset);
+
+	if (!ret)
+		ret = put_part(w, m, i);
+	if (!ret)
+		put_section_size(m, *offset);
+	return ret;
 }
 
 static int put_section(struct tdat_buf *m, uint16_t id, const struct tdat_buf *body,
 		       uint64_t *offset)
 {
-	uint16_t flags = 0;
-	uint32_t desc = NO_DESC;
+	int ret = put_section_hdr(m, id, offset);
 
-	*offset = m->len;
-	if (tdat_buf_u16(m, id) || tdat_buf_u16(m, flags) || tdat_buf_u32(m, desc) ||
-	    tdat_buf_u64(m, body->len) || tdat_buf_put(m, body->data, body->len))
-		return -ENOMEM;
-	return 0;
+	if (!ret)
+		ret = tdat_buf_put(m, body->data, body->len);
+	if (!ret)
+		put_section_size(m, *offset);
+	return ret;
 }
 
 static uint64_t align_up(uint64_t v, uint64_t a)
@@ -318,13 +312,15 @@ static int meta_v6(struct tdat_writer *w, struct tdat_buf *m)
 
 int tdat_write_metadata(struct tdat_writer *w)
 {
-	/* all of it up to the first data page, in one allocation */
-	size_t n = 64 * 1024 + 2 * TDAT_LIVE_MAX + w->page_size + 20 * (size_t)w->max_cpus;
+	/* all of it up to the first data page in one allocation: the bulk, and room for the rest */
+	size_t n = 64 * 1024 + 2 * TDAT_LIVE_MAX + w->page_size + 20 * (size_t)w->max_cpus +
+		   w->header_page_len + w->ftrace.len + w->kallsyms_len + w->printk_len +
+		   w->cmdlines.len;
 	struct tdat_buf m = {0};
 	int ret, i;
 
-	for (i = 0; i < 6; i++)
-		n += part_len(w, i) + 16;
+	for (i = 0; i < w->nsys; i++)
+		n += strlen(w->sys[i].name) + 8 + w->sys[i].formats.len;
 	ret = tdat_buf_reserve(&m, n);
 	if (!ret)
 		ret = w->version == 7 ? meta_v7(w, &m) : meta_v6(w, &m);
@@ -803,7 +799,7 @@ int tdat_file_flush_cpu(struct tdat_writer *w, struct tdat_cpu *c)
 
 	/* written, even if the size patch failed */
 	if (c->size != size) {
-		uint64_t now = tdat_coarse_ns();
+		uint64_t now = tcx_clock_ns(TDAT_BATCH_CLOCK);
 
 		/* a full batch that filled fast: the next one is twice as large */
 		if (c->nbatch == c->limit && c->limit < w->batch_pages &&

@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <time.h>
 
 #include "tcx-util.h"
 #include "tdat.h"
@@ -34,6 +33,8 @@
  * (a page's first touch costs more than a smaller write).
  */
 #define TDAT_BATCH_FIRST	(128u << 10)
+/* fill times: the coarse clock is precise enough and costs no syscall */
+#define TDAT_BATCH_CLOCK	CLOCK_MONOTONIC_COARSE
 #define TDAT_BATCH_GROW_NS	100000000ull
 #define TDAT_WRITEBACK_STEP	(4u << 20)	/* params.writeback: per CPU, per call */
 
@@ -108,7 +109,7 @@ struct tdat_cpu {
 	uint64_t	missed_count;
 	uint8_t		*batch;		/* w->batch_pages pages */
 	uint32_t	nbatch;		/* finished pages in batch */
-	uint32_t	limit;		/* pages the batch is written at (TDAT_BATCH_FIRST) */
+	uint32_t	limit;		/* pages the batch is written at: TDAT_BATCH_FIRST, growing */
 	uint32_t	populated;	/* batch pages faulted in ahead */
 	uint64_t	fill_ns;	/* when the batch began to fill */
 	int		cpu;
@@ -247,15 +248,6 @@ const char *tdat_header_event_text(void);
 /* tdat-page.c */
 void tdat_page_finish(struct tdat_writer *w, struct tdat_cpu *c);
 int tdat_cpu_flush_all(struct tdat_writer *w, struct tdat_cpu *c);
-
-/* A batch's fill time: coarse is enough for TDAT_BATCH_GROW_NS, and costs no syscall. */
-static inline uint64_t tdat_coarse_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static inline void tdat_put_long(const struct tdat_writer *w, uint8_t *p, uint64_t v)
 {

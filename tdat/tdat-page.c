@@ -102,7 +102,7 @@ static struct tdat_cpu *cpu_get(struct tdat_writer *w, int cpu)
 		c->limit = 1;
 	if (c->limit > w->batch_pages)
 		c->limit = w->batch_pages;
-	c->fill_ns = tdat_coarse_ns();
+	c->fill_ns = tcx_clock_ns(TDAT_BATCH_CLOCK);
 	/* faulted in a few pages at a time as the batch fills: see batch_next() */
 	c->populated = c->limit < TDAT_POPULATE_PAGES ? c->limit : TDAT_POPULATE_PAGES;
 	c->batch = tcx_pages_alloc((size_t)w->page_size * w->batch_pages,
