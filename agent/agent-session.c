@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <tracefs.h>
@@ -488,16 +487,6 @@ static int wait_close(struct session *s)
 	return -EINTR;
 }
 
-static uint64_t new_trace_id(void)
-{
-	uint64_t id = 0;
-
-	while (!id)
-		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
-			id = (uint64_t)getpid() << 32 | (uint64_t)time(NULL);
-	return id;
-}
-
 static int run_session(struct session *s)
 {
 	struct agent_record_opts o;
@@ -519,7 +508,7 @@ static int run_session(struct session *s)
 		refuse(s, why);
 		return ret;
 	}
-	s->trace_id = new_trace_id();
+	s->trace_id = tcx_unique_id();
 	t1 = tcx_now_ns() / 1e9;
 	/*
 	 * The metadata is made before TRACE_RESP: a host (trace-cmd's, ours)

@@ -43,7 +43,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -440,9 +439,8 @@ static int request(struct rec_guest *g, const struct rec_guest_opts *o,
 	req.nr_protos = g->noffer;
 	req.protos = g->noffer ? g->offer : NULL;
 	req.trace_id = o->host_traceid;
-	while (!req.trace_id)
-		if (getrandom(&req.trace_id, sizeof(req.trace_id), 0) != sizeof(req.trace_id))
-			req.trace_id = (uint64_t)getpid() << 32 | (uint64_t)time(NULL);
+	if (!req.trace_id)
+		req.trace_id = tcx_unique_id();
 	g->host_traceid = req.trace_id;
 	/*
 	 * over vchan the rings are granted to dom0 alone: no secret needed;

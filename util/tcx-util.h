@@ -133,6 +133,19 @@ uint64_t tcx_clock_ns(clockid_t id);
 uint64_t tcx_now_ns(void);
 
 /**
+ * tcx_unique_id - a random 64-bit ID that is never 0, without waiting
+ *
+ * For trace IDs, which must differ between sessions but need no secrecy:
+ * getrandom(2) with GRND_INSECURE (Linux 5.6 on), else GRND_NONBLOCK, else
+ * the clocks, the pid and a counter mixed. It never waits for the kernel's
+ * random pool to be initialised (getrandom() without flags does: seconds,
+ * with no bound, in a freshly booted guest without a hardware RNG).
+ *
+ * Returns the ID.
+ */
+uint64_t tcx_unique_id(void);
+
+/**
  * tcx_pages_alloc - a zeroed buffer of whole pages, partly faulted in ahead
  * @len:	bytes (rounded up to pages)
  * @populate:	how many of its first bytes to fault in now (0: none)
