@@ -11,6 +11,7 @@
  * refined with (rdtsc, CLOCK_MONOTONIC_RAW) pairs at start and end, goes
  * into both files.
  */
+#include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1241,22 +1242,23 @@ static void summary_json(const struct session *ss, FILE *f)
 
 /* ---- setup ---- */
 
-/* AMD hosts name pre-4.19 VMEXIT reasons as SVM; dom0 sees the vendor. */
+/*
+ * AMD hosts name pre-4.19 VMEXIT reasons as SVM. The vendor from CPUID
+ * (dom0 sees the host's): reading /proc/cpuinfo for it cost 0.17 ms of a
+ * session's setup, CPUID a few us.
+ */
 static bool host_is_amd(void)
 {
-	char line[256];
-	bool amd = false;
-	FILE *f = fopen("/proc/cpuinfo", "r");
+	unsigned int max, b, c, d;
+	char v[13];
 
-	while (f && fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "vendor_id", 9)) {
-			amd = strstr(line, "AuthenticAMD") || strstr(line, "HygonGenuine");
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	return amd;
+	if (!__get_cpuid(0, &max, &b, &c, &d))
+		return false;
+	memcpy(v, &b, 4);
+	memcpy(v + 4, &d, 4);
+	memcpy(v + 8, &c, 4);
+	v[12] = '\0';
+	return !strcmp(v, "AuthenticAMD") || !strcmp(v, "HygonGenuine");
 }
 
 /* SWITCH drives the vCPU model when the mask has SCHED_VERBOSE but no runstates. */
