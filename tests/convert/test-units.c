@@ -547,6 +547,45 @@ static void test_catalogue_formats(void **state)
 	tep_free(tep);
 }
 
+/* A buffer too small: -ENOSPC and a NUL-terminated prefix, as snprintf() would. */
+static void test_catalogue_format_space(void **state)
+{
+	const struct rec_event *e = rec_event_at(0);
+	char full[4096], small[4096];
+	int len = rec_event_format(e, full, sizeof(full));
+
+	assert_true(len > 0);
+	assert_int_equal(strlen(full), len);
+	assert_int_equal(rec_event_format(e, small, (size_t)len + 1), len);
+	assert_string_equal(small, full);
+	for (size_t size = 1; size <= (size_t)len; size = size < 64 ? size + 1 :
+	     size < (size_t)len - 1 ? (size_t)len - 1 : size + 1) {
+		memset(small, 'z', sizeof(small));
+		assert_int_equal(rec_event_format(e, small, size), -ENOSPC);
+		assert_int_equal(strlen(small), size - 1);
+		assert_memory_equal(small, full, size - 1);
+		assert_int_equal(small[size], 'z');
+	}
+}
+
+/* The pseudo task names of vCPUs, at the ends of their ranges. */
+static void test_vcpu_comm(void **state)
+{
+	static const struct { uint32_t dom, vcpu; const char *comm; } want[] = {
+		{ 0, 0, "d0v0" }, { 1, 7, "d1v7" }, { 10, 10, "d10v10" },
+		{ 65535, 65535, "d65535v65535" }, { 0x12345, 0x10001, "d9029v1" },
+		{ REC_DOMID_IDLE, 3, "<idle>" },
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char comm[16];
+
+		memset(comm, 'z', sizeof(comm));
+		rec_vcpu_comm(want[i].dom, want[i].vcpu, comm);
+		assert_string_equal(comm, want[i].comm);
+	}
+}
+
 static void test_catalogue_lookup(void **state)
 {
 	static const struct { uint32_t id; const char *name; } want[] = {
@@ -807,6 +846,8 @@ int main(void)
 		cmocka_unit_test(test_stream_no_tsc_per_cpu),
 		cmocka_unit_test(test_stream_batched),
 		cmocka_unit_test(test_catalogue_formats),
+		cmocka_unit_test(test_catalogue_format_space),
+		cmocka_unit_test(test_vcpu_comm),
 		cmocka_unit_test(test_catalogue_lookup),
 		cmocka_unit_test(test_encode),
 		cmocka_unit_test(test_vcpus),
