@@ -31,6 +31,11 @@
 # its boot (seen under TCG, in the dom0 kernel): QEMU is stopped there, the
 # run fails with "dom0 boot stalled" and leaves the file boot-stalled in its
 # directory, which run-retry.sh reads. 0 turns the deadline off.
+# A kernel that logged an RCU stall whose timer wakeup did not happen (TCG
+# stopped its timer interrupts) and then printed nothing for
+# TCX_XEN_SILENCE seconds (default 120) is dead: QEMU is stopped there
+# instead of at the timeout, so that run-retry.sh still has the time to run
+# the scenario again. 0 turns this off.
 # Environment: TCX_QEMU overrides the QEMU binary (the harness self-test
 # uses a stub); TCX_XEN_BOOT_DEADLINE, above.
 set -uo pipefail
@@ -83,6 +88,11 @@ ACCEL=${TCX_QEMU_ACCEL:-tcg}	# e.g. tcg,thread=single (experiments)
 # dom0's /init says "@@ DOM0 UP" 10-20 s after QEMU's start (docs/real-xen.md);
 # no marker by this many seconds: the boot stalled
 BOOT_DEADLINE=${TCX_XEN_BOOT_DEADLINE:-120}
+SILENCE=${TCX_XEN_SILENCE:-120}
+case $SILENCE in
+''|*[!0-9]*) echo "run-scenario: TCX_XEN_SILENCE=$SILENCE: not a number of seconds" >&2; exit 2 ;;
+esac
+TIMER_STALL="kthread timer wakeup didn't happen"
 case $BOOT_DEADLINE in
 ''|*[!0-9]*) echo "run-scenario: TCX_XEN_BOOT_DEADLINE=$BOOT_DEADLINE: not a number of seconds" >&2; exit 2 ;;
 esac
@@ -285,7 +295,7 @@ nice -n 5 "$QEMU" -accel "$ACCEL" -cpu "$CPU" -m "$MEM" -smp "$SMP" \
 	-initrd "$IMGDIR/vmlinuz $DOM0_ARGS,$RUN/dom0.cpio.gz" \
 	</dev/null >"$FIFO" 2>&1 &
 QPID=$!
-timed_out=0 stalled=0 dom0_up=0
+timed_out=0 stalled=0 dom0_up=0 silent=0
 stop_qemu() {	# SIGTERM, SIGKILL if it is still there 2 s later
 	kill -TERM "$QPID" 2>/dev/null
 	for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$QPID" 2>/dev/null || return 0; sleep 0.2; done
@@ -304,6 +314,12 @@ while kill -0 "$QPID" 2>/dev/null; do
 	fi
 	if [ $(( SECONDS - t_boot )) -ge "$TIMEOUT" ]; then
 		timed_out=1
+		stop_qemu
+		break
+	fi
+	if [ "$SILENCE" -gt 0 ] && [ $(( EPOCHSECONDS - $(stat -c %Y "$LOG") )) -ge "$SILENCE" ] &&
+		grep -q "$TIMER_STALL" "$LOG" 2>/dev/null; then
+		silent=1
 		stop_qemu
 		break
 	fi
@@ -334,6 +350,9 @@ up=$(marker 'DOM0 UP' | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
 [ -n "$up" ] && note "dom0 up ${up}s after QEMU's start (boot deadline ${BOOT_DEADLINE}s)"
 if [ $timed_out = 1 ]; then
 	notok "QEMU finished within ${TIMEOUT}s (killed: hang or far too slow)"
+	show_tail "$LOG" 60
+elif [ $silent = 1 ]; then
+	notok "QEMU finished within ${TIMEOUT}s (stopped after ${boot_s}s: a kernel's timers stopped, \"$TIMER_STALL\", and the console was silent for ${SILENCE}s: TCX_XEN_SILENCE)"
 	show_tail "$LOG" 60
 else
 	check $(( qrc != 0 )) "QEMU exited cleanly (rc=$qrc)"

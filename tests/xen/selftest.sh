@@ -13,6 +13,8 @@
 #    stopped at the boot deadline and retried once, with the first try's files
 #    kept, and a second stall fails naming it; a stall then a good boot
 #    passes; a dom0 that boots and whose scenario fails is not retried.
+# 8. A kernel that logged a timer stall and fell silent is stopped after
+#    TCX_XEN_SILENCE seconds and retried once; silence alone is not enough.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${1:-$HERE/../../build}
@@ -79,6 +81,10 @@ esac
 echo "@@ DOM0 UP (up 9.60s) (stub)"
 case $mode in
 hang) echo "stub: last line before the hang"; exec sleep 1000 ;;
+timerstall)	# as a dom0 whose timers TCG stopped: an RCU stall, then nothing
+	echo "[   47.803222] rcu: INFO: rcu_preempt self-detected stall on CPU"
+	echo "[   47.830440] rcu: rcu_preempt kthread timer wakeup didn't happen for 5248 jiffies! g489 f0x0 RCU_GP_WAIT_FQS(5) ->state=0x402"
+	exec sleep 1000 ;;
 boot)	# dom0.sh exits with STUB_RC (0 by default); results on the "disk"
 	rc=${STUB_RC:-0}
 	echo "@@ TOOLSTACK UP (up 10.30s)"
@@ -106,7 +112,7 @@ stub_run() {	# MODE TIMEOUT TAG [SCRIPT]: run-scenario.sh (or SCRIPT) in the
 		# background (pid in BGPID); boot deadline $DEADLINE (default 120)
 	rm -f "$W/$3.pid" "$W/$3.pid.runs"
 	STUB_MODE=$1 STUB_PIDFILE=$W/$3.pid TCX_QEMU=$STUB \
-		TCX_XEN_BOOT_DEADLINE=${DEADLINE:-120} \
+		TCX_XEN_BOOT_DEADLINE=${DEADLINE:-120} TCX_XEN_SILENCE=${SILENCE:-120} \
 		"${4:-$RS}" --tap --timeout "$2" --builddir "$BUILDDIR" "$W/selftest-stub" >"$W/$3.tap" 2>&1 &
 	BGPID=$!
 }
@@ -189,6 +195,25 @@ wait "$BGPID"; rc=$?
 	grep -qE '^not ok .*dom0.sh exited 0 .*rc=3' "$W/booted.tap" &&
 	! grep -q 'boot stalled' "$W/booted.tap"
 check $? "a dom0 that boots and whose scenario fails (rc=3, past the deadline) fails with no retry (rc=$rc)"
+
+# ---- 8. a kernel's timers stop after dom0 is up: stopped when silent, retried ------
+rm -rf "$SR-first-try"
+DEADLINE=2 SILENCE=3 stub_run timerstall 60 timer "$RR"
+wait "$BGPID"; rc=$?
+secs=$(qemu_secs "$W/timer.tap")
+echo "$secs" | awk '{ exit !(NF == 2 && $1 <= 10 && $2 <= 10) }'
+check $? "a console silent for 3 s after a timer stall is stopped then, not at the 60 s timeout (QEMU ran: ${secs:-?}s)"
+[ $rc != 0 ] && [ "$(runs timer)" = 2 ] &&
+	[ "$(grep -c "^# retried: selftest-stub: a kernel's timers stopped" "$W/timer.tap")" = 1 ] &&
+	grep -q "^not ok .*a kernel's timers stopped.*silent for 3s" "$W/timer.tap"
+check $? "... retried once, and the second stall fails naming it (rc=$rc, $(runs timer) QEMU runs)"
+# the same silence without the stall's message is a hang: the timeout's
+DEADLINE=2 SILENCE=1 stub_run hang 5 silent
+wait "$BGPID"; rc=$?
+secs=$(qemu_secs "$W/silent.tap")
+[ $rc != 0 ] && grep -q '^not ok .*finished within 5s (killed' "$W/silent.tap" &&
+	echo "$secs" | awk '{ exit !($1 >= 5) }'
+check $? "... while a silent console without it waits for the timeout (QEMU ran: ${secs:-?}s)"
 
 echo "1..$n"
 [ $nfail -eq 0 ]
