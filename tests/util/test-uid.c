@@ -57,12 +57,12 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 	return syscall(SYS_getrandom, buf, len, flags & ~GRND_INSECURE);
 }
 
-/* 64 IDs from one kernel: none 0, no two alike, nothing asked to block */
-static void ids_from(enum kernel k)
+/* 64 IDs from the kernel in *@state: none 0, no two alike, nothing asked to block */
+static void test_ids(void **state)
 {
 	uint64_t ids[64];
 
-	kernel = k;
+	kernel = *(enum kernel *)*state;
 	calls = blocking_calls = 0;
 	for (size_t i = 0; i < 64; i++) {
 		ids[i] = tcx_unique_id();
@@ -74,37 +74,15 @@ static void ids_from(enum kernel k)
 	assert_int_equal(blocking_calls, 0);
 }
 
-static void test_ready(void **state)
-{
-	(void)state;
-	ids_from(READY);
-}
-
-static void test_not_ready(void **state)
-{
-	(void)state;
-	ids_from(NOT_READY);
-}
-
-static void test_old_kernel_not_ready(void **state)
-{
-	(void)state;
-	ids_from(OLD_NOT_READY);
-}
-
-static void test_no_getrandom(void **state)
-{
-	(void)state;
-	ids_from(BROKEN);
-}
-
 int main(void)
 {
+	static enum kernel ready = READY, not_ready = NOT_READY, old = OLD_NOT_READY,
+			   broken = BROKEN;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ready),
-		cmocka_unit_test(test_not_ready),
-		cmocka_unit_test(test_old_kernel_not_ready),
-		cmocka_unit_test(test_no_getrandom),
+		cmocka_unit_test_prestate(test_ids, &ready),
+		cmocka_unit_test_prestate(test_ids, &not_ready),
+		cmocka_unit_test_prestate(test_ids, &old),
+		cmocka_unit_test_prestate(test_ids, &broken),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
