@@ -64,11 +64,15 @@ enum { ENT_DATA, ENT_PAD };
 #define NOTIFY_DIV	32
 
 /*
- * The consumer keeps this much of the ring past the drain's head faulted
- * in, a step at a time: the copy that frees Xen's buffers must not stall
- * on page faults (tens of microseconds each in a PV dom0) while they fill.
+ * The copy that frees Xen's buffers must not stall on page faults (tens
+ * of microseconds each in a PV dom0) while they fill: the thread keeps
+ * what one round can stage (round_max) faulted in past its head, and
+ * grows that in steps of at least POPULATE_STEP after a round. The ring
+ * starts with PREFAULT bytes, before Xen's buffers are enabled; a low
+ * rate never goes far past the rewind point, so it never takes the rest.
  */
-#define AHEAD		(2u << 20)
+#define PREFAULT	(512u << 10)
+#define POPULATE_STEP	(64u << 10)
 
 #define ENT_FIRST	0x1	/* the first chunk of a window */
 #define ENT_LAST	0x2	/* the last chunk of a window */
@@ -89,7 +93,8 @@ struct rec_hvdrain {
 	uint64_t		head;		/* written by the thread */
 	uint64_t		tail;		/* written by the consumer */
 	uint64_t		peak;
-	size_t			populated;	/* ring bytes faulted in (consumer's) */
+	size_t			populated;	/* ring bytes faulted in (the thread's) */
+	size_t			round_max;	/* the most one round stages */
 	int			poll_ms;
 	size_t			half;		/* half a pCPU buffer: Xen's VIRQ */
 	size_t			win_max;	/* this round's largest window */
@@ -332,6 +337,27 @@ static void drain_priority(void)
 	}
 }
 
+/*
+ * Room for the next round faulted in past @head (see PREFAULT): a round
+ * writes at most round_max bytes from there, wrapping into the start.
+ */
+static void populate_ahead(struct rec_hvdrain *d, uint64_t head)
+{
+	size_t want = head % d->cap + d->round_max;
+
+	if (want > d->cap)
+		want = d->cap;
+	if (want <= d->populated)
+		return;
+	/* whole steps: a syscall per step, not per round */
+	want = d->populated + ((want - d->populated + POPULATE_STEP - 1) &
+			       ~(size_t)(POPULATE_STEP - 1));
+	if (want > d->cap)
+		want = d->cap;
+	tcx_pages_populate(d->ring, d->populated, want - d->populated);
+	d->populated = want;
+}
+
 static void *thread_fn(void *arg)
 {
 	struct rec_hvdrain *d = arg;
@@ -359,6 +385,8 @@ static void *thread_fn(void *arg)
 		 */
 		round_(d);
 		wait = next_wait(d, start, tcx_now_ns());
+		/* after the copy and the clock: the faults are the next round's */
+		populate_ahead(d, d->head);
 		d->st.rounds++;
 		d->st.virqs += virq;
 		if (wait < d->st.min_wait_ns || !d->st.min_wait_ns)
@@ -389,14 +417,11 @@ int rec_hvdrain_open(struct rec_hvdrain **out, size_t ring_bytes, int poll_ms)
 		d->cap = 1u << 16;
 	d->poll_ms = poll_ms > 0 ? poll_ms : DRAIN_POLL_MS;
 	/*
-	 * What a low rate uses (up to the rewind point and a wake-up's worth)
-	 * is faulted in now: the copy that frees Xen's buffers takes no
-	 * page faults then. 4 KiB pages: a 2 MiB page is cleared whole at
-	 * its first touch, which cost more CPU than it saved at every rate.
+	 * The first rounds' room is faulted in now (see PREFAULT). 4 KiB
+	 * pages: a 2 MiB page is cleared whole at its first touch, which
+	 * cost more CPU than it saved at every rate.
 	 */
-	d->populated = REWIND_AT + d->cap / NOTIFY_DIV;
-	if (d->populated > d->cap)
-		d->populated = d->cap;
+	d->populated = PREFAULT < d->cap ? PREFAULT : d->cap;
 	d->ring = tcx_pages_alloc(d->cap, d->populated, false);
 	d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	d->kick = d->efd < 0 ? -1 : eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -413,10 +438,20 @@ int rec_hvdrain_open(struct rec_hvdrain **out, size_t ring_bytes, int poll_ms)
 
 int rec_hvdrain_start(struct rec_hvdrain *d, struct rec_hvbuf *hv)
 {
+	size_t buf = (size_t)rec_hvbuf_pages(hv) * 4096;
 	int ret;
 
 	d->hv = hv;
-	d->half = (size_t)rec_hvbuf_pages(hv) * 4096 / 2;
+	d->half = buf / 2;
+	/*
+	 * A round stages each pCPU's window once, at most its buffer, in
+	 * chunks of a header and padding each: a chunk ends at the ring's end,
+	 * at either part of the window, or after a wait for room (a page of
+	 * data or the rest at least), and an end too short is skipped.
+	 */
+	d->round_max = (size_t)rec_hvbuf_ncpus(hv) *
+		       (buf + (buf / 4096 + 4) * 2 * (HDR + 8 + HDR + 8));
+	populate_ahead(d, d->head);
 	/* Xen's buffers were enabled just now: the first round measures from here */
 	d->last_ns = tcx_now_ns();
 	ret = -pthread_create(&d->thread, NULL, thread_fn, d);
@@ -430,6 +465,8 @@ void rec_hvdrain_get_stats(const struct rec_hvdrain *d, struct rec_hvdrain_stats
 {
 	/* the thread's counters: read once it is joined */
 	*st = d->started ? (struct rec_hvdrain_stats){ 0 } : d->st;
+	if (!d->started)
+		st->ring_bytes = d->populated;
 }
 
 int rec_hvdrain_fd(const struct rec_hvdrain *d)
@@ -447,19 +484,6 @@ uint64_t rec_hvdrain_backlog(const struct rec_hvdrain *d)
 	return __atomic_load_n(&d->head, __ATOMIC_ACQUIRE) - d->tail;
 }
 
-/* The consumer's side of the fault-free copy: see AHEAD. */
-static void populate_ahead(struct rec_hvdrain *d, uint64_t head)
-{
-	size_t pos = head % d->cap;
-
-	while (d->populated < d->cap && pos + AHEAD > d->populated) {
-		size_t n = d->cap - d->populated < AHEAD ? d->cap - d->populated : AHEAD;
-
-		tcx_pages_populate(d->ring, d->populated, n);
-		d->populated += n;
-	}
-}
-
 int rec_hvdrain_consume_for(struct rec_hvdrain *d, const struct rec_hvdrain_ops *ops, void *ctx,
 			    uint64_t budget_ns)
 {
@@ -471,7 +495,6 @@ int rec_hvdrain_consume_for(struct rec_hvdrain *d, const struct rec_hvdrain_ops 
 	if (read(d->efd, &cnt, sizeof(cnt)) < 0) {
 		/* nothing signalled: consume what is there all the same */
 	}
-	populate_ahead(d, head);
 	while (tail < head) {
 		struct ent e;
 		int ret = 0;

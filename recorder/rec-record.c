@@ -1198,7 +1198,8 @@ static void summary_json(const struct session *ss, FILE *f)
 	if (ss->dr)
 		rec_hvdrain_get_stats(ss->dr, &dst);
 	fprintf(f, "}, \"drain\": {\"rounds\": %" PRIu64 ", \"virqs\": %" PRIu64
-		", \"shortest_wait_ms\": %.3f}},\n", dst.rounds, dst.virqs, dst.min_wait_ns / 1e6);
+		", \"shortest_wait_ms\": %.3f, \"ring_kib\": %" PRIu64 "}},\n", dst.rounds,
+		dst.virqs, dst.min_wait_ns / 1e6, dst.ring_bytes >> 10);
 	if (ss->has_d0) {
 		fprintf(f, "  \"dom0\": {\"file\": ");
 		tcx_json_str(f, ss->dom0_path);

@@ -997,6 +997,7 @@ struct rec_hvdrain_stats {
 	uint64_t	rounds;		/* copies out of Xen's buffers */
 	uint64_t	virqs;		/* of them woken by VIRQ_TBUF, not the timer */
 	uint64_t	min_wait_ns;	/* the shortest sleep the timer chose */
+	uint64_t	ring_bytes;	/* the staging ring's bytes faulted in */
 };
 
 /**
