@@ -17,8 +17,14 @@
  * take at most twice xentrace's CPU per record at every step.
  * The floor line writes as many bytes as record's trace.dat took, alone:
  * what the kernel's write path costs for them, before any decoding.
+ * Then what the low steps' ratios are made of: a session of a quiet host
+ * (what a session costs with hardly a record) and the two lowest rates
+ * for --long SEC (15) instead of -d: a step's ratio over 3 s carries the
+ * per-session cost, a long session's is the per-record one. For
+ * information: the target is the ladder's.
  *
- *   record-bench [-d SEC] [-S PAGES] [-r RUNS] [--soak SEC] [--soak-rate EXITS] [--no-ladder]
+ *   record-bench [-d SEC] [-S PAGES] [-r RUNS] [--long SEC] [--soak SEC]
+ *                [--soak-rate EXITS] [--no-ladder]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -258,6 +264,7 @@ static void cleanup(void)
 
 /* One consumer's runs at one step: medians, so one noisy run decides nothing. */
 struct step {
+	double		cpu;		/* CPU s of a run */
 	double		cpu_per_m;	/* CPU s per M records */
 	double		lost;		/* records Xen dropped */
 	double		written;
@@ -270,7 +277,7 @@ struct step {
 static void run_step(bool xt, unsigned int rate, double secs, unsigned int pages, int reps,
 		     struct step st[2])
 {
-	double cpu[2][16], lost[2][16], wr[2][16], out[2][16];
+	double cpu[2][16], abs[2][16], lost[2][16], wr[2][16], out[2][16];
 
 	memset(st, 0, 2 * sizeof(*st));
 	for (int i = 0; i < reps; i++) {
@@ -278,6 +285,7 @@ static void run_step(bool xt, unsigned int rate, double secs, unsigned int pages
 			struct result r = consume(k == 1, rate, secs, pages, false);
 
 			cpu[k][i] = r.written ? r.cpu * 1e6 / r.written : 0;
+			abs[k][i] = r.cpu;
 			lost[k][i] = r.dropped;
 			wr[k][i] = r.written;
 			out[k][i] = r.written ? (double)r.out_bytes / r.written : 0;
@@ -288,9 +296,37 @@ static void run_step(bool xt, unsigned int rate, double secs, unsigned int pages
 	}
 	for (int k = xt ? 0 : 1; k < 2; k++) {
 		st[k].cpu_per_m = bench_median(cpu[k], reps);
+		st[k].cpu = bench_median(abs[k], reps);
 		st[k].lost = bench_median(lost[k], reps);
 		st[k].written = bench_median(wr[k], reps);
 		st[k].out_per_rec = bench_median(out[k], reps);
+	}
+}
+
+/*
+ * What the low steps' ratios are made of: the CPU of a session with hardly
+ * a record (an idle dom0 and a guest at rate 0: about 12 000 scheduler
+ * records a second), and the lowest two steps run @long_secs instead of
+ * @secs, where that per-session cost weighs @long_secs / @secs times less.
+ */
+static void sessions(double secs, double long_secs, unsigned int pages, int reps)
+{
+	static const unsigned int low[] = { 25000, 50000 };
+	struct step st[2];
+
+	printf("\nwhat the low steps are made of (medians of %d runs each; for information, "
+	       "the target is the ladder's):\n", reps);
+	run_step(true, 0, secs, pages, reps, st);
+	printf("  a quiet host for %.0f s: record %.1f ms of CPU, xentrace %.1f ms (%.2fx): "
+	       "the cost of a session\n", secs, st[1].cpu * 1e3, st[0].cpu * 1e3,
+	       st[0].cpu > 0 ? st[1].cpu / st[0].cpu : 0);
+	for (size_t i = 0; i < sizeof(low) / sizeof(low[0]); i++) {
+		run_step(true, low[i], long_secs, pages, reps, st);
+		printf("  %u exits/s for %.0f s: record %.3f CPU s per M records, xentrace %.3f: "
+		       "%.2fx (%.0f and %.0f lost)\n", low[i], long_secs, st[1].cpu_per_m,
+		       st[0].cpu_per_m, st[0].cpu_per_m > 0 ? st[1].cpu_per_m / st[0].cpu_per_m : 0,
+		       st[1].lost, st[0].lost);
+		fflush(stdout);
 	}
 }
 
@@ -298,7 +334,7 @@ int main(int argc, char **argv)
 {
 	static const unsigned int rates[] = { 25000, 50000, 100000, 200000, 400000, 800000,
 					      1600000 };
-	double secs = 3, soak = 20;
+	double secs = 3, soak = 20, long_secs = 15;
 	unsigned int pages = 32, best_xt = 0, best_tcx = 0;
 	unsigned int loss_bad = 0, cpu_bad = 0;
 	double worst_ratio = 0, clean_out = 0, clean_xt = 0, clean_tcx = 0;
@@ -314,6 +350,8 @@ int main(int argc, char **argv)
 			pages = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-r") && i + 1 < argc)
 			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--long") && i + 1 < argc)
+			long_secs = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--soak") && i + 1 < argc)
 			soak = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--soak-rate") && i + 1 < argc)
@@ -321,8 +359,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--no-ladder"))
 			ladder = false;
 		else {
-			fprintf(stderr, "usage: record-bench [-d SEC] [-S PAGES] [-r RUNS] [--soak SEC] "
-				"[--soak-rate EXITS] [--no-ladder]\n");
+			fprintf(stderr, "usage: record-bench [-d SEC] [-S PAGES] [-r RUNS] [--long SEC] "
+				"[--soak SEC] [--soak-rate EXITS] [--no-ladder]\n");
 			return 2;
 		}
 	}
@@ -418,6 +456,8 @@ int main(int argc, char **argv)
 		       "decoding and encoding %.3f s on top\n", clean_rate, clean_out, floor,
 		       floor / clean_xt, clean_tcx - floor > 0 ? clean_tcx - floor : 0);
 	}
+	if (xt_ok && long_secs > 0)
+		sessions(secs, long_secs, pages, reps < 2 ? reps : 2);
 	if (soak > 0) {
 		struct result r;
 
