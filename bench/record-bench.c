@@ -277,7 +277,7 @@ struct step {
 static void run_step(bool xt, unsigned int rate, double secs, unsigned int pages, int reps,
 		     struct step st[2])
 {
-	double cpu[2][16], abs[2][16], lost[2][16], wr[2][16], out[2][16];
+	double cpu[2][16], run_cpu[2][16], lost[2][16], wr[2][16], out[2][16];
 
 	memset(st, 0, 2 * sizeof(*st));
 	for (int i = 0; i < reps; i++) {
@@ -285,7 +285,7 @@ static void run_step(bool xt, unsigned int rate, double secs, unsigned int pages
 			struct result r = consume(k == 1, rate, secs, pages, false);
 
 			cpu[k][i] = r.written ? r.cpu * 1e6 / r.written : 0;
-			abs[k][i] = r.cpu;
+			run_cpu[k][i] = r.cpu;
 			lost[k][i] = r.dropped;
 			wr[k][i] = r.written;
 			out[k][i] = r.written ? (double)r.out_bytes / r.written : 0;
@@ -296,7 +296,7 @@ static void run_step(bool xt, unsigned int rate, double secs, unsigned int pages
 	}
 	for (int k = xt ? 0 : 1; k < 2; k++) {
 		st[k].cpu_per_m = bench_median(cpu[k], reps);
-		st[k].cpu = bench_median(abs[k], reps);
+		st[k].cpu = bench_median(run_cpu[k], reps);
 		st[k].lost = bench_median(lost[k], reps);
 		st[k].written = bench_median(wr[k], reps);
 		st[k].out_per_rec = bench_median(out[k], reps);
