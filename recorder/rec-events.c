@@ -615,6 +615,12 @@ static const char *conv(const struct field *fd)
 	return fd->type == 's' ? "%d" : "%u";
 }
 
+/* Fields the print fmt names: not the word count nor padding. */
+static bool in_print(const struct field *fd)
+{
+	return strcmp(fd->name, "nr") && strncmp(fd->name, "pad", 3);
+}
+
 /* @v in decimal at @p; returns the end. */
 static char *put_dec(char *p, unsigned int v)
 {
@@ -718,7 +724,7 @@ int rec_event_format(const struct rec_event *e, char *buf, size_t size)
 	for (int i = 0; i < f->nfields; i++) {
 		const struct field *fd = &f->f[i];
 
-		if (!strcmp(fd->name, "nr") || !strncmp(fd->name, "pad", 3))
+		if (!in_print(fd))
 			continue;
 		if (!first)
 			text_add(&t, " ");
@@ -731,7 +737,7 @@ int rec_event_format(const struct rec_event *e, char *buf, size_t size)
 	for (int i = 0; i < f->nfields; i++) {
 		const struct field *fd = &f->f[i];
 
-		if (!strcmp(fd->name, "nr") || !strncmp(fd->name, "pad", 3))
+		if (!in_print(fd))
 			continue;
 		text_add(&t, ", REC->");
 		text_add(&t, fd->name);

@@ -338,12 +338,12 @@ static void drain_priority(void)
 }
 
 /*
- * Room for the next round faulted in past @head (see PREFAULT): a round
- * writes at most round_max bytes from there, wrapping into the start.
+ * Room for the next round faulted in past the head (see PREFAULT): a
+ * round writes at most round_max bytes from there, wrapping into the start.
  */
-static void populate_ahead(struct rec_hvdrain *d, uint64_t head)
+static void populate_ahead(struct rec_hvdrain *d)
 {
-	size_t want = head % d->cap + d->round_max;
+	size_t want = d->head % d->cap + d->round_max;
 
 	if (want > d->cap)
 		want = d->cap;
@@ -386,7 +386,7 @@ static void *thread_fn(void *arg)
 		round_(d);
 		wait = next_wait(d, start, tcx_now_ns());
 		/* after the copy and the clock: the faults are the next round's */
-		populate_ahead(d, d->head);
+		populate_ahead(d);
 		d->st.rounds++;
 		d->st.virqs += virq;
 		if (wait < d->st.min_wait_ns || !d->st.min_wait_ns)
@@ -451,7 +451,7 @@ int rec_hvdrain_start(struct rec_hvdrain *d, struct rec_hvbuf *hv)
 	 */
 	d->round_max = (size_t)rec_hvbuf_ncpus(hv) *
 		       (buf + (buf / 4096 + 4) * 2 * (HDR + 8 + HDR + 8));
-	populate_ahead(d, d->head);
+	populate_ahead(d);
 	/* Xen's buffers were enabled just now: the first round measures from here */
 	d->last_ns = tcx_now_ns();
 	ret = -pthread_create(&d->thread, NULL, thread_fn, d);
@@ -464,9 +464,12 @@ int rec_hvdrain_start(struct rec_hvdrain *d, struct rec_hvbuf *hv)
 void rec_hvdrain_get_stats(const struct rec_hvdrain *d, struct rec_hvdrain_stats *st)
 {
 	/* the thread's counters: read once it is joined */
-	*st = d->started ? (struct rec_hvdrain_stats){ 0 } : d->st;
-	if (!d->started)
-		st->ring_bytes = d->populated;
+	if (d->started) {
+		*st = (struct rec_hvdrain_stats){ 0 };
+		return;
+	}
+	*st = d->st;
+	st->ring_bytes = d->populated;
 }
 
 int rec_hvdrain_fd(const struct rec_hvdrain *d)
