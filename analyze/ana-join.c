@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <trace-cmd/trace-cmd.h>
-
 #include "analyze-internal.h"
 #include "tcx-util.h"
 
@@ -273,14 +271,14 @@ struct merge {
 static int merge_init(struct merge *m, struct tracecmd_input *h)
 {
 	m->h = h;
-	m->ncpu = tep_get_cpus(tracecmd_get_tep(h));
+	m->ncpu = tep_get_cpus(ana_tc.get_tep(h));
 	if (m->ncpu <= 0)
 		m->ncpu = 1;
 	m->next = calloc((size_t)m->ncpu, sizeof(*m->next));
 	if (!m->next)
 		return -ENOMEM;
 	for (int c = 0; c < m->ncpu; c++)
-		m->next[c] = tracecmd_read_data(h, c);
+		m->next[c] = ana_tc.read_data(h, c);
 	return 0;
 }
 
@@ -295,7 +293,7 @@ static struct tep_record *merge_next(struct merge *m, int *cpu)
 	if (best < 0)
 		return NULL;
 	r = m->next[best];
-	m->next[best] = tracecmd_read_data(m->h, best);
+	m->next[best] = ana_tc.read_data(m->h, best);
 	*cpu = best;
 	return r;
 }
@@ -304,14 +302,14 @@ static void merge_done(struct merge *m)
 {
 	for (int c = 0; m->next && c < m->ncpu; c++)
 		if (m->next[c])
-			tracecmd_free_record(m->next[c]);
+			ana_tc.free_record(m->next[c]);
 	free(m->next);
 	m->next = NULL;
 }
 
 static int read_guest(struct jctx *x, struct tracecmd_input *host, const char *path)
 {
-	struct tracecmd_input *g = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	struct tracecmd_input *g = ana_tc.open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
 	struct gcpu *gc = NULL;
 	struct wake *wk = NULL;
 	size_t nwk = 0, capwk = 0;
@@ -324,11 +322,11 @@ static int read_guest(struct jctx *x, struct tracecmd_input *host, const char *p
 
 	if (!g)
 		return tcx_fail(-EINVAL, "%s: not a trace.dat libtracecmd can read", path);
-	if (tracecmd_get_guest_cpumap(host, tracecmd_get_traceid(g), &name, &ncpu, &pids) ||
+	if (ana_tc.get_guest_cpumap(host, ana_tc.get_traceid(g), &name, &ncpu, &pids) ||
 	    ncpu <= 0 || !name) {
 		ret = tcx_fail(-EINVAL, "%s: the hypervisor trace has no GUEST entry for its "
 			       "trace id %#" PRIx64 " (not a guest file of this recording)",
-			       path, (uint64_t)tracecmd_get_traceid(g));
+			       path, (uint64_t)ana_tc.get_traceid(g));
 		goto out;
 	}
 	gc = calloc((size_t)ncpu, sizeof(*gc));
@@ -337,7 +335,7 @@ static int read_guest(struct jctx *x, struct tracecmd_input *host, const char *p
 		goto out;
 	}
 	while ((r = merge_next(&m, &cpu))) {
-		struct tep_event *e = tep_find_event_by_record(tracecmd_get_tep(g), r);
+		struct tep_event *e = tep_find_event_by_record(ana_tc.get_tep(g), r);
 		uint32_t key, dom;
 		struct jvcpu *v;
 
@@ -366,7 +364,7 @@ static int read_guest(struct jctx *x, struct tracecmd_input *host, const char *p
 				struct wake *n = grow(wk, &capwk, nwk, sizeof(*n));
 
 				if (!n) {
-					tracecmd_free_record(r);
+					ana_tc.free_record(r);
 					ret = tcx_fail(-ENOMEM, "out of memory");
 					goto out;
 				}
@@ -426,10 +424,10 @@ static int read_guest(struct jctx *x, struct tracecmd_input *host, const char *p
 			}
 		}
 next:
-		tracecmd_free_record(r);
+		ana_tc.free_record(r);
 		continue;
 oom:
-		tracecmd_free_record(r);
+		ana_tc.free_record(r);
 		ret = tcx_fail(-ENOMEM, "out of memory");
 		goto out;
 	}
@@ -437,7 +435,7 @@ out:
 	merge_done(&m);
 	free(gc);
 	free(wk);
-	tracecmd_close(g);
+	ana_tc.close(g);
 	return ret;
 }
 
@@ -447,7 +445,7 @@ out:
  */
 static int find_marker(const char *path, const char *text, uint64_t after, uint64_t *ts)
 {
-	struct tracecmd_input *h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	struct tracecmd_input *h = ana_tc.open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
 	struct merge m = { 0 };
 	struct tep_record *r;
 	int cpu;
@@ -455,11 +453,11 @@ static int find_marker(const char *path, const char *text, uint64_t after, uint6
 	if (!h)
 		return tcx_fail(-EINVAL, "%s: not a trace.dat libtracecmd can read", path);
 	if (merge_init(&m, h)) {
-		tracecmd_close(h);
+		ana_tc.close(h);
 		return tcx_fail(-ENOMEM, "out of memory");
 	}
 	while ((r = merge_next(&m, &cpu))) {
-		struct tep_event *e = tep_find_event_by_record(tracecmd_get_tep(h), r);
+		struct tep_event *e = tep_find_event_by_record(ana_tc.get_tep(h), r);
 		struct tep_format_field *f;
 		bool hit = false;
 
@@ -473,12 +471,12 @@ static int find_marker(const char *path, const char *text, uint64_t after, uint6
 		}
 		if (hit)
 			*ts = r->ts;
-		tracecmd_free_record(r);
+		ana_tc.free_record(r);
 		if (hit)
 			break;
 	}
 	merge_done(&m);
-	tracecmd_close(h);
+	ana_tc.close(h);
 	return 0;
 }
 
@@ -544,16 +542,18 @@ struct ana_join *ana_join_run(const char *host, char *const *guests, int nguests
 
 	if (!opts)
 		opts = &none;
-	tracecmd_set_loglevel(TEP_LOG_NONE);
-	h = tracecmd_open(host, TRACECMD_FL_LOAD_NO_PLUGINS);
+	if (ana_tc_load())
+		return NULL;
+	ana_tc.set_loglevel(TEP_LOG_NONE);
+	h = ana_tc.open(host, TRACECMD_FL_LOAD_NO_PLUGINS);
 	if (!h) {
 		tcx_fail(-EINVAL, "%s: not a trace.dat libtracecmd can read", host);
 		return NULL;
 	}
-	if (!tep_find_event_by_name(tracecmd_get_tep(h), "xen", "runstate_change")) {
+	if (!tep_find_event_by_name(ana_tc.get_tep(h), "xen", "runstate_change")) {
 		tcx_fail(-EINVAL, "%s: no xen/runstate_change event: not a hypervisor trace "
 			 "(give it first, the guest files after it)", host);
-		tracecmd_close(h);
+		ana_tc.close(h);
 		return NULL;
 	}
 	x.j = calloc(1, sizeof(*x.j));
@@ -566,7 +566,7 @@ struct ana_join *ana_join_run(const char *host, char *const *guests, int nguests
 		goto fail;
 	}
 	while ((r = merge_next(&m, &cpu))) {
-		struct tep_event *e = tep_find_event_by_record(tracecmd_get_tep(h), r);
+		struct tep_event *e = tep_find_event_by_record(ana_tc.get_tep(h), r);
 
 		if (first) {
 			x.t0 = r->ts;
@@ -574,7 +574,7 @@ struct ana_join *ana_join_run(const char *host, char *const *guests, int nguests
 		}
 		x.end = r->ts;
 		ret = e ? host_record(&x, e, r) : 0;
-		tracecmd_free_record(r);
+		ana_tc.free_record(r);
 		if (ret) {
 			tcx_fail(ret, "out of memory");
 			goto fail;
@@ -610,7 +610,7 @@ out:
 	}
 	free(x.v);
 	merge_done(&m);
-	tracecmd_close(h);
+	ana_tc.close(h);
 	return x.j;
 }
 

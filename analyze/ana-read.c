@@ -3,7 +3,7 @@
  * analyze: one pass over a hypervisor trace.dat.
  *
  * libtracecmd opens the file, parses the formats and says where each CPU's
- * pages lie (its first record, and tracecmd_read_at() for which CPU owns a
+ * pages lie (its first record, and ana_tc.read_at() for which CPU owns a
  * page). The pages themselves are then read (a buffer of 256 KiB per pCPU)
  * and walked here: libtracecmd hands out times already converted to ns by the
  * file's TSC2NSEC, which loses the cycle xenalyze counts in, and its
@@ -18,8 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <trace-cmd/trace-cmd.h>
 
 #include "analyze-internal.h"
 #include "tcx-util.h"
@@ -685,10 +683,10 @@ static bool page_of_cpu(struct tracecmd_input *h, uint64_t off, int cpu)
 	struct tep_record *rec;
 	int c = -1;
 
-	rec = tracecmd_read_at(h, off, &c);
+	rec = ana_tc.read_at(h, off, &c);
 	if (!rec)
 		return false;
-	tracecmd_free_record(rec);
+	ana_tc.free_record(rec);
 	return c == cpu;
 }
 
@@ -701,7 +699,7 @@ struct cpu_span {
 /* @cpu's first record: its page, and its time as libtracecmd gives it. */
 static void cpu_first(struct tracecmd_input *h, int cpu, size_t psize, struct cpu_span *sp)
 {
-	struct tep_record *rec = tracecmd_read_cpu_first(h, cpu);
+	struct tep_record *rec = ana_tc.read_cpu_first(h, cpu);
 
 	memset(sp, 0, sizeof(*sp));
 	if (!rec)
@@ -709,12 +707,12 @@ static void cpu_first(struct tracecmd_input *h, int cpu, size_t psize, struct cp
 	sp->first_off = rec->offset & ~((uint64_t)psize - 1);
 	sp->first_ns = rec->ts;
 	sp->present = true;
-	tracecmd_free_record(rec);
+	ana_tc.free_record(rec);
 }
 
 /*
  * How many pages @cpu has, none past @limit (the next CPU's first page, or
- * the end of the file). Each tracecmd_read_at() faults in the file around
+ * the end of the file). Each ana_tc.read_at() faults in the file around
  * the page it reads (up to a 2 MB folio of the page cache), and the pages
  * it reads stay mapped until libtracecmd is closed. So the search goes
  * back from @limit, doubling its step: the pages it reads lie within about
@@ -805,17 +803,17 @@ static uint64_t last_ts(struct reader *rd, int fd, uint64_t off)
 static bool last_ns(struct tracecmd_input *h, uint64_t page_off, size_t psize, int cpu,
 		    uint64_t *ns)
 {
-	struct tep_record *rec = tracecmd_read_at(h, page_off, NULL);
+	struct tep_record *rec = ana_tc.read_at(h, page_off, NULL);
 	bool got = false;
 
 	while (rec && rec->offset < page_off + psize) {
 		*ns = rec->ts;
 		got = true;
-		tracecmd_free_record(rec);
-		rec = tracecmd_read_data(h, cpu);
+		ana_tc.free_record(rec);
+		rec = ana_tc.read_data(h, cpu);
 	}
 	if (rec)
-		tracecmd_free_record(rec);
+		ana_tc.free_record(rec);
 	return got;
 }
 
@@ -859,8 +857,10 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 
 	if (!opts)
 		opts = &none;
-	tracecmd_set_loglevel(TEP_LOG_NONE);
-	h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	if (ana_tc_load())
+		return NULL;
+	ana_tc.set_loglevel(TEP_LOG_NONE);
+	h = ana_tc.open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
 	if (!h) {
 		tcx_fail(-EINVAL, "%s: not a trace.dat libtracecmd can read", path);
 		goto out;
@@ -873,7 +873,7 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 	}
 	rd->r = r;
 	{
-		struct tep_handle *tep = tracecmd_get_tep(h);
+		struct tep_handle *tep = ana_tc.get_tep(h);
 
 		rd->psize = tep_get_page_size(tep);
 		if (!rd->psize)
@@ -995,7 +995,7 @@ struct ana_result *ana_run(const char *path, const struct ana_opts *opts)
 	 * libtracecmd is done: closing it now unmaps the file regions its
 	 * page lookups faulted in (a few MB, whatever the file's size).
 	 */
-	tracecmd_close(h);
+	ana_tc.close(h);
 	h = NULL;
 	r->win_start = r->first_tsc + (uint64_t)((long double)opts->from_ns * hz / 1e9L);
 	r->win_end = opts->to_ns ?
@@ -1082,7 +1082,7 @@ out:
 	if (fd >= 0)
 		close(fd);
 	if (h)
-		tracecmd_close(h);
+		ana_tc.close(h);
 	if (rd) {
 		free(rd->vs);
 		free(rd->hkeys);

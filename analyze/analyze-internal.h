@@ -3,6 +3,8 @@
 #ifndef ANALYZE_INTERNAL_H
 #define ANALYZE_INTERNAL_H
 
+#include <trace-cmd/trace-cmd.h>
+
 #include "analyze.h"
 
 enum ana_kind {
@@ -43,6 +45,35 @@ struct ana_vstate {
 	uint64_t pending_tsc;
 	unsigned int cap_exits;
 };
+
+/*
+ * libtracecmd's calls, through the library loaded at the first read
+ * (ana-tracecmd.c): each member is the function of its name with
+ * "tracecmd_" before it, and of its type.
+ */
+struct ana_tc {
+	__typeof__(&tracecmd_set_loglevel)	set_loglevel;
+	__typeof__(&tracecmd_open)		open;
+	__typeof__(&tracecmd_close)		close;
+	__typeof__(&tracecmd_get_tep)		get_tep;
+	__typeof__(&tracecmd_read_data)		read_data;
+	__typeof__(&tracecmd_read_at)		read_at;
+	__typeof__(&tracecmd_read_cpu_first)	read_cpu_first;
+	__typeof__(&tracecmd_free_record)	free_record;
+	__typeof__(&tracecmd_get_traceid)	get_traceid;
+	__typeof__(&tracecmd_get_guest_cpumap)	get_guest_cpumap;
+};
+
+/* Valid once ana_tc_load() returned 0. */
+extern struct ana_tc ana_tc;
+
+/**
+ * ana_tc_load - load libtracecmd, once for the process
+ *
+ * Returns 0, or a negative errno with tcx_error() naming the library and
+ * what is wrong with it.
+ */
+int ana_tc_load(void);
 
 /** ana_hist_index - the latency bucket of @x cycles */
 unsigned int ana_hist_index(uint64_t x);

@@ -134,6 +134,7 @@ in_root bash -c '
 	/opt/xensim/xensim run /opt/xensim/host.conf --dir /tmp/host & sim=$!
 	for _ in $(seq 200); do [ -e /tmp/host/truth ] && break; sleep 0.05; done
 	XENSIM_HOST=/tmp/host LD_LIBRARY_PATH=/opt/xensim \
+		LD_DEBUG=files LD_DEBUG_OUTPUT=/tmp/ld-record \
 		trace-cmd record --xen -e sched -o /tmp/x.dat -- sleep 1
 	st=$?
 	kill $sim; wait $sim
@@ -151,6 +152,23 @@ st=$?
 [ "$st" -eq 0 ] && [ "$(grep -c sched_switch "$tmp/report")" -gt 0 ]
 ok $? "trace-cmd report -i x-dom0.dat: exit $st, $(grep -c sched_switch "$tmp/report") sched_switch events of dom0" ||
 	head -5 "$tmp/report" | sed 's/^/#   /'
+# libtracecmd is analyze's, loaded when it reads a file: a recording never loads it
+cat "$root"/tmp/ld-record.* 2>/dev/null |
+	sed -n 's/.*file=\([^ ]*\) .*generating link map.*/\1/p' | sort -u >"$tmp/loaded"
+grep -q '^libxenctrl' "$tmp/loaded" && ! grep -E '^lib(tracecmd|zstd)\.' "$tmp/loaded"
+ok $? "... the recording loaded libxenctrl, not libtracecmd or libzstd: $(tr '\n' ' ' <"$tmp/loaded")"
+in_root trace-cmd-xen analyze /tmp/x.dat >"$tmp/analyze" 2>&1
+st=$?
+[ "$st" -eq 0 ] && grep -q '^records  *[1-9][0-9]* read' "$tmp/analyze"
+ok $? "trace-cmd-xen analyze x.dat (libtracecmd loaded then): exit $st" ||
+	head -5 "$tmp/analyze" | sed 's/^/#   /'
+mkdir -p "$root/tmp/badlib"
+: >"$root/tmp/badlib/libtracecmd.so.1"
+in_root env LD_LIBRARY_PATH=/tmp/badlib trace-cmd-xen analyze /tmp/x.dat >"$tmp/analyze" 2>&1
+st=$?
+[ "$st" -ne 0 ] && grep -q 'cannot load libtracecmd.so.1 .*badlib/libtracecmd.so.1' "$tmp/analyze"
+ok $? "... with a broken libtracecmd.so.1 first in the path: exit $st, the library and why" ||
+	head -5 "$tmp/analyze" | sed 's/^/#   /'
 in_root man -P cat trace-cmd-xen-record >"$tmp/man" 2>&1
 st=$?
 [ "$st" -eq 0 ] && grep -q 'trace-cmd-xen-record' "$tmp/man" && grep -q -- '--xen' "$tmp/man"
