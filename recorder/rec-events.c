@@ -454,18 +454,39 @@ static void build_special(struct fmt *f, uint32_t xen_id)
 	(void)xen_id;
 }
 
+/* Rows that share a format find it by name: a scan of every format was a third of init(). */
+#define NAME_BITS	9
+_Static_assert(NR_ROWS < (1u << NAME_BITS) / 2, "the name table must stay sparse");
+
+/* The slot of @r's system/name in @by_name (format + 1, 0: empty): its format's, or a free one. */
+static int16_t *name_slot(int16_t *by_name, const struct row *r)
+{
+	uint32_t h = 2166136261u, mask = (1u << NAME_BITS) - 1;
+
+	for (const char *c = r->system; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	for (const char *c = r->name; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	for (h &= mask; by_name[h]; h = (h + 1) & mask) {
+		const struct rec_event *e = &fmts[by_name[h] - 1].pub;
+
+		if (!strcmp(e->name, r->name) && !strcmp(e->system, r->system))
+			break;
+	}
+	return &by_name[h];
+}
+
 static void init(void)
 {
+	int16_t by_name[1u << NAME_BITS] = { 0 };
+
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		table[i].fmt = -1;
 	for (size_t i = 0; i < NR_ROWS; i++) {
 		const struct row *r = &rows[i];
-		int f = -1;
+		int16_t *slot = name_slot(by_name, r);
+		int f = *slot - 1;
 
-		for (int k = 0; k < nfmts; k++)
-			if (!strcmp(fmts[k].pub.name, r->name) &&
-			    !strcmp(fmts[k].pub.system, r->system))
-				f = k;
 		if (f < 0) {
 			struct fmt *fm = &fmts[nfmts];
 			int end;
@@ -499,6 +520,7 @@ static void init(void)
 				build_special(fm, r->xen_id);
 			}
 			f = nfmts++;
+			*slot = (int16_t)nfmts;
 		}
 		row_fmt[i] = f;
 		if (r->xen_id == ID_UNKNOWN)
