@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libtracecmd, loaded when analyze first reads a trace.dat. The rest of
- * trace-cmd-xen (record, convert, the agent) never reads one, and linking
- * it made every process load it and libzstd: about 0.5 ms of CPU and 20
- * page faults each, on a recorder whose whole cost is measured.
+ * libtracecmd, loaded when analyze first reads a trace.dat. Recording
+ * (but for --session's analysis at the end) and converting never read
+ * one, and linking it made every process load it and libzstd: about
+ * 0.5 ms of CPU and 20 page faults each, on a recorder whose whole cost
+ * is measured.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,6 +52,8 @@ static const char *resolve(void *lib)
 	};
 	struct ana_tc tc;
 
+	_Static_assert(sizeof(sym) / sizeof(sym[0]) == sizeof(tc) / sizeof(tc.open),
+		       "a symbol for every member");
 	for (size_t i = 0; i < sizeof(sym) / sizeof(sym[0]); i++) {
 		void *f = dlsym(lib, sym[i].name);
 
