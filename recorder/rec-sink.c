@@ -96,6 +96,7 @@ static uint32_t *vset_sorted(const struct vset *s)
  */
 struct cur {
 	int		pid;
+	uint32_t	noted;		/* note_vcpus()' last key here: in the set */
 	bool		pend;
 	int		pend_pid;
 	uint32_t	pend_vcpu;
@@ -284,14 +285,24 @@ static void do_switch(struct rec_sink *k, const struct rec_record *r, const stru
 }
 
 /* Every (domain, vCPU) a record names gets a cmdline and a GUEST entry. */
+/* @r's pCPU is valid: a pCPU's records name the vCPU it runs again and again. */
 static void note_vcpus(struct rec_sink *k, const struct rec_record *r)
 {
-	uint32_t dom[2], vcpu[2];
+	uint32_t dom[2], vcpu[2], *noted = &k->cur[r->cpu].noted;
 	int n = rec_record_vcpus(r, dom, vcpu);
 
-	for (int i = 0; i < n; i++)
-		if (vset_add(&k->tasks, dom[i], vcpu[i]) < 0)
+	for (int i = 0; i < n; i++) {
+		uint32_t key = ((dom[i] << 16) | vcpu[i]) + 1;
+
+		/* what the set never takes (the idle domain) is not noted either */
+		if (dom[i] >= REC_DOMID_IDLE || vcpu[i] > 0xffff || key == *noted)
+			continue;
+		if (vset_add(&k->tasks, dom[i], vcpu[i]) < 0) {
 			fail(k, tcx_fail(-ENOMEM, "out of memory for the vCPUs"));
+			continue;
+		}
+		*noted = key;
+	}
 }
 
 /*
