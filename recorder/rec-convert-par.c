@@ -268,7 +268,7 @@ static int workers_new(struct par *p)
 					       rec_sink_emit_batch, wk->sink);
 		if (!wk->sink || !wk->s)
 			return tcx_fail(-ENOMEM, "out of memory");
-		rec_stream_set_raw(wk->s, rec_sink_emit_raw);
+		rec_stream_set_raw(wk->s, rec_sink_emit_raw, rec_sink_emit);
 	}
 	assign(p);
 	for (int i = 0; i < p->n; i++) {

@@ -380,7 +380,7 @@ static int convert_records(struct conv *c, struct rec_convert_summary *sum)
 				   rec_sink_emit_batch, c->out);
 	if (!s)
 		return tcx_fail(-ENOMEM, "out of memory");
-	rec_stream_set_raw(s, rec_sink_emit_raw);
+	rec_stream_set_raw(s, rec_sink_emit_raw, rec_sink_emit);
 	rret = rec_read_xentrace(c->fd, s, &sum->read, o->progress ? progress : NULL, (void *)o);
 	rec_stream_finish(s);
 	rec_stream_get_stats(s, &sum->stream);

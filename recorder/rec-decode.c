@@ -133,10 +133,13 @@ struct rec_stream *rec_stream_new_batched(const struct rec_stream_params *p,
 	return stream_new(p, NULL, emit, ctx);
 }
 
-void rec_stream_set_raw(struct rec_stream *s, rec_emit_raw_fn raw)
+void rec_stream_set_raw(struct rec_stream *s, rec_emit_raw_fn raw, rec_emit_fn one)
 {
-	if (s->p.per_cpu && s->emit_batch)
+	if (s->p.per_cpu && s->emit_batch) {
 		s->emit_raw = raw;
+		/* emit_one() batches whenever emit_batch is set: only pass_stopped() calls it */
+		s->emit = one;
+	}
 }
 
 void rec_stream_free(struct rec_stream *s)
@@ -324,7 +327,7 @@ static void hand_over(struct rec_stream *s)
  * UINT64_MAX (reported as 0 while nothing was emitted), so no test of
  * "anything emitted yet" is needed; last_tsc is last_emitted.
  */
-static inline void emit_one(struct rec_stream *s, struct rec_record *r)
+static inline void count_one(struct rec_stream *s, struct rec_record *r)
 {
 	if (unlikely(r->tsc < s->last_emitted)) {
 		/* only a merge can be late; unordered streams interleave freely */
@@ -344,6 +347,11 @@ static inline void emit_one(struct rec_stream *s, struct rec_record *r)
 		if (r->nr >= 1)
 			s->st.lost += r->w[0];
 	}
+}
+
+static inline void emit_one(struct rec_stream *s, struct rec_record *r)
+{
+	count_one(s, r);
 	if (!s->emit_batch) {
 		s->emit(s->ctx, r);
 		return;
@@ -511,6 +519,36 @@ pass_through(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail, bool
 	emit_one(s, &r);
 }
 
+/*
+ * pass_through() of the record a raw consumer stopped at (its pCPU has had
+ * its first TSC), handed to the consumer's one-record call at once, where
+ * it has one: one record through the batch cost more than its emission.
+ */
+static inline __attribute__((always_inline)) void
+pass_stopped(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail)
+{
+	struct cpu_q *c = &s->cpus[cpu];
+	struct rec_record r;
+
+	if (!s->emit) {
+		pass_through(s, cpu, p, avail, false);
+		return;
+	}
+	if (unlikely((rd32(p) & 0x0fffffff) == TRC_GEN_WRAP)) {
+		s->st.fillers++;
+		return;
+	}
+	if (likely(avail >= REC_DECODE_FAST_READ))
+		rec_decode_fast(p, cpu, &r);
+	else
+		decode(p, cpu, &r);
+	stamp(s, c, &r);
+	count_one(s, &r);
+	/* in order: nothing batched may wait behind it */
+	hand_over(s);
+	s->emit(s->ctx, &r);
+}
+
 /* pass_through() the whole records of @p[0..len); returns their bytes. */
 static inline __attribute__((always_inline)) size_t
 pass_all(struct rec_stream *s, int cpu, const uint8_t *p, size_t len, bool masked)
@@ -569,7 +607,10 @@ static size_t pass_raw(struct rec_stream *s, int cpu, const uint8_t *p, size_t l
 			stopped = true;
 			continue;
 		}
-		pass_through(s, cpu, p + off, len - off, false);
+		if (stopped)
+			pass_stopped(s, cpu, p + off, len - off);
+		else
+			pass_through(s, cpu, p + off, len - off, false);
 		off += size;
 		stopped = false;
 	}

@@ -1384,7 +1384,7 @@ static int setup_files(struct session *ss)
 				       rec_sink_emit_batch, ss->sink);
 	if (!ss->s)
 		return -ENOMEM;
-	rec_stream_set_raw(ss->s, rec_sink_emit_raw);
+	rec_stream_set_raw(ss->s, rec_sink_emit_raw, rec_sink_emit);
 	return 0;
 }
 

@@ -165,10 +165,11 @@ struct rec_stream *rec_stream_new_batched(const struct rec_stream_params *p,
 
 /**
  * rec_stream_set_raw - a per_cpu batched stream offers its pCPUs' records
- * to @raw first, once each pCPU has its first TSC; what @raw does not take
- * goes to the batch as before
+ * to @raw first, once each pCPU has its first TSC; the record @raw stops
+ * at goes to @one at once when it is set (the same consumer's call for one
+ * record), else to the batch as the rest does
  */
-void rec_stream_set_raw(struct rec_stream *s, rec_emit_raw_fn raw);
+void rec_stream_set_raw(struct rec_stream *s, rec_emit_raw_fn raw, rec_emit_fn one);
 
 /**
  * rec_stream_feed - raw ring bytes of @cpu, in the order the ring holds them

@@ -443,7 +443,7 @@ static void batched_run(bool per_cpu, bool raw)
 	uint64_t seed = 7, t[2] = { 1000, 1000 };
 
 	if (raw)
-		rec_stream_set_raw(sb, take_raw);
+		rec_stream_set_raw(sb, take_raw, NULL);
 	for (int i = 0; i < 3000; i++) {
 		int cpu, r;
 
