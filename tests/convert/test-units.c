@@ -368,7 +368,8 @@ static void test_stream_no_tsc_per_cpu(void **state)
  * A batched stream hands over the records an unbatched one emits, in the
  * same order and with the same stats, each run before the call that
  * decoded it returns, in per_cpu and merge mode, with and without a raw
- * consumer that takes some of them (per_cpu only): random records of two
+ * consumer that takes some of them (per_cpu only), with and without its
+ * one-record call for the records it stops at: random records of two
  * pCPUs (TSC or not, skewed, fillers, LOST_RECORDS, held before the first
  * TSC) fed in random pieces, records split between pieces.
  */
@@ -378,8 +379,19 @@ struct batched {
 	int			runs;
 	int			raw;		/* records the raw consumer took */
 	int			raw_calls;
+	int			ones;		/* records its one-record call took */
 	unsigned int		raw_seed;
 };
+
+/* The raw consumer's one-record call: the record it stopped at. */
+static void collect_one(void *ctx, const struct rec_record *r)
+{
+	struct batched *k = ctx;
+
+	k->ones++;
+	if (k->n < 4096)
+		k->r[k->n++] = *r;
+}
 
 static void collect_run(void *ctx, const struct rec_record *r, unsigned int n)
 {
@@ -431,7 +443,7 @@ static size_t take_raw(void *ctx, int cpu, const uint8_t *p, size_t len, struct 
 	return off;
 }
 
-static void batched_run(bool per_cpu, bool raw)
+static void batched_run(bool per_cpu, bool raw, bool one)
 {
 	struct rec_stream_params p = { .per_cpu = per_cpu };
 	struct sink *k = calloc(1, sizeof(*k));
@@ -443,7 +455,7 @@ static void batched_run(bool per_cpu, bool raw)
 	uint64_t seed = 7, t[2] = { 1000, 1000 };
 
 	if (raw)
-		rec_stream_set_raw(sb, take_raw, NULL);
+		rec_stream_set_raw(sb, take_raw, one ? collect_one : NULL);
 	for (int i = 0; i < 3000; i++) {
 		int cpu, r;
 
@@ -497,6 +509,11 @@ static void batched_run(bool per_cpu, bool raw)
 		assert_true(kb->raw > kb->n / 4 && kb->raw < kb->n);
 	else
 		assert_int_equal(kb->raw_calls, 0);
+	/* what the lane stops at goes to the one-record call, where there is one */
+	if (raw && per_cpu && one)
+		assert_true(kb->ones > 0);
+	else
+		assert_int_equal(kb->ones, 0);
 	assert_memory_equal(kb->r, k->r, k->n * sizeof(k->r[0]));
 	rec_stream_get_stats(s, &st);
 	rec_stream_get_stats(sb, &stb);
@@ -512,10 +529,12 @@ static void batched_run(bool per_cpu, bool raw)
 
 static void test_stream_batched(void **state)
 {
-	batched_run(true, false);
-	batched_run(false, false);
-	batched_run(true, true);
-	batched_run(false, true);
+	batched_run(true, false, false);
+	batched_run(false, false, false);
+	batched_run(true, true, false);
+	batched_run(false, true, false);
+	batched_run(true, true, true);
+	batched_run(false, true, true);
 }
 
 /* ---- the catalogue ---- */
