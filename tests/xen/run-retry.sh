@@ -13,7 +13,10 @@
 #   mid-session and after it); Xen logs "Triple fault" on its serial console;
 # - a kernel whose timers stop: a guest or dom0 kernel logs an RCU stall with
 #   "kthread timer wakeup didn't happen" (its timer interrupts stopped coming:
-#   TCG's timer emulation, seen on an idle host).
+#   TCG's timer emulation, seen on an idle host);
+# - a kernel stuck patching its own code: soft lockups with text_poke_bp in
+#   the trace (dom0 turning a tracepoint's static key off: the patching CPU
+#   waits for an IPI the other never takes, stuck on the patch's int3).
 # A run that failed for one of them runs once more from scratch and that
 # run's result stands; the first run's files are kept in NAME-first-try/ and
 # its TAP lines printed as comments, after one line
@@ -48,6 +51,9 @@ elif [ $rc != 0 ] && grep -q "Triple fault" "$log" 2>/dev/null; then
 	reason="guest triple fault (Xen logged it; the run failed)"
 elif [ $rc != 0 ] && grep -q "kthread timer wakeup didn't happen" "$log" 2>/dev/null; then
 	reason="a kernel's timers stopped (RCU stall, timer wakeup did not happen; the run failed)"
+elif [ $rc != 0 ] && grep -q "soft lockup" "$log" 2>/dev/null &&
+	grep -q "text_poke_bp" "$log" 2>/dev/null; then
+	reason="a kernel stuck patching its own code (soft lockup in text_poke_bp; the run failed)"
 fi
 if [ -z "$reason" ]; then
 	cat "$first"
@@ -62,6 +68,8 @@ echo "# retried: $name: $reason"
 case $reason in
 "guest triple fault"*) grep -m3 "Triple fault" "$log" | sed 's/^/#   /' ;;
 "a kernel's timers"*) grep -m3 "rcu:" "$log" | sed 's/^/#   /' ;;
+"a kernel stuck"*) grep -m1 "soft lockup" "$log" | sed 's/^/#   /'
+	grep -m1 "text_poke_bp" "$log" | sed 's/^/#   /' ;;
 esac
 echo "# the first run's results: $kept; its TAP lines:"
 sed 's/^/#   /' "$first"

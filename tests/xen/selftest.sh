@@ -15,6 +15,8 @@
 #    passes; a dom0 that boots and whose scenario fails is not retried.
 # 8. A kernel that logged a timer stall and fell silent is stopped after
 #    TCX_XEN_SILENCE seconds and retried once; silence alone is not enough.
+# 9. Soft lockups of a kernel patching its own code (text_poke_bp) are
+#    retried once, the evidence shown; a hang without them is not.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${1:-$HERE/../../build}
@@ -84,6 +86,10 @@ hang) echo "stub: last line before the hang"; exec sleep 1000 ;;
 timerstall)	# as a dom0 whose timers TCG stopped: an RCU stall, then nothing
 	echo "[   47.803222] rcu: INFO: rcu_preempt self-detected stall on CPU"
 	echo "[   47.830440] rcu: rcu_preempt kthread timer wakeup didn't happen for 5248 jiffies! g489 f0x0 RCU_GP_WAIT_FQS(5) ->state=0x402"
+	exec sleep 1000 ;;
+pokestall)	# as a dom0 stuck live-patching a static key under TCG
+	echo "[   78.300831] watchdog: BUG: soft lockup - CPU#1 stuck for 48s! [trace-cmd-xen:130]"
+	echo "[   78.589012]  text_poke_bp_batch+0x29f/0x300"
 	exec sleep 1000 ;;
 boot)	# dom0.sh exits with STUB_RC (0 by default); results on the "disk"
 	rc=${STUB_RC:-0}
@@ -214,6 +220,21 @@ secs=$(qemu_secs "$W/silent.tap")
 [ $rc != 0 ] && grep -q '^not ok .*finished within 5s (killed' "$W/silent.tap" &&
 	echo "$secs" | awk '{ exit !($1 >= 5) }'
 check $? "... while a silent console without it waits for the timeout (QEMU ran: ${secs:-?}s)"
+
+# ---- 9. soft lockups while a kernel patches its own code: retried once ------------
+rm -rf "$SR-first-try"
+DEADLINE=2 stub_run pokestall 4 poke "$RR"
+wait "$BGPID"; rc=$?
+[ $rc != 0 ] && [ "$(runs poke)" = 2 ] &&
+	[ "$(grep -c "^# retried: selftest-stub: a kernel stuck patching its own code" "$W/poke.tap")" = 1 ] &&
+	grep -q "^#   .*text_poke_bp_batch" "$W/poke.tap" &&
+	grep -q '^not ok .*finished within 4s (killed' "$W/poke.tap"
+check $? "a soft lockup in text_poke_bp is retried once, the evidence shown, and a second one fails (rc=$rc, $(runs poke) QEMU runs)"
+# a hang without it, through the same retry wrapper, is not retried
+DEADLINE=2 stub_run hang 4 hangr "$RR"
+wait "$BGPID"; rc=$?
+[ $rc != 0 ] && [ "$(runs hangr)" = 1 ] && ! grep -q '^# retried:' "$W/hangr.tap"
+check $? "... while a hang without it is not retried (rc=$rc, $(runs hangr) QEMU run)"
 
 echo "1..$n"
 [ $nfail -eq 0 ]
