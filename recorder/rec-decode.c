@@ -467,6 +467,18 @@ static int reserve(struct cpu_q *c, size_t n)
 	return 0;
 }
 
+/* A record at @p (@avail bytes readable) decoded, with its pCPU's time rules. */
+static inline __attribute__((always_inline)) void
+decode_stamped(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail,
+	       struct rec_record *r)
+{
+	if (likely(avail >= REC_DECODE_FAST_READ))
+		rec_decode_fast(p, cpu, r);
+	else
+		decode(p, cpu, r);
+	stamp(s, &s->cpus[cpu], r);
+}
+
 /*
  * Unordered (a scan, or per_cpu): decode and emit at once. Records before
  * the first TSC of their pCPU wait in its queue until that TSC comes (they
@@ -511,11 +523,7 @@ pass_through(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail, bool
 		while (load_head(s, cpu))
 			emit_one(s, &c->head);
 	}
-	if (likely(avail >= REC_DECODE_FAST_READ))
-		rec_decode_fast(p, cpu, &r);
-	else
-		decode(p, cpu, &r);
-	stamp(s, c, &r);
+	decode_stamped(s, cpu, p, avail, &r);
 	emit_one(s, &r);
 }
 
@@ -527,7 +535,6 @@ pass_through(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail, bool
 static inline __attribute__((always_inline)) void
 pass_stopped(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail)
 {
-	struct cpu_q *c = &s->cpus[cpu];
 	struct rec_record r;
 
 	if (!s->emit) {
@@ -538,11 +545,7 @@ pass_stopped(struct rec_stream *s, int cpu, const uint8_t *p, size_t avail)
 		s->st.fillers++;
 		return;
 	}
-	if (likely(avail >= REC_DECODE_FAST_READ))
-		rec_decode_fast(p, cpu, &r);
-	else
-		decode(p, cpu, &r);
-	stamp(s, c, &r);
+	decode_stamped(s, cpu, p, avail, &r);
 	count_one(s, &r);
 	/* in order: nothing batched may wait behind it */
 	hand_over(s);
