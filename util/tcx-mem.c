@@ -63,6 +63,15 @@ void tcx_pages_populate(void *p, size_t off, size_t len)
 		(void)madvise((uint8_t *)p + start, len, MADV_POPULATE_WRITE);
 }
 
+void tcx_mem_populate(void *p, size_t len)
+{
+	uintptr_t start = (uintptr_t)p & ~(uintptr_t)4095;
+
+	if (len)
+		(void)madvise((void *)start, page_up((uintptr_t)p + len - start),
+			      MADV_POPULATE_WRITE);
+}
+
 void tcx_pages_free(void *p, size_t len)
 {
 	if (p)

@@ -171,6 +171,17 @@ void *tcx_pages_alloc(size_t len, size_t populate, bool huge);
 void tcx_pages_populate(void *p, size_t off, size_t len);
 
 /**
+ * tcx_mem_populate - fault in the pages under any writable range
+ * @p:		where the range starts (any alignment: a malloc() block)
+ * @len:	its length in bytes
+ *
+ * For a large heap block about to be filled: the pages it spans, partial
+ * ones at its ends included (they belong to the same mapping), are
+ * faulted in by one call. Advice only, like tcx_pages_populate().
+ */
+void tcx_mem_populate(void *p, size_t len);
+
+/**
  * tcx_pages_free - unmap a tcx_pages_alloc() buffer
  * @p:		the buffer (NULL: nothing)
  * @len:	the length it was allocated with

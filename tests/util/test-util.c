@@ -2,7 +2,7 @@
 /*
  * util: the thread's last error (tcx_fail(), tcx_error()), tcx_parse_uint()
  * and its length-bounded twin, tcx_json_str(), the clock helpers, page
- * buffers faulted in ahead (tcx_pages_alloc()).
+ * buffers faulted in ahead (tcx_pages_alloc(), tcx_mem_populate()).
  */
 #include <errno.h>
 #include <limits.h>
@@ -333,18 +333,23 @@ static void check_pages(size_t len, size_t populate, bool huge)
 	tcx_pages_free(cold, len);
 }
 
-static void test_pages(void **state)
+/* MADV_POPULATE_WRITE came with Linux 5.14: older kernels fault as they go */
+static bool madvise_cannot_populate(void)
 {
 	uint8_t *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	bool can;
 
-	(void)state;
 	assert_true(probe != MAP_FAILED);
-	/* MADV_POPULATE_WRITE came with Linux 5.14: older kernels fault as they go */
 	can = !madvise(probe, 4096, 23);
 	munmap(probe, 4096);
-	if (!can)
+	return !can;
+}
+
+static void test_pages(void **state)
+{
+	(void)state;
+	if (madvise_cannot_populate())
 		skip();
 	check_pages(4096, 4096, false);
 	check_pages(100000, 65536, false);
@@ -356,6 +361,38 @@ static void test_pages(void **state)
 	assert_null(tcx_pages_alloc(0, 0, false));
 	assert_int_equal(errno, EINVAL);
 	tcx_pages_free(NULL, 4096);
+}
+
+/*
+ * A block at any alignment (as malloc() gives): every page it spans, the
+ * partial ones at its ends included, is in after one call, where the same
+ * block in a fresh mapping not populated takes a fault a page.
+ */
+static void test_mem_populate(void **state)
+{
+	size_t len = (1u << 20) + 100, map = len + 4 * 4096;
+	long pages = (long)((len + 3 + 4095) / 4096);
+	uint8_t *m = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *cold = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *p;
+
+	(void)state;
+	if (madvise_cannot_populate())
+		skip();
+	assert_true(m != MAP_FAILED && cold != MAP_FAILED);
+	/* one fault a page in the control, whatever the THP setting */
+	(void)madvise(m, map, MADV_NOHUGEPAGE);
+	(void)madvise(cold, map, MADV_NOHUGEPAGE);
+	/* 3 bytes into a page: both ends are partial pages */
+	p = m + 4096 + 3;
+	tcx_mem_populate(p, len);
+	assert_true(touch(m + 4096, len + 3, 1) <= pages / 4);
+	assert_true(touch(cold + 4096, len + 3, 1) >= pages);
+	/* the pages around it were not asked for */
+	assert_true(touch(m, 1, 1) == 1);
+	tcx_mem_populate(p, 0);		/* nothing, and no crash */
+	munmap(m, map);
+	munmap(cold, map);
 }
 
 int main(void)
@@ -374,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_fail_long),
 		cmocka_unit_test(test_fail_threads),
 		cmocka_unit_test(test_pages),
+		cmocka_unit_test(test_mem_populate),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
