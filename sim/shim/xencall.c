@@ -61,8 +61,9 @@ int xencall_buffers_never_fault(xencall_handle *xcall)
 
 void *xencall_alloc_buffer_pages(xencall_handle *xcall, size_t nr_pages)
 {
+	/* privcmd's buffers are allocated at the mmap: no faults on first use */
 	void *p = mmap(NULL, nr_pages * XSIM_PAGE_SIZE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
 }

@@ -222,8 +222,9 @@ void *xsim_map(struct xsim_conn *c, uint32_t dom, int prot, size_t num,
 		    mfns[i] < XSIM_MFN_BASE ||
 		    mfns[i] - XSIM_MFN_BASE + run > c->mem_pages)
 			goto fail;
+		/* privcmd maps every frame at the call: no faults on first use */
 		p = mmap(base + i * XSIM_PAGE_SIZE, run * XSIM_PAGE_SIZE, prot,
-			 MAP_SHARED | MAP_FIXED, c->memfd,
+			 MAP_SHARED | MAP_FIXED | MAP_POPULATE, c->memfd,
 			 (off_t)(mfns[i] - XSIM_MFN_BASE) * XSIM_PAGE_SIZE);
 		if (p == MAP_FAILED)
 			goto fail;
