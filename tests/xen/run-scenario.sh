@@ -19,7 +19,10 @@
 # only if every check passed. The run's files stay under
 # BUILDDIR/xen-tests/NAME/: serial.log (timestamped), out/ (the results),
 # check.log. A run that exceeds its timeout is killed and fails with the tail
-# of its log; every QEMU it started is killed on exit, also on Ctrl-C.
+# of its log, and with the machine's state just before: Xen's debug keys
+# (d 0 q r) through the console, and each CPU's registers twice from QEMU's
+# monitor (cpu-state.txt); every QEMU it started is killed on exit, also on
+# Ctrl-C.
 # Without --tap the serial console is shown live; with --tap (meson) it goes
 # only to serial.log, and a run that cannot happen here (no QEMU, too little
 # memory) prints "1..0 # SKIP reason" and exits 0. In CI (CI=true) a missing
@@ -287,15 +290,33 @@ else
 	stamp <"$FIFO" | tee "$LOG" | sed 's/^/# /' &
 fi
 SPID=$!
+# the console's input (Xen's debug keys) and QEMU's monitor, for dump_state()
+KEYS=$RUN/serial-in.fifo MON=$RUN/monitor.sock
+rm -f "$KEYS" "$MON"; mkfifo "$KEYS"
+exec {KFD}<>"$KEYS"	# read-write: neither open waits for the other end
 t_boot=$SECONDS q_start=${EPOCHREALTIME/./}
 nice -n 5 "$QEMU" -accel "$ACCEL" -cpu "$CPU" -m "$MEM" -smp "$SMP" \
-	-display none -monitor none -serial stdio -no-reboot \
+	-display none -monitor "unix:$MON,server=on,wait=off" -serial stdio -no-reboot \
 	-drive "file=$EXPORT,format=raw,if=virtio,cache=unsafe" \
 	-kernel "$IMGDIR/xen" -append "$XEN_ARGS" \
 	-initrd "$IMGDIR/vmlinuz $DOM0_ARGS,$RUN/dom0.cpio.gz" \
-	</dev/null >"$FIFO" 2>&1 &
+	<"$KEYS" >"$FIFO" 2>&1 &
 QPID=$!
-timed_out=0 stalled=0 dom0_up=0 silent=0
+timed_out=0 stalled=0 dom0_up=0 silent=0 dump_at=
+# Before a stuck machine is stopped, what it was doing: QEMU's view of
+# each CPU twice, a second apart (lib/cpu-state.py: where it is, halted or
+# spinning), then Xen's debug keys on its console (d: each pCPU's
+# registers and call trace, symbolised by Xen; 0: dom0's vCPUs; q: every
+# domain's vCPUs and their pending events; r: the run queues). A hang that
+# the harness may not retry is then not only "the console went silent".
+dump_state() {
+	python3 "$HERE/lib/cpu-state.py" "$MON" > "$RUN/cpu-state.txt" 2>&1
+	dump_at=$(wc -l < "$LOG" 2>/dev/null || echo 0)
+	printf '\001\001\001' >&"$KFD"	# CTRL-a three times: input to Xen
+	sleep 1
+	for k in d 0 q r; do printf '%s' "$k" >&"$KFD"; sleep 1; done
+	sleep 2
+}
 stop_qemu() {	# SIGTERM, SIGKILL if it is still there 2 s later
 	kill -TERM "$QPID" 2>/dev/null
 	for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$QPID" 2>/dev/null || return 0; sleep 0.2; done
@@ -314,12 +335,14 @@ while kill -0 "$QPID" 2>/dev/null; do
 	fi
 	if [ $(( SECONDS - t_boot )) -ge "$TIMEOUT" ]; then
 		timed_out=1
+		dump_state
 		stop_qemu
 		break
 	fi
 	if [ "$SILENCE" -gt 0 ] && [ $(( EPOCHSECONDS - $(stat -c %Y "$LOG") )) -ge "$SILENCE" ] &&
 		grep -q "$TIMER_STALL" "$LOG" 2>/dev/null; then
 		silent=1
+		dump_state
 		stop_qemu
 		break
 	fi
@@ -331,6 +354,8 @@ QPID=
 wait "$SPID" 2>/dev/null
 SPID=
 rm -f "$FIFO"
+exec {KFD}>&-
+rm -f "$KEYS" "$MON"
 boot_s=$(( SECONDS - t_boot ))
 note "QEMU exited rc=$qrc after ${boot_s}s"
 
@@ -348,12 +373,20 @@ if [ $stalled = 1 ]; then
 fi
 up=$(marker 'DOM0 UP' | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
 [ -n "$up" ] && note "dom0 up ${up}s after QEMU's start (boot deadline ${BOOT_DEADLINE}s)"
+show_stopped() {	# the log's tail before dump_state(), then what it found
+	note "---- last 60 lines of $LOG before the machine's state was asked for ----"
+	head -n "${dump_at:-0}" "$LOG" 2>/dev/null | tail -n 60 | sed 's/^/#   /'
+	note "---- Xen's debug keys d, 0, q, r (at most 300 lines; all of it in $LOG) ----"
+	tail -n +$(( ${dump_at:-0} + 1 )) "$LOG" 2>/dev/null | head -n 300 | sed 's/^/#   /'
+	note "---- QEMU's CPUs, two looks a second apart ($RUN/cpu-state.txt) ----"
+	grep '^summary: ' "$RUN/cpu-state.txt" 2>/dev/null | sed 's/^summary: /#   /'
+}
 if [ $timed_out = 1 ]; then
 	notok "QEMU finished within ${TIMEOUT}s (killed: hang or far too slow)"
-	show_tail "$LOG" 60
+	show_stopped
 elif [ $silent = 1 ]; then
 	notok "QEMU finished within ${TIMEOUT}s (stopped after ${boot_s}s: a kernel's timers stopped, \"$TIMER_STALL\", and the console was silent for ${SILENCE}s: TCX_XEN_SILENCE)"
-	show_tail "$LOG" 60
+	show_stopped
 else
 	check $(( qrc != 0 )) "QEMU exited cleanly (rc=$qrc)"
 fi
