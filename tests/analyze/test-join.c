@@ -412,21 +412,23 @@ static void host_span(const char *path, uint64_t *first, uint64_t *last)
  * the split adds up and that the tasks' time on a pCPU is within what the
  * summary says the guest's vCPUs ran. The host has a rival for guest1's
  * pCPUs (join-rival.conf), so its vCPUs are preempted inside task runs and
- * woken tasks wait for Xen.
+ * woken tasks wait for Xen. A recording that lacks a figure the comparison
+ * needs to be able to fail (join-truth.py exits 3: no guest waits while
+ * its vCPU ran, on a loaded machine) is made again, at most JOIN_TRIES
+ * times; a difference fails at once.
  */
-static void test_xensim(void **state)
+#define JOIN_TRIES	3
+
+/* One recording and its comparison: join-truth.py's exit status. */
+static int join_once(char *out, size_t size)
 {
 	struct tlib_sim sim;
-	char out[1 << 16], *dat, *g1, *err, *gtxt;
+	char *dat, *g1, *err, *gtxt;
 	uint64_t hfirst, hlast;
 	const char *script = getenv("JOIN_TRUTH");
 	pid_t agent;
 	int rc;
 
-	if (!getenv("XENSIM_BIN") || !script) {
-		skip();
-		return;
-	}
 	assert_int_equal(tlib_sim_start(&sim, tlib_conf_path("../analyze/join-rival.conf")), 0);
 	setenv("XENSIM_HOST", sim.dir, 1);
 	dat = tlib_path(sim.tmp, "trace.dat");
@@ -455,7 +457,7 @@ static void test_xensim(void **state)
 	assert_int_equal(tlib_sim_stop(&sim), 0);
 	dump_guest(g1, gtxt);
 	host_span(dat, &hfirst, &hlast);
-	rc = tlib_capture(out, sizeof(out),
+	rc = tlib_capture(out, size,
 			  "'%s' analyze -i '%s' -i '%s' --json > '%s/j.json' && "
 			  "'%s' analyze '%s' --json > '%s/s.json' && "
 			  "python3 '%s' '%s/truth' '%s/j.json' '%s/s.json' '%s' %" PRIu64 " %" PRIu64
@@ -463,6 +465,25 @@ static void test_xensim(void **state)
 			  sim.dir, sim.tmp, sim.tmp, gtxt, hfirst, hlast);
 	show(out);
 	tlib_sim_cleanup(&sim);
+	return rc;
+}
+
+static void test_xensim(void **state)
+{
+	char out[1 << 16];
+	int rc = 0;
+
+	if (!getenv("XENSIM_BIN") || !getenv("JOIN_TRUTH")) {
+		skip();
+		return;
+	}
+	for (int i = 1; i <= JOIN_TRIES; i++) {
+		rc = join_once(out, sizeof(out));
+		if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 3)
+			break;
+		printf("# recording %d of %d cannot check every figure (above): %s\n", i,
+		       JOIN_TRIES, i < JOIN_TRIES ? "recording again" : "giving up");
+	}
 	assert_int_equal(rc, 0);
 }
 
