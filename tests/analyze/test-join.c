@@ -423,7 +423,7 @@ static void host_span(const char *path, uint64_t *first, uint64_t *last)
 static int join_once(char *out, size_t size)
 {
 	struct tlib_sim sim;
-	char *dat, *g1, *err, *gtxt;
+	char *dat, *g1, *err, *gtxt, *sum;
 	uint64_t hfirst, hlast;
 	const char *script = getenv("JOIN_TRUTH");
 	pid_t agent;
@@ -435,6 +435,7 @@ static int join_once(char *out, size_t size)
 	g1 = tlib_path(sim.tmp, "trace-guest1.dat");
 	err = tlib_path(sim.tmp, "record.err");
 	gtxt = tlib_path(sim.tmp, "guest.txt");
+	sum = tlib_path(sim.tmp, "summary.json");
 	agent = tlib_sim_guest(&sim, 1, "sched", NULL);
 	if (agent < 0) {
 		tlib_sim_cleanup(&sim);
@@ -443,7 +444,7 @@ static int join_once(char *out, size_t size)
 	{
 		char *argv[] = { (char *)tlib_tcx(), "record", "--xen", "-q", "-A", "guest1", "-e",
 				 "sched:sched_switch", "-e", "sched:sched_wakeup", "--duration", "1",
-				 "-o", dat, NULL };
+				 "--summary-json", sum, "-o", dat, NULL };
 
 		rc = tlib_wait(tlib_sim_spawn(&sim, argv, -1, "/dev/null", err));
 	}
@@ -457,11 +458,15 @@ static int join_once(char *out, size_t size)
 	assert_int_equal(tlib_sim_stop(&sim), 0);
 	dump_guest(g1, gtxt);
 	host_span(dat, &hfirst, &hlast);
+	/* the recorder's own counts first: a late or lost record moves a boundary */
 	rc = tlib_capture(out, size,
+			  "python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))[\"hypervisor\"]; "
+			  "print(\"# record: %%d records, lost %%d, late %%d\" %% "
+			  "(h[\"records\"], h[\"lost\"], h[\"late\"]))' '%s' && "
 			  "'%s' analyze -i '%s' -i '%s' --json > '%s/j.json' && "
 			  "'%s' analyze '%s' --json > '%s/s.json' && "
 			  "python3 '%s' '%s/truth' '%s/j.json' '%s/s.json' '%s' %" PRIu64 " %" PRIu64
-			  " 2>&1", tlib_tcx(), dat, g1, sim.tmp, tlib_tcx(), dat, sim.tmp, script,
+			  " 2>&1", sum, tlib_tcx(), dat, g1, sim.tmp, tlib_tcx(), dat, sim.tmp, script,
 			  sim.dir, sim.tmp, sim.tmp, gtxt, hfirst, hlast);
 	show(out);
 	tlib_sim_cleanup(&sim);
