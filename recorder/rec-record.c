@@ -1188,11 +1188,11 @@ static void summary_json(const struct session *ss, FILE *f)
 	tcx_json_str(f, ss->o->output);
 	fprintf(f, ", \"size\": %" PRIu64 ", \"records\": %" PRIu64 ", \"events\": %" PRIu64
 		", \"sched_switch\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_records\": %"
-		PRIu64 ", \"late\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"direct\": %s"
-		", \"classes\": {",
+		PRIu64 ", \"late\": %" PRIu64 ", \"skew\": %" PRIu64 ", \"max_skew_ticks\": %" PRIu64
+		", \"bytes\": %" PRIu64 ", \"direct\": %s, \"classes\": {",
 		ss->started ? file_size(ss->o->output) : 0, st.records, ks.events, ks.switches,
-		st.lost, st.lost_records, st.late, ss->hv ? rec_hvbuf_bytes(ss->hv) : 0,
-		ss->hv_direct ? "true" : "false");
+		st.lost, st.lost_records, st.late, st.skew, st.max_skew,
+		ss->hv ? rec_hvbuf_bytes(ss->hv) : 0, ss->hv_direct ? "true" : "false");
 	for (int i = 0; i < REC_NR_CLASSES; i++)
 		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", rec_class_name(i), ks.classes[i]);
 	if (ss->dr)

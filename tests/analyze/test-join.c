@@ -461,8 +461,9 @@ static int join_once(char *out, size_t size)
 	/* the recorder's own counts first: a late or lost record moves a boundary */
 	rc = tlib_capture(out, size,
 			  "python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))[\"hypervisor\"]; "
-			  "print(\"# record: %%d records, lost %%d, late %%d\" %% "
-			  "(h[\"records\"], h[\"lost\"], h[\"late\"]))' '%s' && "
+			  "print(\"# record: %%d records, lost %%d, late %%d, skew %%d (at most %%d ticks)\" %% "
+			  "(h[\"records\"], h[\"lost\"], h[\"late\"], h[\"skew\"], h[\"max_skew_ticks\"]))' "
+			  "'%s' && "
 			  "'%s' analyze -i '%s' -i '%s' --json > '%s/j.json' && "
 			  "'%s' analyze '%s' --json > '%s/s.json' && "
 			  "python3 '%s' '%s/truth' '%s/j.json' '%s/s.json' '%s' %" PRIu64 " %" PRIu64
