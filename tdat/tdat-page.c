@@ -367,76 +367,95 @@ static int walk_bad(struct tdat_page_walk *pw)
 	return tcx_fail(-EBADMSG, "event at data offset %u runs past commit %u", pos, pw->commit);
 }
 
+/*
+ * The entry at pw->pos: the length of its header (@hlen) and of its payload
+ * (@len), the walk's time moved past it. 1 for an event, 0 for padding or a
+ * time entry, or -EBADMSG (the walk then stays failed). Inline: the walk
+ * returns each event, the check of a whole page only counts them.
+ */
+static inline int walk_entry(struct tdat_page_walk *pw, uint32_t *hlen, uint32_t *len)
+{
+	uint32_t h, type, delta, arg = 0;
+	uint64_t l;
+
+	*hlen = 4;
+	*len = 0;
+	/* every read stays inside the commit: kbuffer's do not */
+	if (pw->commit - pw->pos < 4)
+		return walk_bad(pw);
+	memcpy(&h, pw->data + pw->pos, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	type = h >> 27;
+	delta = h & TDAT_DELTA_MAX;
+#else
+	type = h & 31;
+	delta = h >> 5;
+#endif
+	if (type == 0 || type >= TDAT_TYPE_PADDING) {
+		/* these carry a word after the header */
+		if (pw->commit - pw->pos < 8)
+			return walk_bad(pw);
+		memcpy(&arg, pw->data + pw->pos + 4, 4);
+	}
+	/* 64-bit sizes: a hostile length word cannot wrap */
+	switch (type) {
+	case TDAT_TYPE_PADDING:
+		/* kbuffer adds a discarded event's delta, and goes on after a null one */
+		l = (uint64_t)arg;
+		pw->ts += delta;
+		break;
+	case TDAT_TYPE_TIME_EXTEND:
+		pw->ts += ((uint64_t)arg << TDAT_DELTA_BITS) + delta;
+		*hlen = 8;
+		l = 0;
+		break;
+	case TDAT_TYPE_TIME_STAMP:
+		pw->ts = (((uint64_t)arg << TDAT_DELTA_BITS) + delta) |
+			 (pw->ts & ~((1ull << 59) - 1));
+		*hlen = 8;
+		l = 0;
+		break;
+	case 0:
+		/* the length word counts itself; readers round the rest */
+		if (arg < 4)
+			return walk_bad(pw);
+		*hlen = 8;
+		l = ((uint64_t)arg - 4 + 3) & ~3ull;
+		pw->ts += delta;
+		break;
+	default:
+		l = 4 * (uint64_t)type;
+		pw->ts += delta;
+		break;
+	}
+	if (*hlen + l > pw->commit - pw->pos)
+		return walk_bad(pw);
+	*len = (uint32_t)l;
+	return type < TDAT_TYPE_PADDING;
+}
+
 int tdat_page_walk_next(struct tdat_page_walk *pw, struct tdat_page_event *ev)
 {
-	uint32_t h, type, delta, arg = 0, hlen;
-	uint64_t len;
+	uint32_t hlen, len;
+	int ret;
 
 	for (;;) {
 		if (pw->pos == WALK_FAILED)
 			return -EBADMSG;
 		if (pw->pos == pw->commit)
 			return 0;
-		/* every read stays inside the commit: kbuffer's do not */
-		if (pw->commit - pw->pos < 4)
-			return walk_bad(pw);
-		memcpy(&h, pw->data + pw->pos, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-		type = h >> 27;
-		delta = h & TDAT_DELTA_MAX;
-#else
-		type = h & 31;
-		delta = h >> 5;
-#endif
-		hlen = 4;
-		if (type == 0 || type >= TDAT_TYPE_PADDING) {
-			/* these carry a word after the header */
-			if (pw->commit - pw->pos < 8)
-				return walk_bad(pw);
-			memcpy(&arg, pw->data + pw->pos + 4, 4);
-		}
-		/* 64-bit sizes: a hostile length word cannot wrap */
-		switch (type) {
-		case TDAT_TYPE_PADDING:
-			/* kbuffer adds a discarded event's delta, and goes on after a null one */
-			len = (uint64_t)arg;
-			pw->ts += delta;
-			break;
-		case TDAT_TYPE_TIME_EXTEND:
-			pw->ts += ((uint64_t)arg << TDAT_DELTA_BITS) + delta;
-			hlen = 8;
-			len = 0;
-			break;
-		case TDAT_TYPE_TIME_STAMP:
-			pw->ts = (((uint64_t)arg << TDAT_DELTA_BITS) + delta) |
-				 (pw->ts & ~((1ull << 59) - 1));
-			hlen = 8;
-			len = 0;
-			break;
-		case 0:
-			/* the length word counts itself; readers round the rest */
-			if (arg < 4)
-				return walk_bad(pw);
-			hlen = 8;
-			len = ((uint64_t)arg - 4 + 3) & ~3ull;
-			pw->ts += delta;
-			break;
-		default:
-			len = 4 * (uint64_t)type;
-			pw->ts += delta;
-			break;
-		}
-		if (hlen + len > pw->commit - pw->pos)
-			return walk_bad(pw);
-		if (type < TDAT_TYPE_PADDING) {
+		ret = walk_entry(pw, &hlen, &len);
+		if (ret < 0)
+			return ret;
+		if (ret) {
 			ev->ts = pw->ts;
 			ev->data = pw->data + pw->pos + hlen;
-			ev->len = (uint32_t)len;
+			ev->len = len;
 			ev->offset = pw->pos;
-			pw->pos += hlen + (uint32_t)len;
+			pw->pos += hlen + len;
 			return 1;
 		}
-		pw->pos += hlen + (uint32_t)len;
+		pw->pos += hlen + len;
 	}
 }
 
@@ -444,17 +463,20 @@ int tdat_page_check(const void *page, size_t page_size, int long_size, uint64_t 
 		    uint64_t *last_ts)
 {
 	struct tdat_page_walk pw;
-	struct tdat_page_event ev;
+	uint32_t hlen, len;
 	uint64_t n = 0;
 	int ret;
 
 	ret = tdat_page_walk_init(&pw, page, page_size, long_size);
 	if (ret)
 		return ret;
-	while ((ret = tdat_page_walk_next(&pw, &ev)) == 1)
-		n++;
-	if (ret)
-		return ret;
+	while (pw.pos != pw.commit) {
+		ret = walk_entry(&pw, &hlen, &len);
+		if (ret < 0)
+			return ret;
+		n += (uint64_t)ret;
+		pw.pos += hlen + len;
+	}
 	if (events)
 		*events = n;
 	if (last_ts)
