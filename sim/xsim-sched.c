@@ -484,9 +484,17 @@ static void slice_end(struct xsim_pcpu *p, uint64_t t)
 
 	if (is_hvm(p->h, v))
 		vmexit(p, EX_INTR, t);
-	next = pick(p, is_hvm(p->h, v) ? p->clk : t, &e);
+	/*
+	 * The switch happens when the pick does: a PV vCPU wrote nothing
+	 * since its slice began, so the clock may still be far before @t,
+	 * and a vCPU another pCPU woke after the clock but before @t must
+	 * not be seen running before its wake.
+	 */
+	if (t < p->clk)
+		t = p->clk;
+	next = pick(p, t, &e);
 	if (next) {
-		do_switch(p, next, VS_RUNNABLE, p->clk);
+		do_switch(p, next, VS_RUNNABLE, t);
 		return;
 	}
 	t = stamp(p, t);

@@ -5,8 +5,9 @@
  * its output, with the stock xenalyze, and against the simulator's ground
  * truth:
  *  - at a drainable rate: every record written is in the file, nothing
- *    lost, and xenalyze's per-vCPU running count and average cycles equal
- *    the ground truth exactly;
+ *    lost, every vCPU's runstate records chain as Xen's do (wakes from
+ *    another pCPU included), and xenalyze's per-vCPU running count and
+ *    average cycles equal the ground truth exactly;
  *  - at a stress rate: the LOST records in the file add up to the
  *    simulator's drops, less those that Xen's disable forgets;
  *  - xenalyze's re-read of a pCPU's last window, which the xenalyze runs
@@ -38,12 +39,21 @@ static int cleanup(void **state)
 #define XENTRACE	"/usr/lib/xen-4.17/bin/xentrace"
 #define MAXV		64
 
+/* A runstate change record: dom << 16 | vcpu, from and to states. */
+struct rsrec {
+	uint64_t tsc;
+	uint32_t key;
+	unsigned int from, to;
+};
+
 struct filestats {
 	uint64_t records[64], lost[64], lost_recs[64], fillers[64];
 	uint64_t first_tsc[64], last_tsc[64];
 	uint64_t vmexits;
 	unsigned int windows;
 	int ncpus;
+	struct rsrec *rs;
+	size_t nrs, caprs;
 };
 
 /* Read a xentrace file as xenalyze must: windows of per-CPU records. */
@@ -108,11 +118,67 @@ static void read_xentrace(const char *path, struct filestats *fs)
 			} else {
 				fs->records[cpu]++;
 				fs->vmexits += ev == 0x00081102;
+				if ((ev & 0x0ffff00f) == 0x00021001 && h >> 31 && n >= 1) {
+					if (fs->nrs == fs->caprs) {
+						fs->caprs = fs->caprs ? 2 * fs->caprs : 1024;
+						fs->rs = realloc(fs->rs, fs->caprs * sizeof(*fs->rs));
+						assert_non_null(fs->rs);
+					}
+					fs->rs[fs->nrs++] = (struct rsrec){
+						w[0] | (uint64_t)w[1] << 32, w[2],
+						(ev >> 8) & 0xf, (ev >> 4) & 0xf };
+				}
 			}
 			pos += sz;
 		}
 	}
 	free(buf);
+}
+
+static int cmp_rs(const void *a, const void *b)
+{
+	const struct rsrec *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->tsc < y->tsc ? -1 : x->tsc > y->tsc;
+}
+
+/*
+ * Every vCPU's runstate records, in time order over all pCPUs, chain as
+ * Xen's do: each leaves the state the one before entered (a wake from
+ * another pCPU included). Two records of one vCPU with the same TSC may
+ * be in either order. Needs a file that lost nothing.
+ */
+static void check_runstate_chain(struct filestats *fs)
+{
+	size_t breaks = 0;
+
+	qsort(fs->rs, fs->nrs, sizeof(*fs->rs), cmp_rs);
+	for (size_t i = 1; i < fs->nrs; i++) {
+		struct rsrec *a = &fs->rs[i - 1], *b = &fs->rs[i];
+
+		if (a->key != b->key || b->from == a->to)
+			continue;
+		if (i + 1 < fs->nrs && fs->rs[i + 1].key == b->key &&
+		    fs->rs[i + 1].tsc == b->tsc && fs->rs[i + 1].from == a->to) {
+			struct rsrec x = *b;
+
+			*b = fs->rs[i + 1];
+			fs->rs[i + 1] = x;
+			continue;
+		}
+		if (breaks++ < 5)
+			print_message("# d%uv%u: %u->%u at %lu, then %u->%u at %lu\n",
+				      a->key >> 16, a->key & 0xffff, a->from, a->to,
+				      (unsigned long)a->tsc, b->from, b->to,
+				      (unsigned long)b->tsc);
+	}
+	print_message("# %zu runstate records, %zu out of chain\n", fs->nrs, breaks);
+	free(fs->rs);
+	fs->rs = NULL;
+	assert_true(fs->nrs > 100);
+	assert_int_equal(breaks, 0);
 }
 
 struct vrun {
@@ -268,7 +334,7 @@ static void scratch(const struct tlib_sim *host, const char *name,
 	snprintf(buf, len, "%s/%s", host->tmp, name);
 }
 
-static void drainable(const char *conf, unsigned int min_migrations)
+static void drainable(const char *conf, unsigned int min_migrations, unsigned int min_vcpus)
 {
 	struct tlib_truth t;
 	struct filestats fs;
@@ -283,6 +349,7 @@ static void drainable(const char *conf, unsigned int min_migrations)
 
 	/* every record the simulator wrote is in the file, nothing lost */
 	read_xentrace(out, &fs);
+	check_runstate_chain(&fs);
 	assert_int_equal(fs.ncpus, t.pcpus);
 	for (unsigned int c = 0; c < t.pcpus; c++) {
 		assert_true(t.st[c].written > 1000);
@@ -323,7 +390,7 @@ static void drainable(const char *conf, unsigned int min_migrations)
 		}
 		compared++;
 	}
-	assert_true(compared >= 5);	/* dom0 x2, guest1 x2, guest2, idle */
+	assert_true(compared >= min_vcpus);
 	/* vCPUs moved between pCPUs while traced */
 	print_message("# %d migrations\n", tlib_truth_count(sim.dir, "migrate "));
 	assert_true(tlib_truth_count(sim.dir, "migrate ") >= (int)min_migrations);
@@ -333,12 +400,18 @@ static void drainable(const char *conf, unsigned int min_migrations)
 
 static void test_drainable_rate(void **state)
 {
-	drainable("basic.conf", 0);
+	drainable("basic.conf", 0, 5);	/* dom0 x2, guest1 x2, guest2, idle */
 }
 
 static void test_drainable_migrating(void **state)
 {
-	drainable("migrate.conf", 50);
+	drainable("migrate.conf", 50, 5);
+}
+
+/* A PV dom0 that never blocks against a guest whose vCPUs wake each other */
+static void test_drainable_rival(void **state)
+{
+	drainable("rival.conf", 0, 4);	/* never idle */
 }
 
 static void test_stress_lost(void **state)
@@ -353,6 +426,7 @@ static void test_stress_lost(void **state)
 	scratch(&sim, "trace.bin", out, sizeof(out));
 	scratch(&sim, "xenalyze.sum", sum, sizeof(sum));
 	read_xentrace(out, &fs);
+	free(fs.rs);
 	for (unsigned int c = 0; c < t.pcpus; c++) {
 		const struct tlib_truth_stats *s = &t.st[c];
 
@@ -545,6 +619,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_drainable_rate, cleanup),
 		cmocka_unit_test_teardown(test_drainable_migrating, cleanup),
+		cmocka_unit_test_teardown(test_drainable_rival, cleanup),
 		cmocka_unit_test_teardown(test_stress_lost, cleanup),
 		cmocka_unit_test_teardown(test_second_xentrace_fails, cleanup),
 		cmocka_unit_test_teardown(test_xenalyze_reread, cleanup),
