@@ -194,7 +194,8 @@ static int look_first(struct conv *c)
 		c->bytes = calloc(REC_MAX_CPUS, sizeof(*c->bytes));
 		if (!c->bytes)
 			return tcx_fail(-ENOMEM, "out of memory");
-		ret = rec_xentrace_cpu_bytes(c->fd, c->bytes, REC_MAX_CPUS, &c->max_cpu);
+		ret = rec_xentrace_cpu_bytes(c->fd, c->bytes, REC_MAX_CPUS, &c->max_cpu,
+					     c->jobs);
 		if (ret < 0)
 			return tcx_fail(ret, "%s: %s", c->o->input, strerror(-ret));
 		ret = c->v7 ? look_ahead(c, c->fd) : scan(c, c->fd, 0, true);

@@ -96,60 +96,6 @@ static ssize_t src_next(struct src *r, const uint8_t **p)
 	return n;
 }
 
-/* The window headers' walk: pCPUs with data (@has_data) and their bytes (@bytes), either may be NULL. */
-static int walk_headers(int fd, bool *has_data, uint64_t *bytes, int max_cpus, int *max_cpu)
-{
-	uint64_t off = 0;
-	uint8_t h[40];
-	ssize_t n;
-
-	*max_cpu = -1;
-	for (;;) {
-		uint32_t hdr, size, words;
-		unsigned int w;
-		int32_t c;
-
-		/* one read per window: the header with a TSC is 20 bytes */
-		n = pread(fd, h, 20, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n < 12)
-			return 0;
-		memcpy(&hdr, h, 4);
-		words = (hdr >> 28) & 7;
-		if ((hdr & 0x0fffffff) != TRC_CPU_CHANGE || words < 2)
-			return 0;	/* the reading reports it */
-		w = (hdr >> 31) ? 12 : 4;
-		if (n < (ssize_t)(w + 8))
-			return 0;
-		memcpy(&c, h + w, 4);
-		memcpy(&size, h + w + 4, 4);
-		if (c < 0 || c >= max_cpus)
-			return 0;
-		if (size) {
-			if (has_data)
-				has_data[c] = true;
-			if (bytes)
-				bytes[c] += size;
-			if (c > *max_cpu)
-				*max_cpu = c;
-		}
-		off += w + words * 4 + (uint64_t)size;
-	}
-}
-
-int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu)
-{
-	return walk_headers(fd, has_data, NULL, max_cpus, max_cpu);
-}
-
-int rec_xentrace_cpu_bytes(int fd, uint64_t *bytes, int max_cpus, int *max_cpu)
-{
-	return walk_headers(fd, NULL, bytes, max_cpus, max_cpu);
-}
-
 /* Where the reader is in the sequence of windows. */
 struct wread {
 	const struct rec_window_ops *ops;

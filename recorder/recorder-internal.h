@@ -331,9 +331,28 @@ int rec_xentrace_cpus(int fd, bool *has_data, int max_cpus, int *max_cpu);
 
 /**
  * rec_xentrace_cpu_bytes - rec_xentrace_cpus() counting bytes: @bytes[cpu]
- * (zeroed by the caller) grows by the size of each of pCPU @cpu's windows
+ * (zeroed by the caller) grows by the size of each of pCPU @cpu's windows;
+ * a file of 64 MiB or more is walked on up to @nthreads threads
  */
-int rec_xentrace_cpu_bytes(int fd, uint64_t *bytes, int max_cpus, int *max_cpu);
+int rec_xentrace_cpu_bytes(int fd, uint64_t *bytes, int max_cpus, int *max_cpu, int nthreads);
+
+/**
+ * rec_xentrace_walk - the window headers' walk behind rec_xentrace_cpus()
+ * and rec_xentrace_cpu_bytes()
+ * @fd:		the capture
+ * @has_data:	set for each pCPU with a window of data (NULL: not kept)
+ * @bytes:	grows by each pCPU's window sizes (NULL: not kept)
+ * @max_cpus:	pCPU ids accepted; a header naming another stops the walk
+ * @max_cpu:	the highest pCPU with data (-1: none)
+ * @nthreads:	stretches walked side by side, at most 8 (1: one thread)
+ * @min_split:	files smaller than this are walked on one thread
+ *
+ * A stretch after the first starts at a header found by looking (one
+ * whose next ones chain up); the results are those of one thread's walk
+ * whatever is found there. Returns 0 or -errno.
+ */
+int rec_xentrace_walk(int fd, bool *has_data, uint64_t *bytes, int max_cpus, int *max_cpu,
+		      int nthreads, uint64_t min_split);
 
 /*
  * A struct rec_walk is rec_read_xentrace_windows()'s walk over a capture

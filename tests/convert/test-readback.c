@@ -6,6 +6,7 @@
  * timestamps, missed-event marks, CPU count, GUEST options, cmdlines.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -534,6 +535,120 @@ static void test_cpu_gaps(void **state)
 	free(t);
 }
 
+/* The sequential walk's figures, for one walk of @fd. */
+struct hwalk {
+	bool has[REC_MAX_CPUS];
+	uint64_t bytes[REC_MAX_CPUS];
+	int max_cpu;
+};
+
+static void hwalk(int fd, int nthreads, struct hwalk *w)
+{
+	memset(w, 0, sizeof(*w));
+	assert_int_equal(rec_xentrace_walk(fd, w->has, w->bytes, REC_MAX_CPUS, &w->max_cpu,
+					   nthreads, 0), 0);
+}
+
+/* Every split of the walk gives what one thread's walk gives. */
+static void hwalk_same(int fd, const char *what)
+{
+	struct hwalk *one = malloc(sizeof(*one)), *w = malloc(sizeof(*w));
+
+	hwalk(fd, 1, one);
+	assert_true(one->max_cpu >= 0);
+	for (int n = 2; n <= 9; n++) {
+		hwalk(fd, n, w);
+		if (memcmp(one, w, sizeof(*w)))
+			fail_msg("%s: %d threads walked other figures than one", what, n);
+	}
+	free(one);
+	free(w);
+}
+
+/* Offset of the window header holding @at (the window's start). */
+static long window_at(const uint8_t *d, long size, long at, long *end)
+{
+	long off = 0;
+
+	while (off + 12 <= size) {
+		uint32_t len;
+
+		memcpy(&len, d + off + 8, 4);
+		if (off + 12 + len > at) {
+			*end = off + 12 + len;
+			return off;
+		}
+		off += 12 + len;
+	}
+	fail_msg("no window at %ld", at);
+	return -1;
+}
+
+/*
+ * convert's walk of the window headers on several threads (each stretch
+ * after the first starts at a header found by looking): the figures of a
+ * walk on one thread, for a clean capture, one with a bad header in its
+ * second half (the walk stops there), and one with a chain of headers
+ * forged inside a record window where a stretch starts (the stretch
+ * before it then passes that point, and the walk goes on from there).
+ */
+static void test_header_walk(void **state)
+{
+	struct xtgen_params p;
+	struct xtgen_truth *t = calloc(1, sizeof(*t));
+	char in[256];
+	uint8_t *d;
+	long size, ws, we = 0, at;
+	FILE *f;
+	int fd;
+
+	xtgen_defaults(&p);
+	p.ncpus = 6;
+	p.epochs = 3600;
+	snprintf(in, sizeof(in), "%s/walk.bin", tmpdir);
+	f = fopen(in, "w+");
+	assert_non_null(f);
+	assert_int_equal(xtgen_write(&p, f, t), 0);
+	size = ftell(f);
+	/* stretches need a file of twice the 8 MiB looked through for a start */
+	assert_true(size > (20l << 20));
+	d = malloc(size);
+	rewind(f);
+	assert_int_equal(fread(d, 1, size, f), size);
+	fclose(f);
+	fd = open(in, O_RDWR);
+	assert_true(fd >= 0);
+	hwalk_same(fd, "clean");
+
+	/* a header with another event id at 70 %: every walk stops there */
+	ws = window_at(d, size, size / 10 * 7, &we);
+	{
+		uint32_t bad = 1, was;
+
+		memcpy(&was, d + ws, 4);
+		assert_int_equal(pwrite(fd, &bad, 4, ws), 4);
+		hwalk_same(fd, "bad header");
+		assert_int_equal(pwrite(fd, &was, 4, ws), 4);
+	}
+
+	/*
+	 * Headers forged inside the window over the middle, where the second
+	 * of two stretches starts: five data-less windows of pCPU 5 in a row.
+	 */
+	at = (size / 2 + 3) & ~3l;
+	ws = window_at(d, size, at, &we);
+	assert_true(we - at > 5 * 12);
+	for (int i = 0; i < 5; i++) {
+		uint32_t h[3] = { 0x0001f003u | 2u << 28, 5, 0 };
+
+		assert_int_equal(pwrite(fd, h, sizeof(h), at + 12 * i), sizeof(h));
+	}
+	hwalk_same(fd, "forged chain");
+	close(fd);
+	free(d);
+	free(t);
+}
+
 static int setup(void **state)
 {
 	return mkdtemp(tmpdir) ? 0 : -1;
@@ -555,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_svm_and_guests),
 		cmocka_unit_test(test_svm_legacy),
 		cmocka_unit_test(test_cpu_gaps),
+		cmocka_unit_test(test_header_walk),
 	};
 
 	tracecmd_set_loglevel(TEP_LOG_NONE);
