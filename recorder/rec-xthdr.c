@@ -12,14 +12,14 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
+#include <xen/trace.h>
 
 #include "recorder-internal.h"
 
-#define TRC_CPU_CHANGE	0x0001f003u
 #define SPLIT_MAX	8		/* stretches at most */
 #define SYNC_BLOCK	(64u << 10)	/* looked through for a header at a time */
 #define SYNC_LIMIT	(8u << 20)	/* how far a stretch's start is looked for */
@@ -54,7 +54,7 @@ static bool parse_header(const uint8_t *h, ssize_t n, int max_cpus, int32_t *cpu
 		return false;
 	memcpy(&hdr, h, 4);
 	words = (hdr >> 28) & 7;
-	if ((hdr & 0x0fffffff) != TRC_CPU_CHANGE || words < 2)
+	if ((hdr & 0x0fffffff) != TRC_TRACE_CPU_CHANGE || words < 2)
 		return false;
 	w = (hdr >> 31) ? 12 : 4;
 	if (n < (ssize_t)(w + 8))
@@ -67,30 +67,20 @@ static bool parse_header(const uint8_t *h, ssize_t n, int max_cpus, int32_t *cpu
 	return true;
 }
 
-static ssize_t pread_full(int fd, uint8_t *buf, size_t len, uint64_t off)
-{
-	ssize_t n;
-
-	do {
-		n = pread(fd, buf, len, off);
-	} while (n < 0 && errno == EINTR);
-	return n;
-}
-
 static void walk_stretch(struct stretch *s)
 {
 	uint64_t off = s->from;
-	uint8_t h[40];
+	uint8_t h[20];	/* a header with a TSC */
 
 	s->max_cpu = -1;
 	while (off < s->to) {
-		ssize_t n = pread_full(s->fd, h, 20, off);
+		ssize_t n = rec_read_full(s->fd, h, sizeof(h), off);
 		uint64_t len;
 		uint32_t size;
 		int32_t c;
 
 		if (n < 0) {
-			s->err = -errno;
+			s->err = (int)n;
 			break;
 		}
 		/* the end of the file, or a header the reading reports */
@@ -129,7 +119,7 @@ static bool chain_at(int fd, uint64_t off, uint64_t fsize, int max_cpus)
 
 		if (i && off == fsize)
 			return true;
-		n = pread_full(fd, h, sizeof(h), off);
+		n = rec_read_full(fd, h, sizeof(h), off);
 		if (!parse_header(h, n, max_cpus, &c, &size, &len))
 			return false;
 		off += len;
@@ -146,7 +136,7 @@ static uint64_t find_header(int fd, uint64_t at, uint64_t fsize, int max_cpus)
 	at = (at + 3) & ~(uint64_t)3;	/* records are whole words */
 	for (uint64_t base = at; buf && !found && base < at + SYNC_LIMIT && base < fsize;
 	     base += SYNC_BLOCK) {
-		ssize_t n = pread_full(fd, buf, SYNC_BLOCK + 20, base);
+		ssize_t n = rec_read_full(fd, buf, SYNC_BLOCK + 20, base);
 
 		for (ssize_t p = 0; p + 12 <= n && p < SYNC_BLOCK; p += 4) {
 			uint64_t len;
@@ -235,17 +225,19 @@ int rec_xentrace_walk(int fd, bool *has_data, uint64_t *bytes, int max_cpus, int
 		if (st[i].stopped)
 			goto out;
 		if (i + 1 < n && st[i].end != st[i + 1].from) {
-			/* the next one's start was not a window's: on from here */
-			struct stretch rest = { .fd = fd, .max_cpus = max_cpus,
-						.from = st[i].end, .to = UINT64_MAX,
-						.has_data = st[0].has_data, .bytes = st[0].bytes };
+			/* the next one's start was not a window's: the rest from here */
+			struct stretch *rest = &st[i + 1];
 
-			memset(rest.has_data, 0, max_cpus * sizeof(bool));
-			memset(rest.bytes, 0, max_cpus * sizeof(uint64_t));
-			walk_stretch(&rest);
-			ret = rest.err;
+			memset(rest->has_data, 0, max_cpus * sizeof(bool));
+			memset(rest->bytes, 0, max_cpus * sizeof(uint64_t));
+			rest->from = st[i].end;
+			rest->to = UINT64_MAX;
+			rest->stopped = false;
+			rest->err = 0;
+			walk_stretch(rest);
+			ret = rest->err;
 			if (!ret)
-				add_stretch(&rest, has_data, bytes, max_cpu);
+				add_stretch(rest, has_data, bytes, max_cpu);
 			goto out;
 		}
 	}
