@@ -12,14 +12,15 @@
  * do. Memory stays bounded whatever a window header claims.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xen/trace.h>
 
 #include "recorder-internal.h"
 #include "tcx-util.h"
 
-#define TRC_CPU_CHANGE	0x0001f003u
 #define OUT_WINDOW	(1u << 20)
 #define MAX_REC		40		/* header, TSC, 7 extra words */
 
@@ -60,7 +61,7 @@ static int write_all(struct xa *x, const void *p, size_t n)
 /* The kept records of the current output window, behind their header. */
 static int flush(struct xa *x)
 {
-	uint32_t hdr[3] = { TRC_CPU_CHANGE | (2u << 28), (uint32_t)x->ocpu, (uint32_t)x->olen };
+	uint32_t hdr[3] = { TRC_TRACE_CPU_CHANGE | (2u << 28), (uint32_t)x->ocpu, (uint32_t)x->olen };
 	int ret;
 
 	if (!x->olen)

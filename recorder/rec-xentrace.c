@@ -19,10 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xen/trace.h>
 
 #include "recorder-internal.h"
 
-#define TRC_CPU_CHANGE	0x0001f003u
 #define CHUNK		(1u << 20)
 #define PROGRESS_EVERY	(64u << 20)
 
@@ -152,7 +152,7 @@ static int check_first_word(struct wread *r, size_t pos)
 
 	memcpy(&h, r->hdr, 4);
 	r->hneed = 4 + ((h >> 31) ? 8 : 0) + ((h >> 28) & 7) * 4;
-	if ((h & 0x0fffffff) == TRC_CPU_CHANGE && ((h >> 28) & 7) >= 2)
+	if ((h & 0x0fffffff) == TRC_TRACE_CPU_CHANGE && ((h >> 28) & 7) >= 2)
 		return 0;
 	if (!r->res->windows)
 		snprintf(r->res->msg, sizeof(r->res->msg),
