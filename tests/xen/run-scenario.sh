@@ -111,6 +111,10 @@ notok() { n=$((n + 1)); nfail=$((nfail + 1)); echo "not ok $n - $*"; }
 check() { if [ "$1" = 0 ]; then ok "$2"; else notok "$2"; fi; }
 note() { echo "# $*"; }
 finish() {
+	# an error in this script ends the block it is in: that is no pass
+	if [ $nfail = 0 ] && [ "$ran" != 1 ]; then
+		notok "the run went through to its checks (cut short by an error in run-scenario.sh)"
+	fi
 	echo "1..$n"
 	if [ $nfail -gt 0 ]; then
 		note "$NAME: FAIL ($nfail of $n checks failed); serial log $LOG"
@@ -129,11 +133,12 @@ show_tail() {	# FILE [LINES]
 	tail -n "${2:-40}" "$1" 2>/dev/null | sed 's/^/#   /'
 }
 
-t_start=$SECONDS t_boot=$SECONDS boot_s=0
+t_start=$SECONDS t_boot=$SECONDS boot_s=0 ran=0 exported=1
 if [ "$CHECK_ONLY" = 1 ]; then
 	[ -d "$OUT" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]
 	exported=$?
 	check $exported "results of the previous run present ($OUT)"
+	ran=1
 else
 # ---- can it run here? ---------------------------------------------------------
 if ! command -v "$QEMU" >/dev/null 2>&1; then
@@ -284,6 +289,8 @@ stamp() {
 }
 FIFO=$RUN/serial.fifo
 rm -f "$FIFO"; mkfifo "$FIFO"
+# there from the start: the reader opens it only once QEMU has the FIFO
+: >"$LOG"
 if [ "$TAP" = 1 ]; then
 	stamp <"$FIFO" >"$LOG" &
 else
@@ -402,7 +409,7 @@ exported=1
 if tar -C "$OUT" -xf "$EXPORT" 2>/dev/null && [ -f "$OUT/dom0-rc" ]; then exported=0; fi
 rm -f "$EXPORT"
 check $exported "results returned through the virtio disk ($OUT)"
-
+ran=1
 fi
 
 # ---- host-side checks -----------------------------------------------------------------
