@@ -266,6 +266,8 @@ static void start_running(struct xsim_pcpu *p, struct xsim_vcpu *v)
 	p->slice_end = p->clk + us2tsc(p->h, p->h->conf.slice_us);
 }
 
+static void balance(struct xsim_pcpu *p, uint64_t t);
+
 /* Context switch at @t from cur to @next (NULL = idle); cur goes to @to. */
 static void do_switch(struct xsim_pcpu *p, struct xsim_vcpu *next,
 		      enum vstate to, uint64_t t)
@@ -336,6 +338,7 @@ static void do_switch(struct xsim_pcpu *p, struct xsim_vcpu *next,
 			xsim_guest_switch(h->guest[next->dom], next->id,
 					  stamp(p, p->clk), true);
 	}
+	balance(p, end);
 }
 
 /* The runnable vCPU of this pCPU that waits longest and is eligible at @t. */
@@ -391,6 +394,31 @@ static void migrate_locked(struct xsim_host *h, struct xsim_vcpu *v,
 	v->pcpu = to->id;
 	xsim_truth(h, "migrate %u %u %u %u %lu\n", v->domid, v->id, from->id,
 		   to->id, (unsigned long)t);
+}
+
+/*
+ * A vCPU left waiting on this pCPU while another is idle moves there, as
+ * an idle pCPU steals work in Xen's schedulers: without it a vCPU that
+ * never blocks stays queued behind a busy one for good (2 busy vCPUs on
+ * one of 2 pCPUs). Only this pCPU's thread moves its waiting vCPUs, so
+ * none moves between its pick and its switch.
+ */
+static void balance(struct xsim_pcpu *p, uint64_t t)
+{
+	struct xsim_host *h = p->h;
+
+	if (!p->cur || h->conf.pcpus < 2)
+		return;
+	pthread_mutex_lock(&h->slock);
+	for (unsigned int i = 0; i < p->nv; i++) {
+		struct xsim_vcpu *v = p->v[i];
+
+		if (v != p->cur && v->state == VS_RUNNABLE) {
+			migrate_locked(h, v, t);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&h->slock);
 }
 
 static void wake_locked(struct xsim_pcpu *p, struct xsim_vcpu *v, uint64_t t)
