@@ -39,6 +39,10 @@
 # TCX_XEN_SILENCE seconds (default 120) is dead: QEMU is stopped there
 # instead of at the timeout, so that run-retry.sh still has the time to run
 # the scenario again. 0 turns this off.
+# Likewise a kernel whose soft lockup in text_poke_bp (a static key's patch
+# waiting for an IPI that TCG never delivers) has lasted TCX_XEN_LOCKUP
+# seconds (default 120): it never comes back, and its watchdog keeps the
+# console from falling silent. 0 turns this off.
 # Environment: TCX_QEMU overrides the QEMU binary (the harness self-test
 # uses a stub); TCX_XEN_BOOT_DEADLINE, above.
 set -uo pipefail
@@ -96,6 +100,10 @@ case $SILENCE in
 ''|*[!0-9]*) echo "run-scenario: TCX_XEN_SILENCE=$SILENCE: not a number of seconds" >&2; exit 2 ;;
 esac
 TIMER_STALL="kthread timer wakeup didn't happen"
+LOCKUP=${TCX_XEN_LOCKUP:-120}
+case $LOCKUP in
+''|*[!0-9]*) echo "run-scenario: TCX_XEN_LOCKUP=$LOCKUP: not a number of seconds" >&2; exit 2 ;;
+esac
 case $BOOT_DEADLINE in
 ''|*[!0-9]*) echo "run-scenario: TCX_XEN_BOOT_DEADLINE=$BOOT_DEADLINE: not a number of seconds" >&2; exit 2 ;;
 esac
@@ -309,7 +317,7 @@ nice -n 5 "$QEMU" -accel "$ACCEL" -cpu "$CPU" -m "$MEM" -smp "$SMP" \
 	-initrd "$IMGDIR/vmlinuz $DOM0_ARGS,$RUN/dom0.cpio.gz" \
 	<"$KEYS" >"$FIFO" 2>&1 &
 QPID=$!
-timed_out=0 stalled=0 dom0_up=0 silent=0 dump_at=
+timed_out=0 stalled=0 dom0_up=0 silent=0 locked=0 stuck=0 dump_at=
 # Before a stuck machine is stopped, what it was doing: QEMU's view of
 # each CPU twice, a second apart (lib/cpu-state.py: where it is, halted or
 # spinning), then Xen's debug keys on its console (d: each pCPU's
@@ -353,6 +361,16 @@ while kill -0 "$QPID" 2>/dev/null; do
 		stop_qemu
 		break
 	fi
+	if [ "$LOCKUP" -gt 0 ] && grep -q "soft lockup" "$LOG" 2>/dev/null; then
+		stuck=$(grep -oE 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s' "$LOG" |
+			sed 's/.* for \([0-9]*\)s$/\1/' | sort -n | tail -n1)
+		if [ "${stuck:-0}" -ge "$LOCKUP" ] && grep -q text_poke_bp "$LOG"; then
+			locked=1
+			dump_state
+			stop_qemu
+			break
+		fi
+	fi
 	sleep 1
 done
 wait "$QPID" 2>/dev/null
@@ -393,6 +411,9 @@ if [ $timed_out = 1 ]; then
 	show_stopped
 elif [ $silent = 1 ]; then
 	notok "QEMU finished within ${TIMEOUT}s (stopped after ${boot_s}s: a kernel's timers stopped, \"$TIMER_STALL\", and the console was silent for ${SILENCE}s: TCX_XEN_SILENCE)"
+	show_stopped
+elif [ $locked = 1 ]; then
+	notok "QEMU finished within ${TIMEOUT}s (stopped after ${boot_s}s: a kernel stuck patching its own code, soft lockup in text_poke_bp for ${stuck}s: TCX_XEN_LOCKUP)"
 	show_stopped
 else
 	check $(( qrc != 0 )) "QEMU exited cleanly (rc=$qrc)"

@@ -16,7 +16,8 @@
 # 8. A kernel that logged a timer stall and fell silent is stopped after
 #    TCX_XEN_SILENCE seconds and retried once; silence alone is not enough.
 # 9. Soft lockups of a kernel patching its own code (text_poke_bp) are
-#    retried once, the evidence shown; a hang without them is not.
+#    retried once, the evidence shown, and stopped once they have lasted
+#    TCX_XEN_LOCKUP seconds; a hang without them is not retried.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${1:-$HERE/../../build}
@@ -120,6 +121,7 @@ stub_run() {	# MODE TIMEOUT TAG [SCRIPT]: run-scenario.sh (or SCRIPT) in the
 	rm -f "$W/$3.pid" "$W/$3.pid.runs" "$W/$3.pid.keys"
 	STUB_MODE=$1 STUB_PIDFILE=$W/$3.pid TCX_QEMU=$STUB \
 		TCX_XEN_BOOT_DEADLINE=${DEADLINE:-120} TCX_XEN_SILENCE=${SILENCE:-120} \
+		TCX_XEN_LOCKUP=${LOCKUP:-120} \
 		"${4:-$RS}" --tap --timeout "$2" --builddir "$BUILDDIR" "$W/selftest-stub" >"$W/$3.tap" 2>&1 &
 	BGPID=$!
 }
@@ -236,6 +238,15 @@ wait "$BGPID"; rc=$?
 	grep -q "^#   .*text_poke_bp_batch" "$W/poke.tap" &&
 	grep -q '^not ok .*finished within 4s (killed' "$W/poke.tap"
 check $? "a soft lockup in text_poke_bp is retried once, the evidence shown, and a second one fails (rc=$rc, $(runs poke) QEMU runs)"
+# past TCX_XEN_LOCKUP (the stub's lockup is 48 s old) it is stopped then
+rm -rf "$SR-first-try"
+DEADLINE=2 LOCKUP=30 stub_run pokestall 60 pokeearly "$RR"
+wait "$BGPID"; rc=$?
+secs=$(qemu_secs "$W/pokeearly.tap")
+echo "$secs" | awk '{ exit !(NF == 2 && $1 <= 20 && $2 <= 20) }' &&
+	[ $rc != 0 ] && [ "$(runs pokeearly)" = 2 ] &&
+	grep -q "^not ok .*stuck patching its own code, soft lockup in text_poke_bp for 48s" "$W/pokeearly.tap"
+check $? "... stopped once it has lasted TCX_XEN_LOCKUP (30 s), not at the 60 s timeout, and retried once (QEMU ran: ${secs:-?}s, rc=$rc)"
 # a hang without it, through the same retry wrapper, is not retried
 DEADLINE=2 stub_run hang 4 hangr "$RR"
 wait "$BGPID"; rc=$?
