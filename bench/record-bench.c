@@ -415,19 +415,16 @@ int main(int argc, char **argv)
 			if (ratio > 2 && !cpu_bad)
 				cpu_bad = rates[i];
 		}
-		if (xt_ok && st[0].written > 0 && st[1].written > 0) {
-			double hi = st[0].written > st[1].written ? st[0].written : st[1].written;
-			double lo = st[0].written > st[1].written ? st[1].written : st[0].written;
-
-			if (hi > lo * LOAD_SPREAD) {
+		if (xt_ok) {
+			if (st[0].written > 0 && st[1].written > 0 &&
+			    (st[0].written > st[1].written * LOAD_SPREAD ||
+			     st[1].written > st[0].written * LOAD_SPREAD)) {
 				printf("%10s  hosts differ: Xen wrote %.0f records for xentrace and %.0f "
 				       "for record: this step's ratio compares different loads\n", "",
 				       st[0].written, st[1].written);
 				if (!load_bad)
 					load_bad = rates[i];
 			}
-		}
-		if (xt_ok) {
 			/* never more than xentrace; none where it lost none */
 			if (st[1].failed || st[1].lost > st[0].lost || (!st[0].lost && st[1].lost)) {
 				if (!loss_bad)
