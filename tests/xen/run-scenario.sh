@@ -96,17 +96,17 @@ ACCEL=${TCX_QEMU_ACCEL:-tcg}	# e.g. tcg,thread=single (experiments)
 # no marker by this many seconds: the boot stalled
 BOOT_DEADLINE=${TCX_XEN_BOOT_DEADLINE:-120}
 SILENCE=${TCX_XEN_SILENCE:-120}
-case $SILENCE in
-''|*[!0-9]*) echo "run-scenario: TCX_XEN_SILENCE=$SILENCE: not a number of seconds" >&2; exit 2 ;;
-esac
 TIMER_STALL="kthread timer wakeup didn't happen"
 LOCKUP=${TCX_XEN_LOCKUP:-120}
-case $LOCKUP in
-''|*[!0-9]*) echo "run-scenario: TCX_XEN_LOCKUP=$LOCKUP: not a number of seconds" >&2; exit 2 ;;
-esac
-case $BOOT_DEADLINE in
-''|*[!0-9]*) echo "run-scenario: TCX_XEN_BOOT_DEADLINE=$BOOT_DEADLINE: not a number of seconds" >&2; exit 2 ;;
-esac
+# seconds VAR VALUE: a whole number of seconds, or the run stops here
+seconds() {
+	case $2 in
+	''|*[!0-9]*) echo "run-scenario: $1=$2: not a number of seconds" >&2; exit 2 ;;
+	esac
+}
+seconds TCX_XEN_SILENCE "$SILENCE"
+seconds TCX_XEN_LOCKUP "$LOCKUP"
+seconds TCX_XEN_BOOT_DEADLINE "$BOOT_DEADLINE"
 
 RUN=$BUILDDIR/xen-tests/$NAME
 LOG=$RUN/serial.log

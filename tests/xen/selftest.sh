@@ -253,5 +253,16 @@ wait "$BGPID"; rc=$?
 [ $rc != 0 ] && [ "$(runs hangr)" = 1 ] && ! grep -q '^# retried:' "$W/hangr.tap"
 check $? "... while a hang without it is not retried (rc=$rc, $(runs hangr) QEMU run)"
 
+
+# ---- 10. a limit that is not a whole number of seconds stops the run at once ---------
+bad=""
+for v in TCX_XEN_SILENCE TCX_XEN_LOCKUP TCX_XEN_BOOT_DEADLINE; do
+	out=$(env "$v=2m" TCX_QEMU=/bin/false "$RS" --tap --builddir "$BUILDDIR" "$W/selftest-stub" 2>&1)
+	rc=$?
+	[ $rc = 2 ] && [ "$out" = "run-scenario: $v=2m: not a number of seconds" ] || bad="$bad $v(rc=$rc)"
+done
+[ -z "$bad" ]
+check $? "TCX_XEN_SILENCE, TCX_XEN_LOCKUP and TCX_XEN_BOOT_DEADLINE of \"2m\" are refused by name, exit 2 (wrong:${bad:- none})"
+
 echo "1..$n"
 [ $nfail -eq 0 ]
