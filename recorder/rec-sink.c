@@ -458,11 +458,14 @@ static __attribute__((noinline)) void emit_general(struct rec_sink *k,
  */
 static inline void encode_plain(struct rec_sink *k, unsigned int cpu, uint8_t *p,
 				const struct lent *l, int pid, int isa, uint32_t event,
-				const void *words, unsigned int nr)
+				const void *words, unsigned int nr, bool wide)
 {
 	switch (l->enc) {
 	case REC_ENC_WORDS:
-		rec_encode_words(p, l->id, l->size, pid, words, nr);
+		if (wide && l->size <= 32)
+			rec_encode_words_wide(p, l->id, pid, words, nr);
+		else
+			rec_encode_words(p, l->id, l->size, pid, words, nr);
 		break;
 	case REC_ENC_VMENTRY:
 		rec_encode_vmentry(p, l->id, pid, event);
@@ -496,7 +499,7 @@ static inline void emit_plain(struct rec_sink *k, const struct rec_record *r,
 		isa = exit_isa(k, r->event, r->nr, r->w[0]);
 	p = tdat_reserve(k->w, cpu, r->tsc, 8 + l->size);
 	if (likely(p)) {
-		encode_plain(k, cpu, p, l, pid, isa, r->event, r->w, r->nr);
+		encode_plain(k, cpu, p, l, pid, isa, r->event, r->w, r->nr, false);
 		k->st.events++;
 		return;
 	}
@@ -553,7 +556,7 @@ static inline bool emit_run(struct rec_sink *k, struct tdat_run *run, const stru
 	if (unlikely(!p))
 		return false;
 	k->st.classes[l->cls]++;
-	encode_plain(k, cpu, p, l, k->cur[cpu].pid, -1, r->event, r->w, r->nr);
+	encode_plain(k, cpu, p, l, k->cur[cpu].pid, -1, r->event, r->w, r->nr, false);
 	return true;
 }
 
@@ -674,7 +677,9 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 		e = tdat_run_reserve_rounded(&run, ts, l->rlen);
 		if (likely(e)) {
 			k->st.classes[l->cls]++;
-			encode_plain(k, cpu, e, l, pid, -1, ev, w, nr);
+			/* the page's room past the event takes the wide stores */
+			encode_plain(k, cpu, e, l, pid, -1, ev, w, nr,
+				     (size_t)(run.end - e) >= REC_WORDS_WIDE);
 		}
 		if (unlikely(!e || tapped)) {
 			struct rec_record r;

@@ -233,6 +233,17 @@ static inline unsigned int rec_record_size(uint32_t hdr)
 /* Bytes from a record's start rec_decode_fast() reads: one word past the largest. */
 #define REC_DECODE_FAST_READ	44
 
+/* The words kept of the 8 after a record's header and TSC, by count: masks. */
+#define REC_K(n, i)	((i) < (n) ? 0xffffffffu : 0)
+#define REC_KROW(n)	{ REC_K(n, 0), REC_K(n, 1), REC_K(n, 2), REC_K(n, 3), \
+			  REC_K(n, 4), REC_K(n, 5), REC_K(n, 6), 0 }
+static const uint32_t rec_words_keep[8][8] = {
+	REC_KROW(0), REC_KROW(1), REC_KROW(2), REC_KROW(3),
+	REC_KROW(4), REC_KROW(5), REC_KROW(6), REC_KROW(7),
+};
+#undef REC_KROW
+#undef REC_K
+
 _Static_assert(sizeof(struct rec_record) >= offsetof(struct rec_record, w) + 32,
 	       "rec_decode_fast() stores 8 words at w");
 
@@ -243,14 +254,6 @@ _Static_assert(sizeof(struct rec_record) >= offsetof(struct rec_record, w) + 32,
  */
 static inline void rec_decode_fast(const uint8_t *p, int cpu, struct rec_record *r)
 {
-	/* the words kept of the 8 after the header and TSC, by count */
-#define K(n, i)	((i) < (n) ? 0xffffffffu : 0)
-#define ROW(n)	{ K(n, 0), K(n, 1), K(n, 2), K(n, 3), K(n, 4), K(n, 5), K(n, 6), 0 }
-	static const uint32_t keep[8][8] = {
-		ROW(0), ROW(1), ROW(2), ROW(3), ROW(4), ROW(5), ROW(6), ROW(7),
-	};
-#undef ROW
-#undef K
 	uint32_t hdr, lo, hi;
 	unsigned int nr;
 	uint64_t v[4], m[4];
@@ -271,7 +274,7 @@ static inline void rec_decode_fast(const uint8_t *p, int cpu, struct rec_record 
 		p += 8;
 	}
 	memcpy(v, p, sizeof(v));
-	memcpy(m, keep[nr], sizeof(m));
+	memcpy(m, rec_words_keep[nr], sizeof(m));
 	for (int i = 0; i < 4; i++)
 		v[i] &= m[i];
 	memcpy((uint8_t *)r + offsetof(struct rec_record, w), v, sizeof(v));
@@ -571,6 +574,29 @@ static inline void rec_encode_words(uint8_t *b, uint16_t id, unsigned int size, 
 	/* word by word: cheaper than memcpy and memset of run-time sizes */
 	for (unsigned int i = 0; i < room; i++)
 		rec_put32(b, 12 + 4 * i, i < nr ? rec_word(words, i) : 0);
+}
+
+/*
+ * REC_ENC_WORDS for an event of at most 7 words (@size <= 32), from a
+ * record's raw bytes: the 8 words at @words read whole (a record's
+ * REC_DECODE_FAST_READ bytes cover them), the @nr kept (nr <= the room)
+ * and all 8 stored, zeros past the room. So @b must have REC_WORDS_WIDE
+ * writable bytes; what lands past the event is free room of the page,
+ * which the next event overwrites or the page's finish zeroes.
+ */
+#define REC_WORDS_WIDE	44
+static inline void rec_encode_words_wide(uint8_t *b, uint16_t id, int pid,
+					 const void *words, unsigned int nr)
+{
+	uint64_t v[4], m[4];
+
+	memcpy(v, words, sizeof(v));
+	memcpy(m, rec_words_keep[nr], sizeof(m));
+	for (int i = 0; i < 4; i++)
+		v[i] &= m[i];
+	rec_put_common(b, id, pid);
+	rec_put32(b, 8, nr);
+	memcpy(b + 12, v, sizeof(v));
 }
 
 /* The vCPU id kvm events carry: the pid's low 16 bits, less one. */
