@@ -622,25 +622,29 @@ static inline void run_close(struct rec_sink *k, int cpu, const struct tdat_run 
 
 /*
  * The fast lane: one pCPU's plain records, from the window's bytes into
- * its page, then to the tap if there is one. Nothing it takes touches the
- * vCPU model, so the pCPU's pid and pending entry hold for the whole call;
- * after an error every record goes the other way.
+ * its page, then to the tap if there is one (@tapped: a constant in each
+ * of its two copies, so the untapped one carries no tap test). Nothing it
+ * takes touches the vCPU model, so the pCPU's pid and pending entry hold
+ * for the whole call; after an error every record goes the other way.
  */
-size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, struct rec_time *t)
+static __attribute__((always_inline)) inline size_t
+raw_lane(struct rec_sink *k, int cpu, const uint8_t *p, size_t len, struct rec_time *t,
+	 const bool tapped)
 {
-	struct rec_sink *k = sink;
 	uint64_t cur = t->cur_tsc, cur0 = t->cur_tsc;
 	uint64_t no_tsc = 0, taken = 0, slow = 0;
-	bool has_cur = t->has_cur, tapped = k->o.tap != NULL, stop = false;
+	bool has_cur = t->has_cur, stop = false;
+	const uint8_t *q = p, *last;
 	struct tdat_run run;
-	size_t off = 0;
 	int pid;
 
-	if (k->err || (unsigned int)cpu >= (unsigned int)k->o.ncpus || k->cur[cpu].pend)
+	if (len < REC_DECODE_FAST_READ)
 		return 0;
+	/* the last record start from which the lane may read its bytes */
+	last = p + len - REC_DECODE_FAST_READ;
 	pid = k->cur[cpu].pid;
 	run_open(k, cpu, &run);
-	while (len - off >= REC_DECODE_FAST_READ) {
+	while (q <= last) {
 		uint32_t hdr, ev, lo, hi;
 		const struct lent *l;
 		const uint8_t *w;
@@ -648,7 +652,7 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 		uint64_t ts;
 		uint8_t *e;
 
-		memcpy(&hdr, p + off, 4);
+		memcpy(&hdr, q, 4);
 		ev = hdr & 0x0fffffff;
 		nr = (hdr >> 28) & 7;
 		/* fillers and LOST_RECORDS are the stream's */
@@ -657,7 +661,7 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 		l = lookup(k, ev);
 		if (nr >= l->raw_lim)
 			break;
-		w = p + off + 4;
+		w = q + 4;
 		if (hdr >> 31) {
 			memcpy(&lo, w, 4);
 			memcpy(&hi, w + 4, 4);
@@ -681,10 +685,10 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 			encode_plain(k, cpu, e, l, pid, -1, ev, w, nr,
 				     (size_t)(run.end - e) >= REC_WORDS_WIDE);
 		}
-		if (unlikely(!e || tapped)) {
+		if (unlikely(!e) || tapped) {
 			struct rec_record r;
 
-			rec_decode_fast(p + off, cpu, &r);
+			rec_decode_fast(q, cpu, &r);
 			r.tsc = ts;
 			if (!e) {
 				/* a new page: tdat_reserve()'s, which counts it */
@@ -698,7 +702,7 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 				tap(k, &r);
 		}
 		taken++;
-		off = (size_t)(w - p) + 4 * nr;
+		q = w + 4 * nr;
 		/* written or failed, it is counted; after a failure the rest goes the other way */
 		if (unlikely(stop))
 			break;
@@ -725,7 +729,16 @@ size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, stru
 	t->has_cur = has_cur;
 	t->records += taken;
 	t->no_tsc += no_tsc;
-	return off;
+	return (size_t)(q - p);
+}
+
+size_t rec_sink_emit_raw(void *sink, int cpu, const uint8_t *p, size_t len, struct rec_time *t)
+{
+	struct rec_sink *k = sink;
+
+	if (k->err || (unsigned int)cpu >= (unsigned int)k->o.ncpus || k->cur[cpu].pend)
+		return 0;
+	return k->o.tap ? raw_lane(k, cpu, p, len, t, true) : raw_lane(k, cpu, p, len, t, false);
 }
 
 int rec_sink_add_cmdlines(struct rec_sink *k)
