@@ -577,8 +577,8 @@ static inline void rec_encode_words(uint8_t *b, uint16_t id, unsigned int size, 
 }
 
 /*
- * REC_ENC_WORDS for an event of at most 7 words (@size <= 32), from a
- * record's raw bytes: the 8 words at @words read whole (a record's
+ * REC_ENC_WORDS for an event of at most 7 words (a size of at most 32),
+ * from a record's raw bytes: the 8 words at @words read whole (a record's
  * REC_DECODE_FAST_READ bytes cover them), the @nr kept (nr <= the room)
  * and all 8 stored, zeros past the room. So @b must have REC_WORDS_WIDE
  * writable bytes; what lands past the event is free room of the page,
