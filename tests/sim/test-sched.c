@@ -12,10 +12,9 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <xen/xen.h>
 
 #include "tlib.h"
-
-#define DOMID_IDLE	32767
 
 static struct tlib_sim sim;
 static struct tlib_truth truth;

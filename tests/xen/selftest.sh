@@ -18,6 +18,9 @@
 # 9. Soft lockups of a kernel patching its own code (text_poke_bp) are
 #    retried once, the evidence shown, and stopped once they have lasted
 #    TCX_XEN_LOCKUP seconds; a hang without them is not retried.
+# 10. A limit that is not a whole number of seconds stops run-scenario.sh
+#    before anything starts (TCX_QEMU is /bin/false there, so that a
+#    check that let it through could not boot a real QEMU).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${1:-$HERE/../../build}
@@ -252,7 +255,6 @@ DEADLINE=2 stub_run hang 4 hangr "$RR"
 wait "$BGPID"; rc=$?
 [ $rc != 0 ] && [ "$(runs hangr)" = 1 ] && ! grep -q '^# retried:' "$W/hangr.tap"
 check $? "... while a hang without it is not retried (rc=$rc, $(runs hangr) QEMU run)"
-
 
 # ---- 10. a limit that is not a whole number of seconds stops the run at once ---------
 bad=""
