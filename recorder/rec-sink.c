@@ -621,6 +621,20 @@ static inline void run_close(struct rec_sink *k, int cpu, const struct tdat_run 
 }
 
 /*
+ * How far ahead the lane asks for cache lines: of the staged records (the
+ * drain thread wrote them on the other core, and each record's header says
+ * where the next starts, so the loads wait on each other) and of the page
+ * being filled. At 800 000 and 1 600 000 exits/s per vCPU this took about
+ * a tenth off record's CPU per record (768 and 512 did better than 384
+ * and 256).
+ */
+#define LANE_AHEAD_IN	768
+#define LANE_AHEAD_OUT	512
+
+/* A hint only: never a fault, so it may point past the window or the page. */
+#define ahead(p, dist, rw)	__builtin_prefetch((const void *)((uintptr_t)(p) + (dist)), (rw))
+
+/*
  * The fast lane: one pCPU's plain records, from the window's bytes into
  * its page, then to the tap if there is one (@tapped: a constant in each
  * of its two copies, so the untapped one carries no tap test). Nothing it
@@ -652,6 +666,7 @@ raw_lane(struct rec_sink *k, int cpu, const uint8_t *p, size_t len, struct rec_t
 		uint64_t ts;
 		uint8_t *e;
 
+		ahead(q, LANE_AHEAD_IN, 0);
 		memcpy(&hdr, q, 4);
 		ev = hdr & 0x0fffffff;
 		nr = (hdr >> 28) & 7;
@@ -680,6 +695,7 @@ raw_lane(struct rec_sink *k, int cpu, const uint8_t *p, size_t len, struct rec_t
 		}
 		e = tdat_run_reserve_rounded(&run, ts, l->rlen);
 		if (likely(e)) {
+			ahead(e, LANE_AHEAD_OUT, 1);
 			k->st.classes[l->cls]++;
 			/* the page's room past the event takes the wide stores */
 			encode_plain(k, cpu, e, l, pid, -1, ev, w, nr,
